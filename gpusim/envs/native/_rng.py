@@ -1,0 +1,194 @@
+"""Counter-based random numbers for batched tensor environments.
+
+A counter-based generator turns ``(seed, counter, lane)`` into random bits with a pure
+integer hash, so that the same seed gives the same numbers on every device, in eager mode and
+inside ``torch.compile(fullgraph=True)`` graphs (where ``torch.rand`` is an expensive, unfusable
+call). The only mutable state is a one-element ``int64`` counter tensor that lives on the env
+device and is incremented in place at each draw: no Python value changes between calls, so a
+compiled graph is never recompiled and no host-device synchronisation happens.
+
+The hash is Chris Wellons' ``lowbias32`` (xor-shift / multiply, found with hash-prospector),
+written with ``int64`` tensors holding 32-bit values: every product is split so that it never
+overflows 63 bits, every right shift is of a non-negative value (so arithmetic and logical
+shifts agree), and results are masked back to 32 bits. These integer ops work in eager and
+compiled mode on CPU and CUDA.
+
+Each 32-bit hash yields either two 16-bit uniforms (``bits=16``, the cheap default for reset
+noise: one hash per two numbers) or one 24-bit uniform (``bits=24``, the full precision of a
+float32 in ``[0, 1)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+__all__ = ["CounterRNG", "hash32", "seed_to_key"]
+
+_MASK32 = 0xFFFFFFFF
+_MASK16 = 0xFFFF
+# lowbias32 multipliers, each split into 16-bit halves so that x * half < 2**48.
+_C1 = 0x7FEB352D
+_C2 = 0x846CA68B
+_GOLDEN = 0x9E3779B9  # 2**32 / phi, decorrelates consecutive counters
+
+
+def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
+    """``(x * c) mod 2**32`` for ``x`` in ``[0, 2**32)`` without int64 overflow."""
+    lo = x * (c & _MASK16)
+    hi = ((x * (c >> 16)) & _MASK16) << 16
+    return (lo + hi) & _MASK32
+
+
+def hash32(x: torch.Tensor) -> torch.Tensor:
+    """The ``lowbias32`` bijection of ``[0, 2**32)``, on ``int64`` tensors.
+
+    Args:
+        x: an ``int64`` tensor with values in ``[0, 2**32)``.
+
+    Returns:
+        An ``int64`` tensor of the same shape with values in ``[0, 2**32)``.
+
+    Examples:
+        >>> import torch
+        >>> hash32(torch.tensor([0, 1, 2])).tolist()
+        [0, 1753845952, 3507691905]
+    """
+    x = x ^ (x >> 16)
+    x = _mul32(x, _C1)
+    x = x ^ (x >> 15)
+    x = _mul32(x, _C2)
+    return x ^ (x >> 16)
+
+
+def seed_to_key(seed: int) -> int:
+    """Fold a Python integer seed (any size, any sign) into a 32-bit key.
+
+    Args:
+        seed: the user seed.
+
+    Returns:
+        An integer in ``[0, 2**32)``; different seeds in ``[0, 2**32)`` give different keys.
+
+    Examples:
+        >>> seed_to_key(0) != seed_to_key(1)
+        True
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {seed!r} of type {type(seed).__name__}")
+    key = 0
+    value = seed
+    words = [value & _MASK32]
+    value >>= 32
+    while value not in (0, -1):
+        words.append(value & _MASK32)
+        value >>= 32
+    if seed < 0:
+        words.append(0x5EED)
+    for word in words:
+        key = int(hash32(torch.tensor(((key ^ word) + _GOLDEN) & _MASK32, dtype=torch.int64)))
+    return key
+
+
+class CounterRNG(torch.nn.Module):
+    """Uniform random numbers from a hash of ``(seed, counter, env index, lane)``.
+
+    The generator is made for a fixed batch: every call to :meth:`uniform` returns a
+    ``[*batch_size, num]`` float tensor, one independent stream per batch entry, and increments
+    the on-device counter in place. Seeding writes the key buffer in place, so compiled graphs
+    that captured the buffers stay valid.
+
+    Args:
+        batch_size: the batch dims of the numbers to draw (the env's ``batch_size``).
+        num: how many numbers per batch entry each call returns.
+        device: where the buffers live.
+        seed: the initial seed (``0`` when ``None``).
+        bits: ``16`` (two numbers per 32-bit hash) or ``24`` (one number per hash).
+
+    Examples:
+        >>> rng = CounterRNG((3,), num=4, seed=7)
+        >>> u = rng.uniform()
+        >>> u.shape, bool(((u >= 0) & (u < 1)).all())
+        (torch.Size([3, 4]), True)
+        >>> rng.manual_seed(7)
+        >>> torch.equal(rng.uniform(), u)
+        True
+    """
+
+    def __init__(
+        self,
+        batch_size: Sequence[int] | torch.Size = (),
+        num: int = 1,
+        device: torch.device | str | None = None,
+        seed: int | None = None,
+        bits: int = 16,
+    ) -> None:
+        super().__init__()
+        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+            raise ValueError(f"num must be a positive int, got {num!r}")
+        if bits not in (16, 24):
+            raise ValueError(f"bits must be 16 or 24, got {bits!r}")
+        batch_size = torch.Size(batch_size)
+        self.batch_size = batch_size
+        self.num = num
+        self.bits = bits
+        per_hash = 2 if bits == 16 else 1
+        self._num_hashes = -(-num // per_hash)
+        numel = batch_size.numel()
+        # lane id of every hash: env index * hashes-per-env + hash index
+        lanes = torch.arange(numel * self._num_hashes, dtype=torch.int64, device=device)
+        self.register_buffer("lanes", lanes.reshape(*batch_size, self._num_hashes), persistent=False)
+        self.register_buffer("key", torch.zeros((), dtype=torch.int64, device=device))
+        self.register_buffer("counter", torch.zeros((), dtype=torch.int64, device=device))
+        self.manual_seed(0 if seed is None else seed)
+
+    def manual_seed(self, seed: int) -> None:
+        """Reset the stream: set the key from ``seed`` and the counter to zero (in place).
+
+        Args:
+            seed: any Python int.
+        """
+        self.key.fill_(seed_to_key(seed))
+        self.counter.zero_()
+
+    def bits32(self) -> torch.Tensor:
+        """Draw raw 32-bit hashes, ``[*batch_size, num_hashes]`` int64, and advance the counter."""
+        counter = self.counter
+        # one scalar per call: depends on (key, counter) only
+        base = hash32(self.key ^ _mul32(counter & _MASK32, _GOLDEN))
+        base = hash32(base ^ ((counter >> 32) & _MASK32))
+        counter.add_(1)
+        return hash32((self.lanes + base) & _MASK32)
+
+    def uniform(self) -> torch.Tensor:
+        """Draw ``[*batch_size, num]`` float32 numbers in ``[0, 1)`` and advance the counter.
+
+        Returns:
+            A float32 tensor on the generator's device.
+        """
+        h = self.bits32()
+        if self.bits == 16:
+            u = torch.stack((h & _MASK16, h >> 16), dim=-1).flatten(-2)
+            if u.shape[-1] != self.num:
+                u = u[..., : self.num]
+            return u.to(torch.float32) * (1.0 / 65536.0)
+        return (h >> 8).to(torch.float32) * (1.0 / 16777216.0)
+
+    def uniform_range(self, low: torch.Tensor | float, high: torch.Tensor | float) -> torch.Tensor:
+        """Draw ``[*batch_size, num]`` numbers uniform in ``[low, high]`` (broadcast over lanes).
+
+        Args:
+            low: lower bound(s), a float or a tensor broadcastable to ``[num]``.
+            high: upper bound(s), same rules.
+
+        Returns:
+            A float32 tensor ``low + (high - low) * u``.
+
+        Examples:
+            >>> rng = CounterRNG((2,), num=2)
+            >>> x = rng.uniform_range(-0.05, 0.05)
+            >>> bool(((x >= -0.05) & (x <= 0.05)).all())
+            True
+        """
+        return self.uniform() * (high - low) + low
