@@ -1,0 +1,84 @@
+"""Shared plumbing of the native classic-control envs: reset noise, seeding, done specs.
+
+Examples:
+    >>> import torch
+    >>> from gpusim.specs import Composite
+    >>> done_spec(torch.Size([2]), torch.device("cpu"))["terminated"].shape
+    torch.Size([2, 1])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDict
+
+from gpusim.envs.common import EnvBase
+from gpusim.envs.native._checks import random_seed
+from gpusim.envs.native._rng import CounterRNG
+from gpusim.specs import Categorical, Composite
+
+__all__ = ["NativeEnv", "done_spec"]
+
+
+def done_spec(batch_size: torch.Size, device: torch.device) -> Composite:
+    """``Composite(done=..., terminated=...)``, both bool ``[*B, 1]``.
+
+    Args:
+        batch_size: the env batch dims.
+        device: the env device.
+    """
+    flag = Categorical(2, shape=(*batch_size, 1), dtype=torch.bool, device=device)
+    return Composite(done=flag, terminated=flag.clone(), shape=batch_size, device=device)
+
+
+class NativeEnv(EnvBase):
+    """Base of the native envs: owns a :class:`CounterRNG` for reset noise and its seeding.
+
+    Subclasses call ``super().__init__(batch_size, device, seed, num_noise=...)`` and draw their
+    start states from :meth:`_noise` (``[*B, num_noise]`` uniforms in ``[0, 1)``). The counter
+    that makes consecutive resets differ is a device buffer advanced in place.
+
+    Args:
+        batch_size: the env batch dims.
+        device: the env device.
+        seed: the initial seed; ``None`` draws one from torch's global generator.
+        num_noise: how many uniforms per env each reset needs (``0``: no generator).
+        noise_bits: resolution of the uniforms, 16 or 24 bits.
+    """
+
+    def __init__(
+        self,
+        batch_size: Any = (),
+        device: torch.device | str | None = None,
+        seed: int | None = None,
+        *,
+        num_noise: int = 0,
+        noise_bits: int = 16,
+    ) -> None:
+        super().__init__(batch_size=batch_size, device=device)
+        self._rng = (
+            CounterRNG(self.batch_size, num=num_noise, device=self.device, bits=noise_bits)
+            if num_noise > 0
+            else None
+        )
+        self._set_seed(seed)
+
+    def _noise(self) -> torch.Tensor:
+        return self._rng.uniform()
+
+    def _set_seed(self, seed: int | None) -> None:
+        if self._rng is not None:
+            self._rng.manual_seed(random_seed() if seed is None else seed)
+
+    def _flags(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Fresh ``(done, terminated)`` all-False tensors ``[*B, 1]``."""
+        shape = (*self.batch_size, 1)
+        return (
+            torch.zeros(shape, dtype=torch.bool, device=self.device),
+            torch.zeros(shape, dtype=torch.bool, device=self.device),
+        )
+
+    def _out(self, **entries: torch.Tensor) -> TensorDict:
+        return TensorDict(entries, batch_size=self.batch_size, device=self.device)
