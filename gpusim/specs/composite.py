@@ -606,10 +606,9 @@ class Composite:
         for key, spec in self.items(include_nested=True, leaves_only=True):
             if spec is None:
                 continue
-            try:
-                value = td[key]
-            except KeyError:
+            if key not in td.keys(include_nested=True):
                 return f"key {key!r} is missing"
+            value = td.get(key)
             reason = spec.invalid_reason(value)
             if reason is not None:
                 return f"key {key!r}: {reason}"
@@ -631,7 +630,7 @@ class Composite:
             if spec is None or (selected_keys is not None and key not in selected_keys):
                 continue
             if key in value.keys(include_nested=True):
-                spec.type_check(value[key], key)
+                spec.type_check(value.get(key), key)
 
     def project(self, td: Any) -> Any:
         """A shallow copy of ``td`` with every spec leaf projected inside its spec."""
@@ -670,7 +669,7 @@ class Composite:
         out = {}
         for key, spec in self._specs.items():
             if spec is not None and key in td.keys():
-                out[key] = spec.to_numpy(td[key], safe)
+                out[key] = spec.to_numpy(td.get(key), safe)
         return out
 
     # ------------------------------------------------------------------ comparison / repr

@@ -542,7 +542,7 @@ class OneHot(TensorSpec):
     """
 
     _event_ndim = 1
-    _tensor_params = (("mask", 0),)
+    _tensor_params = (("mask", 1),)
     _plain_params = ("n",)
 
     def __init__(
@@ -793,7 +793,7 @@ class MultiOneHot(TensorSpec):
     """
 
     _event_ndim = 1
-    _tensor_params = (("mask", 0),)
+    _tensor_params = (("mask", 1),)
     _plain_params = ("nvec",)
 
     def __init__(
