@@ -1,0 +1,127 @@
+"""``check_env_specs``: a short rollout compared against the structure the specs promise.
+
+Examples:
+    >>> from gpusim.envs.checks import check_env_specs
+    >>> # check_env_specs(env)  # raises AssertionError naming the key that differs
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs._keys import as_tuple
+
+if TYPE_CHECKING:
+    from gpusim.envs.common import EnvBase
+
+__all__ = ["check_env_specs"]
+
+
+def _tensor_leaves(td: TensorDictBase) -> dict:
+    return {k: v for k, v in td.items(True, True) if isinstance(v, torch.Tensor)}
+
+
+def _fmt(key) -> str:
+    return repr(key if isinstance(key, str) else tuple(key))
+
+
+def check_env_specs(
+    env: "EnvBase",
+    return_contiguous: bool = True,
+    check_dtype: bool = True,
+    seed: int | None = None,
+    tensordict: TensorDictBase | None = None,
+    break_when_any_done: bool | str = False,
+    steps: int = 3,
+) -> None:
+    """Checks that a short rollout of ``env`` matches its specs.
+
+    Compares the rollout with ``env.fake_tensordict()``: same keys, shapes, dtypes and devices,
+    and every observation, reward, done, state and action value inside its spec.
+
+    Args:
+        env: the env to check.
+        return_contiguous: passed to ``rollout``.
+        check_dtype: compare dtypes too.
+        seed: seed the env first.
+        tensordict: initial data for the rollout's reset.
+        break_when_any_done: passed to ``rollout``; ``"both"`` runs both modes.
+        steps: rollout length.
+
+    Raises:
+        AssertionError: naming the first key whose presence, shape, dtype, device or value
+            differs from the specs.
+    """
+    if break_when_any_done == "both":
+        check_env_specs(env, return_contiguous, check_dtype, seed, tensordict, True, steps)
+        break_when_any_done = False
+    if seed is not None:
+        env.set_seed(seed)
+    fake = env.fake_tensordict()
+    # step by step first, so that a structural mismatch is reported by key, not by a stack error
+    td = env.reset(None if tensordict is None else tensordict.clone())
+    for t in range(steps):
+        td = env.step(env.rand_action(td))
+        _compare(td, fake, check_dtype, f"step {t}")
+        td = env._step_mdp(td)
+    real = env.rollout(
+        steps,
+        tensordict=None if tensordict is None else tensordict.clone(),
+        return_contiguous=return_contiguous,
+        break_when_any_done=bool(break_when_any_done),
+    )
+    T = real.shape[-1]
+    _compare(real, fake.unsqueeze(-1).expand(*fake.batch_size, T), check_dtype, "the rollout")
+    _check_values(env, real)
+
+
+def _compare(real: TensorDictBase, fake: TensorDictBase, check_dtype: bool, where: str) -> None:
+    real_leaves = _tensor_leaves(real)
+    fake_leaves = _tensor_leaves(fake)
+    missing = sorted(map(_fmt, set(fake_leaves) - set(real_leaves)))
+    extra = sorted(map(_fmt, set(real_leaves) - set(fake_leaves)))
+    if missing or extra:
+        raise AssertionError(
+            f"The keys of {where} and the spec keys differ: keys in the specs but not in the data: "
+            f"{missing}; keys in the data but not in the specs: {extra}"
+        )
+    for key, f in fake_leaves.items():
+        r = real_leaves[key]
+        if r.shape != f.shape:
+            raise AssertionError(
+                f"Shape mismatch for key {_fmt(key)} at {where}: the data has {list(r.shape)}, the "
+                f"specs give {list(f.shape)}"
+            )
+        if check_dtype and r.dtype != f.dtype:
+            raise AssertionError(f"Dtype mismatch for key {_fmt(key)} at {where}: data {r.dtype}, specs {f.dtype}")
+        if r.device != f.device:
+            raise AssertionError(f"Device mismatch for key {_fmt(key)} at {where}: data {r.device}, specs {f.device}")
+
+
+def _check_values(env: "EnvBase", real: TensorDictBase) -> None:
+    groups = [
+        ("next", env.full_observation_spec),
+        ("next", env.full_reward_spec),
+        ("next", env.full_done_spec),
+        ("root", env.full_action_spec),
+        ("root", env.full_state_spec),
+    ]
+    T = real.shape[-1]
+    for t in range(T):
+        step = real[..., t]
+        for where, spec in groups:
+            data = step.get("next") if where == "next" else step
+            for key in spec.keys(True, True):
+                value = data.get(key, None)
+                if not isinstance(value, torch.Tensor):
+                    continue
+                leaf = spec[key]
+                if not leaf.is_in(value):
+                    name = ("next", *as_tuple(key)) if where == "next" else key
+                    raise AssertionError(
+                        f"The value of key {_fmt(name)} at step {t} is outside its spec "
+                        f"{type(leaf).__name__}: {value.flatten()[:8].tolist()}..."
+                    )

@@ -1,0 +1,789 @@
+"""``EnvBase``: the batched environment base class.
+
+An environment author writes the specs, ``_reset``, ``_step`` and ``_set_seed``; the base class
+owns the episode machinery: done completion, partial resets through ``"_reset"``, ``step``,
+``step_and_maybe_reset``, ``rollout``, seeding and spec bookkeeping. Key plans are computed once,
+when the specs are locked, never per step.
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from gpusim.envs.common import EnvBase
+    >>> from gpusim.specs import Composite, Unbounded, Categorical
+    >>> class Counter(EnvBase):
+    ...     def __init__(self, batch_size=()):
+    ...         super().__init__(batch_size=batch_size)
+    ...         B = self.batch_size
+    ...         self.observation_spec = Composite(count=Unbounded((*B, 1)), shape=B)
+    ...         self.action_spec = Categorical(2, shape=B)
+    ...     def _reset(self, td):
+    ...         return TensorDict({"count": torch.zeros(*self.batch_size, 1)}, self.batch_size)
+    ...     def _step(self, td):
+    ...         count = td["count"] + 1
+    ...         return TensorDict({"count": count, "reward": count,
+    ...                            "done": count >= 3}, self.batch_size)
+    ...     def _set_seed(self, seed):
+    ...         pass
+    >>> env = Counter(batch_size=[2])
+    >>> env.rollout(10).shape
+    torch.Size([2, 3])
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, Iterator
+
+import torch
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
+from torch import nn
+
+from gpusim.envs import _keys
+from gpusim.envs._keys import DoneLevel, NestedKey
+from gpusim.envs._reset import apply_reset_masks, collect_reset_masks
+from gpusim.envs._seeding import next_seed
+from gpusim.envs._step_mdp import StepMDPPlan
+from gpusim.specs import Categorical, Composite, TensorSpec, Unbounded
+
+__all__ = ["EnvBase"]
+
+_SPEC_NAMES = {
+    "full_action_spec": "input_spec",
+    "full_state_spec": "input_spec",
+    "full_observation_spec": "output_spec",
+    "full_reward_spec": "output_spec",
+    "full_done_spec": "output_spec",
+}
+
+
+class _EnvPostInit(abc.ABCMeta):
+    """Runs :meth:`EnvBase._post_init` (spec completion and locking) after ``__init__``."""
+
+    def __call__(cls, *args, **kwargs):
+        instance = super().__call__(*args, **kwargs)
+        instance._post_init()
+        return instance
+
+
+def _as_size(batch_size) -> torch.Size:
+    if batch_size is None:
+        return torch.Size([])
+    if isinstance(batch_size, int):
+        return torch.Size([batch_size])
+    try:
+        size = torch.Size(batch_size)
+    except TypeError as err:
+        raise TypeError(f"batch_size must be a sequence of ints, got {batch_size!r}") from err
+    if any(s < 0 for s in size):
+        raise ValueError(f"batch_size must be non-negative, got {list(size)}")
+    return size
+
+
+class EnvBase(nn.Module, metaclass=_EnvPostInit):
+    """Abstract batched environment with the TorchRL ``EnvBase`` interface.
+
+    Subclasses set ``observation_spec``, ``action_spec``, ``reward_spec``, ``done_spec`` and
+    optionally ``state_spec`` in ``__init__``, and implement ``_reset``, ``_step`` and
+    ``_set_seed``. After ``__init__`` the specs are completed (every done level gets ``done``
+    and ``terminated``) and locked.
+
+    Args:
+        device: the device of the env's data (``None``: CPU).
+        batch_size: the batch dims of the env (``[]`` for a single env).
+        run_type_checks: validate every step's output against the specs (slow; debugging only).
+        allow_done_after_reset: kept for API compatibility (no per-step check is made).
+        spec_locked: lock the specs after construction.
+
+    Examples:
+        See the module docstring.
+    """
+
+    #: ``True`` for envs whose step runs on the CPU outside torch (gymnasium): ``maybe_reset``
+    #: may branch on done flags. Tensor envs on device never do.
+    _cpu_backed: bool = False
+
+    def __init__(
+        self,
+        *,
+        device: torch.device | str | int | None = None,
+        batch_size: Any = None,
+        run_type_checks: bool = False,
+        allow_done_after_reset: bool = False,
+        spec_locked: bool = True,
+    ) -> None:
+        super().__init__()
+        self.__dict__["_cache"] = {}
+        self.__dict__["_spec_locked"] = spec_locked
+        self.__dict__["_locked_now"] = False
+        self.__dict__["_closed"] = False
+        self.__dict__["_device"] = torch.device("cpu") if device is None else torch.device(device)
+        self.__dict__["_batch_size"] = _as_size(batch_size)
+        self.run_type_checks = run_type_checks
+        self.allow_done_after_reset = allow_done_after_reset
+        self.batch_locked = True
+        B = self.batch_size
+        self.__dict__["_input_spec"] = Composite(
+            full_action_spec=Composite(shape=B, device=self.device),
+            full_state_spec=Composite(shape=B, device=self.device),
+            shape=B,
+            device=self.device,
+        )
+        self.__dict__["_output_spec"] = Composite(
+            full_observation_spec=Composite(shape=B, device=self.device),
+            full_reward_spec=Composite(shape=B, device=self.device),
+            full_done_spec=Composite(shape=B, device=self.device),
+            shape=B,
+            device=self.device,
+        )
+
+    # ------------------------------------------------------------------ construction
+    def _post_init(self) -> None:
+        B = self.batch_size
+        full_reward = self.output_spec["full_reward_spec"]
+        if len(full_reward.keys()) == 0:
+            self._set_full("full_reward_spec", Composite(reward=Unbounded((*B, 1), device=self.device), shape=B, device=self.device))
+        if len(self.output_spec["full_done_spec"].keys()) == 0:
+            self._set_full(
+                "full_done_spec",
+                Composite(
+                    done=Categorical(2, shape=(*B, 1), dtype=torch.bool, device=self.device),
+                    shape=B,
+                    device=self.device,
+                ),
+            )
+        self._complete_done_spec()
+        if self._spec_locked:
+            self._lock_specs()
+
+    def _complete_done_spec(self) -> None:
+        """Flanks every ``done`` with ``terminated`` and vice versa, at every level."""
+        done = self.output_spec["full_done_spec"]
+        was_locked = done.is_locked
+        if was_locked:
+            self._unlock_specs()
+        try:
+            for level in _keys.done_levels(done, self.batch_size):
+                names = {_keys.as_tuple(k)[-1] for k in level.keys}
+                template = done[level.keys[0]]
+                for name in ("done", "terminated"):
+                    if name not in names:
+                        done[level.key(name)] = template.clone()
+        finally:
+            if was_locked:
+                self._lock_specs()
+        self._cache.clear()
+
+    def _lock_specs(self) -> None:
+        self._input_spec.lock_()
+        self._output_spec.lock_()
+        self.__dict__["_locked_now"] = True
+
+    def _unlock_specs(self) -> None:
+        self._input_spec.unlock_()
+        self._output_spec.unlock_()
+        self.__dict__["_locked_now"] = False
+
+    # ------------------------------------------------------------------ basic attributes
+    @property
+    def batch_size(self) -> torch.Size:
+        """The batch dims of the env."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value) -> None:
+        value = _as_size(value)
+        self.__dict__["_batch_size"] = value
+        self._with_unlocked(lambda: self._reshape_specs(value))
+
+    def _reshape_specs(self, value: torch.Size) -> None:
+        for spec in (self._input_spec, self._output_spec):
+            spec.shape = value
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the env's data."""
+        return self._device
+
+    @device.setter
+    def device(self, value) -> None:
+        self.__dict__["_device"] = torch.device(value)
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    # ------------------------------------------------------------------ specs
+    @property
+    def input_spec(self) -> Composite:
+        """``Composite(full_action_spec=..., full_state_spec=...)``, locked."""
+        return self._input_spec
+
+    @input_spec.setter
+    def input_spec(self, value: Composite) -> None:
+        def set_():
+            self.__dict__["_input_spec"] = value
+        self._with_unlocked(set_)
+
+    @property
+    def output_spec(self) -> Composite:
+        """``Composite(full_observation_spec=..., full_reward_spec=..., full_done_spec=...)``."""
+        return self._output_spec
+
+    @output_spec.setter
+    def output_spec(self, value: Composite) -> None:
+        def set_():
+            self.__dict__["_output_spec"] = value
+        self._with_unlocked(set_)
+
+    def _with_unlocked(self, fn: Callable[[], None]) -> None:
+        relock = self._locked_now
+        if relock:
+            self._unlock_specs()
+        try:
+            fn()
+        finally:
+            self._cache.clear()
+            if relock:
+                self._complete_done_spec()
+                self._lock_specs()
+
+    def _set_full(self, name: str, value: Composite | None) -> None:
+        B = self.batch_size
+        if value is None:
+            value = Composite(shape=B, device=self.device)
+        if not isinstance(value, Composite):
+            raise TypeError(f"{name} must be a Composite, got {type(value).__name__}")
+        if tuple(value.shape) != tuple(B):
+            if tuple(value.shape[: len(B)]) != tuple(B) and len(value.shape) != 0:
+                raise ValueError(
+                    f"{name} has shape {list(value.shape)}, which does not start with the env "
+                    f"batch_size {list(B)}"
+                )
+            value = value.clone()
+            value.shape = B
+        parent = getattr(self, "_" + _SPEC_NAMES[name])
+
+        def set_():
+            parent[name] = value
+        self._with_unlocked(set_)
+
+    def _wrap_leaf(self, name: str, default_key: str, value) -> Composite:
+        if isinstance(value, Composite):
+            return value
+        if not isinstance(value, TensorSpec):
+            raise TypeError(f"{name} must be a TensorSpec or Composite, got {type(value).__name__}")
+        B = self.batch_size
+        if tuple(value.shape[: len(B)]) != tuple(B):
+            raise ValueError(
+                f"{name} has shape {list(value.shape)}, which does not start with the env "
+                f"batch_size {list(B)}"
+            )
+        current = getattr(self, "full_" + name, None)
+        key = default_key
+        if current is not None:
+            keys = _keys.leaf_keys(current)
+            if len(keys) == 1:
+                key = keys[0]
+        return Composite({key: value}, shape=B, device=value.device)
+
+    def _leaf_or_composite(self, full: Composite) -> TensorSpec | Composite:
+        keys = _keys.leaf_keys(full)
+        if len(keys) == 1:
+            return full[keys[0]]
+        return full
+
+    full_action_spec = property(
+        lambda self: self._input_spec["full_action_spec"],
+        lambda self, v: self._set_full("full_action_spec", v),
+        doc="Composite of every action entry.",
+    )
+    full_state_spec = property(
+        lambda self: self._input_spec["full_state_spec"],
+        lambda self, v: self._set_full("full_state_spec", v),
+        doc="Composite of the non-action inputs (state) of the env.",
+    )
+    full_observation_spec = property(
+        lambda self: self._output_spec["full_observation_spec"],
+        lambda self, v: self._set_full("full_observation_spec", v),
+        doc="Composite of every observation entry.",
+    )
+    full_reward_spec = property(
+        lambda self: self._output_spec["full_reward_spec"],
+        lambda self, v: self._set_full("full_reward_spec", v),
+        doc="Composite of every reward entry.",
+    )
+    full_done_spec = property(
+        lambda self: self._output_spec["full_done_spec"],
+        lambda self, v: self._set_full("full_done_spec", v),
+        doc="Composite of every done/terminated/truncated entry.",
+    )
+
+    @property
+    def action_spec(self) -> TensorSpec | Composite:
+        """The action leaf spec when there is a single action key, else ``full_action_spec``."""
+        return self._leaf_or_composite(self.full_action_spec)
+
+    @action_spec.setter
+    def action_spec(self, value) -> None:
+        self.full_action_spec = self._wrap_leaf("action_spec", "action", value)
+
+    @property
+    def reward_spec(self) -> TensorSpec | Composite:
+        """The reward leaf spec when there is a single reward key, else ``full_reward_spec``."""
+        return self._leaf_or_composite(self.full_reward_spec)
+
+    @reward_spec.setter
+    def reward_spec(self, value) -> None:
+        self.full_reward_spec = self._wrap_leaf("reward_spec", "reward", value)
+
+    @property
+    def done_spec(self) -> TensorSpec | Composite:
+        """The done leaf spec when there is a single done key, else ``full_done_spec``."""
+        return self._leaf_or_composite(self.full_done_spec)
+
+    @done_spec.setter
+    def done_spec(self, value) -> None:
+        self.full_done_spec = self._wrap_leaf("done_spec", "done", value)
+
+    @property
+    def observation_spec(self) -> Composite:
+        """Composite of every observation entry."""
+        return self.full_observation_spec
+
+    @observation_spec.setter
+    def observation_spec(self, value) -> None:
+        if not isinstance(value, Composite):
+            raise TypeError(f"observation_spec must be a Composite, got {type(value).__name__}")
+        self.full_observation_spec = value
+
+    @property
+    def state_spec(self) -> Composite:
+        """Composite of the state entries (inputs other than actions)."""
+        return self.full_state_spec
+
+    @state_spec.setter
+    def state_spec(self, value) -> None:
+        if value is not None and not isinstance(value, Composite):
+            raise TypeError(f"state_spec must be a Composite, got {type(value).__name__}")
+        self.full_state_spec = value
+
+    # ------------------------------------------------------------------ key plans (cached)
+    def _cached(self, name: str, fn: Callable[[], Any]) -> Any:
+        cache = self._cache
+        if name not in cache:
+            cache[name] = fn()
+        return cache[name]
+
+    @property
+    def action_keys(self) -> list[NestedKey]:
+        return self._cached("action_keys", lambda: _keys.leaf_keys(self.full_action_spec))
+
+    @property
+    def reward_keys(self) -> list[NestedKey]:
+        return self._cached("reward_keys", lambda: _keys.leaf_keys(self.full_reward_spec))
+
+    @property
+    def done_keys(self) -> list[NestedKey]:
+        return self._cached("done_keys", lambda: _keys.leaf_keys(self.full_done_spec))
+
+    @property
+    def state_keys(self) -> list[NestedKey]:
+        return self._cached("state_keys", lambda: _keys.leaf_keys(self.full_state_spec))
+
+    @property
+    def observation_keys(self) -> list[NestedKey]:
+        return self._cached("observation_keys", lambda: _keys.leaf_keys(self.full_observation_spec))
+
+    @property
+    def done_levels(self) -> list[DoneLevel]:
+        """The done levels (root first), each with its keys, reset key and batch shape."""
+        return self._cached("done_levels", lambda: _keys.done_levels(self.full_done_spec, self.batch_size))
+
+    @property
+    def done_keys_groups(self) -> list[list[NestedKey]]:
+        return [list(level.keys) for level in self.done_levels]
+
+    @property
+    def reset_keys(self) -> list[NestedKey]:
+        """One ``"_reset"`` key per done level."""
+        return self._cached("reset_keys", lambda: [level.reset_key for level in self.done_levels])
+
+    def _single(self, keys: list, what: str) -> NestedKey:
+        if len(keys) == 1:
+            return keys[0]
+        raise KeyError(f"{what} is ambiguous: the env has {len(keys)} {what}s {keys}; use {what}s instead")
+
+    @property
+    def action_key(self) -> NestedKey:
+        return self._single(self.action_keys, "action_key")
+
+    @property
+    def reward_key(self) -> NestedKey:
+        return self._single(self.reward_keys, "reward_key")
+
+    @property
+    def done_key(self) -> NestedKey:
+        return self._single([k for k in self.done_keys if _keys.as_tuple(k)[-1] == "done"], "done_key")
+
+    @property
+    def _step_mdp_plan(self) -> StepMDPPlan:
+        return self._cached(
+            "step_mdp_plan",
+            lambda: StepMDPPlan(
+                action_keys=self.action_keys,
+                reward_keys=self.reward_keys,
+                done_keys=self.done_keys,
+            ),
+        )
+
+    @property
+    def _echo_state_keys(self) -> list[NestedKey]:
+        """State keys that ``step`` copies into ``"next"`` when ``_step`` does not produce them."""
+        return self._cached(
+            "echo_state_keys", lambda: [k for k in self.state_keys if k not in set(self.observation_keys)]
+        )
+
+    def empty_cache(self) -> None:
+        """Drops the cached key plans (they are rebuilt on next use)."""
+        self._cache.clear()
+
+    # ------------------------------------------------------------------ abstract API
+    @abc.abstractmethod
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
+        """Returns a new tensordict with the reset data (all rows, or the ``"_reset"`` rows)."""
+
+    @abc.abstractmethod
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Returns a new tensordict with the next observation, reward and done entries."""
+
+    @abc.abstractmethod
+    def _set_seed(self, seed: int | None) -> None:
+        """Seeds the env's random number generators."""
+
+    # ------------------------------------------------------------------ done handling
+    def _complete_done(self, data: TensorDictBase) -> TensorDictBase:
+        """Fills the missing ``done``/``terminated`` of every level (``terminated := done``,
+        ``done := terminated | truncated``)."""
+        for level in self.done_levels:
+            node = data if level.prefix == () else data.get(level.prefix, None)
+            if node is None:
+                continue
+            done = node.get("done", None)
+            terminated = node.get("terminated", None)
+            if done is not None and terminated is not None:
+                continue
+            if done is None and terminated is None:
+                raise KeyError(
+                    f"the env output has neither 'done' nor 'terminated' at level {level.prefix or 'root'}"
+                )
+            if terminated is None:
+                node.set("terminated", done)
+            else:
+                truncated = node.get("truncated", None)
+                node.set("done", terminated if truncated is None else terminated | truncated)
+        return data
+
+    def _check_batch(self, tensordict: TensorDictBase) -> None:
+        if self.batch_locked and tensordict.batch_size != self.batch_size:
+            raise ValueError(
+                f"Expected a tensordict with batch_size {list(self.batch_size)} (the env's), got "
+                f"batch_size {list(tensordict.batch_size)}"
+            )
+
+    # ------------------------------------------------------------------ reset / step
+    def reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        """Resets the env (all rows, or the rows selected by ``"_reset"`` entries).
+
+        With an input tensordict, the rows not reset keep the input's data, the ``"_reset"``
+        entries are erased, and the input is updated with the result and returned.
+        """
+        if tensordict is not None:
+            self._check_batch(tensordict)
+        tensordict_reset = self._reset(tensordict, **kwargs)
+        if tensordict_reset is tensordict:
+            raise RuntimeError(f"{type(self).__name__}._reset must return a new tensordict, not its input")
+        self._complete_done(tensordict_reset)
+        if tensordict is None:
+            return tensordict_reset
+        masks = collect_reset_masks(tensordict, self.done_levels)
+        if masks:
+            apply_reset_masks(tensordict_reset, tensordict, masks)
+        return tensordict.update(tensordict_reset)
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Runs one step: writes the ``_step`` output under ``"next"`` of the input and returns it."""
+        self._check_batch(tensordict)
+        next_td = self._step(tensordict)
+        self._complete_done(next_td)
+        for key in self._echo_state_keys:
+            if key not in next_td.keys(True):
+                value = tensordict.get(key, None)
+                if value is not None:
+                    next_td.set(key, value)
+        if self.run_type_checks:
+            self._type_check(next_td)
+        tensordict.set("next", next_td)
+        return tensordict
+
+    def _type_check(self, next_td: TensorDictBase) -> None:
+        for key in (*self.observation_keys, *self.reward_keys, *self.done_keys):
+            value = next_td.get(key, None)
+            if value is None:
+                raise KeyError(f"the step output misses the key {key!r}")
+            spec = self.output_spec[self._spec_parent(key)][key]
+            if not spec.is_in(value):
+                raise ValueError(f"the value of {key!r} is outside its spec {spec}")
+
+    def _spec_parent(self, key: NestedKey) -> str:
+        if key in self.reward_keys:
+            return "full_reward_spec"
+        if key in self.done_keys:
+            return "full_done_spec"
+        return "full_observation_spec"
+
+    def _step_mdp(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._step_mdp_plan(tensordict)
+
+    def _set_reset_masks(self, tensordict: TensorDictBase) -> None:
+        """Writes ``"_reset" = done | terminated | truncated`` at every done level."""
+        for level in self.done_levels:
+            node = tensordict if level.prefix == () else tensordict.get(level.prefix)
+            flag = None
+            for name in ("done", "terminated", "truncated"):
+                value = node.get(name, None)
+                if value is not None:
+                    flag = value if flag is None else flag | value
+            node.set("_reset", flag)
+
+    def _any_reset(self, tensordict: TensorDictBase) -> bool:
+        any_ = False
+        for level in self.done_levels:
+            any_ = any_ or bool(tensordict.get(level.reset_key).any())
+        return any_
+
+    def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Resets the rows whose done flag is set.
+
+        Tensor envs (and anything under ``torch.compile``) reset through masks for all rows,
+        without reading flags on the host. CPU envs skip the reset call when nothing is done.
+        """
+        self._set_reset_masks(tensordict)
+        if self._may_branch():
+            if not self._any_reset(tensordict):
+                for level in self.done_levels:
+                    tensordict.pop(level.reset_key)
+                return tensordict
+        return self.reset(tensordict)
+
+    def _may_branch(self) -> bool:
+        if torch.compiler.is_compiling():
+            return False
+        return self._cpu_backed or self.device.type == "cpu"
+
+    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        """Steps, builds the next root with ``step_mdp`` and resets the done rows.
+
+        Returns:
+            ``(tensordict_with_next, next_root)``: the stepped input, and the input of the next
+            step (reset where a done flag was set).
+        """
+        tensordict = self.step(tensordict)
+        tensordict_ = self._step_mdp(tensordict)
+        tensordict_ = self.maybe_reset(tensordict_)
+        return tensordict, tensordict_
+
+    # ------------------------------------------------------------------ seeding
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seeds the env and returns the next seed (deterministic function of ``seed``)."""
+        if seed is not None and not isinstance(seed, int):
+            raise TypeError(f"seed must be an int or None, got {seed!r}")
+        self._set_seed(seed)
+        if seed is None or static_seed:
+            return seed
+        return next_seed(seed)
+
+    # ------------------------------------------------------------------ random / fake data
+    def _empty_td(self) -> TensorDict:
+        return TensorDict({}, batch_size=self.batch_size, device=self.device)
+
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Writes a random action (from ``full_action_spec``) into ``tensordict``."""
+        if tensordict is None:
+            tensordict = self._empty_td()
+        tensordict.update(self.full_action_spec.rand())
+        return tensordict
+
+    def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """A step with a random action (resets first when the env needs a state and none is given)."""
+        if tensordict is None:
+            tensordict = self.reset() if self.state_keys else self._empty_td()
+        return self.step(self.rand_action(tensordict))
+
+    def fake_tensordict(self) -> TensorDictBase:
+        """A zero-filled tensordict with the structure of one step (root + ``"next"``)."""
+        state = self.full_state_spec.zero()
+        action = self.full_action_spec.zero()
+        obs = self.full_observation_spec.zero()
+        reward = self.full_reward_spec.zero()
+        done = self.full_done_spec.zero()
+        root = state.update(action).update(obs.clone()).update(done.clone())
+        nxt = obs.update(reward).update(done)
+        for key in self._echo_state_keys:
+            nxt.set(key, state.get(key).clone())
+        root.set("next", nxt)
+        return root
+
+    # ------------------------------------------------------------------ rollout
+    def rollout(
+        self,
+        max_steps: int,
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        callback: Callable[["EnvBase", TensorDictBase], Any] | None = None,
+        *,
+        auto_reset: bool = True,
+        auto_cast_to_device: bool = False,
+        break_when_any_done: bool | None = None,
+        break_when_all_done: bool | None = None,
+        return_contiguous: bool = True,
+        tensordict: TensorDictBase | None = None,
+        set_truncated: bool = False,
+    ) -> TensorDictBase:
+        """Runs ``max_steps`` steps with ``policy`` (random actions when ``None``).
+
+        Args:
+            max_steps: number of steps.
+            policy: callable reading and writing a tensordict.
+            callback: called as ``callback(env, tensordict)`` after each step.
+            auto_reset: reset (``tensordict`` is passed to ``reset``) before the first step.
+            auto_cast_to_device: move the policy output to the env device.
+            break_when_any_done: stop after the step on which any env finished (default
+                ``True`` unless ``break_when_all_done`` is set).
+            break_when_all_done: stop once every env has finished at least once; envs that are
+                done are reset in between (non-stop mode is used).
+            return_contiguous: stack into a contiguous tensordict (else a lazy stack).
+            tensordict: initial data (required when ``auto_reset=False``).
+            set_truncated: mark the last step as truncated (requires a ``truncated`` entry).
+
+        Returns:
+            A tensordict of shape ``[*batch_size, T]`` whose last dim is named ``"time"``.
+        """
+        if not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        if break_when_any_done is None:
+            break_when_any_done = not break_when_all_done
+        if break_when_any_done and break_when_all_done:
+            raise ValueError("break_when_any_done and break_when_all_done cannot both be True")
+        if auto_reset:
+            tensordict = self.reset(tensordict)
+        elif tensordict is None:
+            raise ValueError("rollout(auto_reset=False) needs an initial tensordict")
+        if policy is None:
+            policy = self.rand_action
+        if set_truncated and not any(_keys.as_tuple(k)[-1] == "truncated" for k in self.done_keys):
+            raise RuntimeError(
+                "rollout(set_truncated=True) requires a 'truncated' entry in the done spec; "
+                f"the env has done keys {self.done_keys}"
+            )
+        steps: list[TensorDictBase] = []
+        seen_done = None
+        for i in range(max_steps):
+            tensordict = policy(tensordict)
+            if auto_cast_to_device and tensordict.device != self.device:
+                tensordict = tensordict.to(self.device)
+            last = i == max_steps - 1
+            if break_when_any_done:
+                tensordict = self.step(tensordict)
+                if set_truncated and last:
+                    self._set_truncated(tensordict.get("next"))
+                steps.append(tensordict)
+                if callback is not None:
+                    callback(self, tensordict)
+                if last or self._any_done(tensordict.get("next")):
+                    break
+                tensordict = self._step_mdp(tensordict)
+            else:
+                if set_truncated and last:
+                    tensordict = self.step(tensordict)
+                    self._set_truncated(tensordict.get("next"))
+                    steps.append(tensordict)
+                    if callback is not None:
+                        callback(self, tensordict)
+                    break
+                stepped, tensordict = self.step_and_maybe_reset(tensordict)
+                steps.append(stepped)
+                if callback is not None:
+                    callback(self, stepped)
+                if break_when_all_done:
+                    done_now = self._done_rows(stepped.get("next"))
+                    seen_done = done_now if seen_done is None else seen_done | done_now
+                    if bool(seen_done.all()):
+                        break
+        return self._stack_steps(steps, return_contiguous)
+
+    def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool) -> TensorDictBase:
+        dim = len(self.batch_size)
+        if return_contiguous:
+            out = torch.stack(steps, dim)
+        else:
+            out = LazyStackedTensorDict.lazy_stack(steps, dim)
+        try:
+            out.names = [None] * dim + ["time"]
+        except Exception:  # lazy stacks of heterogeneous data may not support names
+            pass
+        return out
+
+    def _done_rows(self, next_td: TensorDictBase) -> torch.Tensor:
+        root = self.done_levels[0] if self.done_levels else None
+        flags = None
+        for level in self.done_levels:
+            node = next_td if level.prefix == () else next_td.get(level.prefix)
+            for key in level.keys:
+                v = node.get(_keys.as_tuple(key)[-1])
+                v = v.reshape(*self.batch_size, -1).any(-1)
+                flags = v if flags is None else flags | v
+        if flags is None:
+            raise RuntimeError(f"{type(self).__name__} has no done entry; root level {root}")
+        return flags
+
+    def _any_done(self, next_td: TensorDictBase) -> bool:
+        return bool(self._done_rows(next_td).any())
+
+    def _set_truncated(self, next_td: TensorDictBase) -> None:
+        for level in self.done_levels:
+            node = next_td if level.prefix == () else next_td.get(level.prefix)
+            trunc = node.get("truncated", None)
+            if trunc is None:
+                continue
+            node.set("truncated", torch.ones_like(trunc))
+            node.set("done", torch.ones_like(node.get("done")))
+
+    # ------------------------------------------------------------------ misc
+    def to(self, *args, **kwargs) -> "EnvBase":
+        """Moves the env (specs and buffers) to a device."""
+        device = None
+        if args and isinstance(args[0], (str, torch.device, int)):
+            device = torch.device(args[0])
+        elif "device" in kwargs:
+            device = torch.device(kwargs["device"])
+        super().to(*args, **kwargs)
+        if device is not None and device != self.device:
+            def move():
+                self.__dict__["_input_spec"] = self._input_spec.to(device)
+                self.__dict__["_output_spec"] = self._output_spec.to(device)
+            self._with_unlocked(move)
+            self.device = device
+        return self
+
+    def close(self) -> None:
+        """Releases the env's resources."""
+        self.__dict__["_closed"] = True
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        raise TypeError(f"{type(self).__name__} is not iterable; use rollout()")
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(\n    batch_size={list(self.batch_size)},\n    device={self.device},\n"
+            f"    observation_keys={self.observation_keys},\n    action_keys={self.action_keys},\n"
+            f"    reward_keys={self.reward_keys},\n    done_keys={self.done_keys})"
+        )
