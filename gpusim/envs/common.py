@@ -499,10 +499,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if tensordict is not None:
             self._check_batch(tensordict)
-        tensordict_reset = self._reset(tensordict, **kwargs)
-        if tensordict_reset is tensordict:
-            raise RuntimeError(f"{type(self).__name__}._reset must return a new tensordict, not its input")
-        self._complete_done(tensordict_reset)
+        tensordict_reset = self._reset_proc(tensordict, **kwargs)
         if tensordict is None:
             return tensordict_reset
         masks = collect_reset_masks(tensordict, self.done_levels)
@@ -510,9 +507,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             apply_reset_masks(tensordict_reset, tensordict, masks)
         return tensordict.update(tensordict_reset)
 
-    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Runs one step: writes the ``_step`` output under ``"next"`` of the input and returns it."""
-        self._check_batch(tensordict)
+    def _reset_proc(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
+        """``_reset`` plus done completion, before any ``"_reset"`` masking (used by wrappers)."""
+        tensordict_reset = self._reset(tensordict, **kwargs)
+        if tensordict_reset is tensordict:
+            raise RuntimeError(f"{type(self).__name__}._reset must return a new tensordict, not its input")
+        return self._complete_done(tensordict_reset)
+
+    def _step_proc(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """``_step`` plus done completion and state echo: the full ``"next"`` data of a step."""
         next_td = self._step(tensordict)
         self._complete_done(next_td)
         for key in self._echo_state_keys:
@@ -522,7 +525,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     next_td.set(key, value)
         if self.run_type_checks:
             self._type_check(next_td)
-        tensordict.set("next", next_td)
+        return next_td
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Runs one step: writes the ``_step`` output under ``"next"`` of the input and returns it."""
+        self._check_batch(tensordict)
+        tensordict.set("next", self._step_proc(tensordict))
         return tensordict
 
     def _type_check(self, next_td: TensorDictBase) -> None:
