@@ -1,0 +1,51 @@
+"""Fused hot-path ops: Triton kernels, their pure-torch references and the dispatch.
+
+Each op has a public function (dispatch: eager CUDA tensors with Triton installed run the
+hand-written Triton kernel, one launch for all leaves; CPU tensors, no Triton, or code traced by
+``torch.compile`` run the pure-torch reference, which Inductor fuses), a ``*_reference`` with the
+same signature, and a ``torch.library`` operator ``torch.ops.gpusim.<name>`` (Triton on CUDA,
+reference elsewhere, with a fake implementation so ``torch.compile(fullgraph=True)`` traces it).
+
+Modules: ``masked_merge`` (partial-reset / step_and_maybe_reset merge of many leaves),
+``cat_frames`` (CatFrames shift-in + refill), ``vecnorm`` (running statistics + normalization).
+The kernels sit beside them in ``*_triton.py`` modules, imported only when a CUDA tensor needs
+them: importing this package imports no Triton, compiles nothing and queries no device.
+
+Examples:
+    >>> import torch
+    >>> from gpusim.kernels import masked_merge
+    >>> m = torch.tensor([True, False])
+    >>> masked_merge([torch.ones(2, 3)], [torch.zeros(2, 3)], [m])[0].sum().item()
+    3.0
+"""
+
+from gpusim.kernels.cat_frames import cat_frames_update, cat_frames_update_reference
+from gpusim.kernels.masked_merge import (
+    masked_fill_rows_,
+    masked_fill_rows_reference_,
+    masked_merge,
+    masked_merge_reference,
+)
+from gpusim.kernels.vecnorm import (
+    vecnorm_normalize,
+    vecnorm_normalize_reference,
+    vecnorm_update_,
+    vecnorm_update_normalize_,
+    vecnorm_update_normalize_reference_,
+    vecnorm_update_reference_,
+)
+
+__all__ = [
+    "masked_merge",
+    "masked_merge_reference",
+    "masked_fill_rows_",
+    "masked_fill_rows_reference_",
+    "cat_frames_update",
+    "cat_frames_update_reference",
+    "vecnorm_update_",
+    "vecnorm_normalize",
+    "vecnorm_update_normalize_",
+    "vecnorm_update_reference_",
+    "vecnorm_normalize_reference",
+    "vecnorm_update_normalize_reference_",
+]

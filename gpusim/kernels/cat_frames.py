@@ -1,0 +1,157 @@
+"""CatFrames update: shift the newest frame into a buffer of the last ``N`` frames, in place.
+
+``buffer`` holds the last ``N`` frames concatenated along ``dim`` (negative, relative to the
+frame's trailing dims). Rows that are not reset drop their oldest frame and append ``frame``;
+reset rows are refilled: ``padding="same"`` repeats ``frame`` ``N`` times, ``"constant"`` fills
+``padding_value`` and puts ``frame`` last. The function returns a fresh copy of the updated
+buffer (the transform's observation), so stored rollout data never aliases the buffer.
+
+The Triton kernel lives in :mod:`gpusim.kernels.cat_frames_triton` (imported only when a CUDA
+tensor needs it); this module holds the torch reference, the dispatch and the ``torch.library``
+registration (``torch.ops.gpusim.cat_frames_update``).
+
+Examples:
+    >>> import torch
+    >>> from gpusim.kernels import cat_frames_update
+    >>> buf = torch.zeros(1, 6)
+    >>> cat_frames_update(buf, torch.tensor([[1.0, 2.0]]), None, -1)
+    tensor([[0., 0., 0., 0., 1., 2.]])
+    >>> cat_frames_update(buf, torch.tensor([[3.0, 4.0]]), torch.tensor([True]), -1)
+    tensor([[3., 4., 3., 4., 3., 4.]])
+"""
+
+from typing import Optional
+
+import torch
+
+from gpusim.kernels._checks import check_cat_frames_args
+from gpusim.kernels._dispatch import use_triton_kernel
+
+__all__ = ["cat_frames_update", "cat_frames_update_reference"]
+
+
+def cat_frames_update_reference(
+    buffer: torch.Tensor,
+    frame: torch.Tensor,
+    reset_mask: Optional[torch.Tensor],
+    dim: int,
+    padding: str = "same",
+    padding_value: float = 0.0,
+) -> torch.Tensor:
+    """Pure-torch CatFrames update (same contract as :func:`cat_frames_update`).
+
+    Args:
+        buffer: the last ``N`` frames concatenated along ``dim``; updated in place.
+        frame: the newest frame ``(*batch, *feature)``.
+        reset_mask: bool mask over the frame's batch dims (rows to refill), or ``None``.
+        dim: negative concatenation dim, relative to the frame's trailing dims.
+        padding: ``"same"`` or ``"constant"``.
+        padding_value: padding for ``padding="constant"``.
+
+    Returns:
+        A fresh tensor equal to the updated buffer.
+
+    Examples:
+        >>> buf = torch.zeros(2, 2)
+        >>> cat_frames_update_reference(buf, torch.ones(2, 1), torch.tensor([False, True]), -1,
+        ...                             "constant", -1.0)
+        tensor([[ 0.,  1.],
+                [-1.,  1.]])
+    """
+    n = check_cat_frames_args(buffer, frame, reset_mask, dim, padding)
+    length = frame.shape[dim]
+    shifted = torch.cat([buffer.narrow(dim, length, (n - 1) * length), frame], dim)
+    if reset_mask is not None:
+        if padding == "same":
+            refill = torch.cat([frame] * n, dim)
+        else:
+            pad_shape = list(frame.shape)
+            pad_shape[dim] = (n - 1) * length
+            pad = torch.full(pad_shape, padding_value, dtype=frame.dtype, device=frame.device)
+            refill = torch.cat([pad, frame], dim)
+        m = reset_mask.reshape(tuple(reset_mask.shape) + (1,) * (frame.ndim - reset_mask.ndim))
+        shifted = torch.where(m, refill, shifted)
+    buffer.copy_(shifted)
+    return shifted
+
+
+def cat_frames_update(
+    buffer: torch.Tensor,
+    frame: torch.Tensor,
+    reset_mask: Optional[torch.Tensor],
+    dim: int,
+    padding: str = "same",
+    padding_value: float = 0.0,
+) -> torch.Tensor:
+    """Shift ``frame`` into the CatFrames ``buffer`` in place; refill reset rows.
+
+    On CUDA (eager, Triton installed) one launch updates the buffer and writes the returned
+    copy; elsewhere (CPU, ``torch.compile``) the torch reference runs.
+
+    Args:
+        buffer: the last ``N`` frames concatenated along ``dim``
+            (``buffer.shape[dim] == N * frame.shape[dim]``); updated in place.
+        frame: the newest frame ``(*batch, *feature)``, same dtype as ``buffer``.
+        reset_mask: bool mask whose shape is the frame's batch shape (rows to refill), or
+            ``None`` for no reset.
+        dim: negative concatenation dim, relative to the frame's trailing dims.
+        padding: ``"same"`` (reset rows repeat ``frame`` ``N`` times) or ``"constant"``
+            (``padding_value`` everywhere, ``frame`` in the last slot). For float64 buffers the
+            Triton kernel applies ``padding_value`` exactly; integer buffers truncate it.
+        padding_value: padding for ``padding="constant"``.
+
+    Returns:
+        A fresh tensor equal to the updated buffer (never aliases ``buffer``).
+
+    Raises:
+        ValueError: bad ``dim``, ``padding`` or shapes.
+        TypeError: dtype mismatch or non-bool mask.
+
+    Examples:
+        >>> buf = torch.zeros(2, 3, 4, 4)  # 3 frames of (1, 4, 4) along dim=-3
+        >>> obs = cat_frames_update(buf, torch.ones(2, 1, 4, 4), torch.tensor([True, False]), -3)
+        >>> obs[:, :, 0, 0]
+        tensor([[1., 1., 1.],
+                [0., 0., 1.]])
+    """
+    if use_triton_kernel(buffer.device):
+        from gpusim.kernels.cat_frames_triton import cat_frames_update_triton
+
+        return cat_frames_update_triton(buffer, frame, reset_mask, dim, padding, padding_value)
+    return cat_frames_update_reference(buffer, frame, reset_mask, dim, padding, padding_value)
+
+
+# --- torch.library registration ---------------------------------------------------------------
+
+
+@torch.library.custom_op("gpusim::cat_frames_update", mutates_args=("buffer",))
+def _cat_frames_update_op(
+    buffer: torch.Tensor,
+    frame: torch.Tensor,
+    reset_mask: Optional[torch.Tensor],
+    dim: int,
+    padding: str,
+    padding_value: float,
+) -> torch.Tensor:
+    """``torch.ops.gpusim.cat_frames_update``: the Triton kernel on CUDA, the reference elsewhere."""
+    if buffer.device.type == "cuda":
+        from gpusim.kernels._dispatch import triton_available
+
+        if triton_available():
+            from gpusim.kernels.cat_frames_triton import cat_frames_update_triton
+
+            return cat_frames_update_triton(buffer, frame, reset_mask, dim, padding, padding_value)
+    return cat_frames_update_reference(buffer, frame, reset_mask, dim, padding, padding_value)
+
+
+@_cat_frames_update_op.register_fake
+def _cat_frames_update_fake(
+    buffer: torch.Tensor,
+    frame: torch.Tensor,
+    reset_mask: Optional[torch.Tensor],
+    dim: int,
+    padding: str,
+    padding_value: float,
+) -> torch.Tensor:
+    check_cat_frames_args(buffer, frame, reset_mask, dim, padding)
+    return torch.empty(buffer.shape, dtype=buffer.dtype, device=buffer.device)
