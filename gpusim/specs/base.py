@@ -177,6 +177,10 @@ class TensorSpec(abc.ABC):
         """Number of dims of :attr:`shape`."""
         return len(self.shape)
 
+    def ndimension(self) -> int:
+        """Number of dims of :attr:`shape` (same as :attr:`ndim`)."""
+        return self.ndim
+
     def numel(self) -> int:
         """Number of elements of a tensor of this spec."""
         return self.shape.numel()

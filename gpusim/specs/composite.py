@@ -685,12 +685,11 @@ class Composite:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        lines = []
-        for key, spec in self._specs.items():
-            body = repr(spec).replace("\n", "\n    ")
-            lines.append(f"    {key}: {body}")
-        inner = ("\n" + ",\n".join(lines) + ",\n") if lines else ""
-        return (
-            f"Composite({inner}shape={tuple(self._shape)}, device={self._device}, "
-            f"locked={self._locked})"
-        )
+        lines = [f"{key}: {spec!r}" for key, spec in self._specs.items()]
+        lines.append(f"shape={tuple(self._shape)}, device={self._device}, locked={self._locked}")
+        body = ",\n".join("    " + line.replace("\n", "\n    ") for line in lines)
+        return f"Composite(\n{body})"
+
+    def ndimension(self) -> int:
+        """Number of batch dims (same as :attr:`ndim`)."""
+        return self.ndim

@@ -516,6 +516,16 @@ class Categorical(TensorSpec):
             self.assert_is_in(val)
         return F.one_hot(val.long(), self.n).bool()
 
+    def enumerate(self) -> torch.Tensor:
+        """Every category, stacked on a new leading dim: shape ``(n, *shape)`` (mask ignored).
+
+        Examples:
+            >>> Categorical(3).enumerate()
+            tensor([0, 1, 2])
+        """
+        values = torch.arange(self.n, device=self.device).to(self.dtype)
+        return values.reshape(self.n, *([1] * self.ndim)).expand(self.n, *self.shape).clone()
+
     def to_one_hot_spec(self) -> OneHot:
         """The matching :class:`OneHot` spec (shape ``(*shape, n)``)."""
         return OneHot(self.n, shape=(*self.shape, self.n), device=self.device, mask=self.mask)
@@ -631,6 +641,18 @@ class OneHot(TensorSpec):
         if safe:
             self.assert_is_in(out)
         return out
+
+    def enumerate(self) -> torch.Tensor:
+        """Every one-hot vector, stacked on a new leading dim: shape ``(n, *shape)``.
+
+        Examples:
+            >>> OneHot(2).enumerate()
+            tensor([[ True, False],
+                    [False,  True]])
+        """
+        eye = torch.eye(self.n, dtype=self.dtype, device=self.device)
+        lead = [1] * (self.ndim - 1)
+        return eye.reshape(self.n, *lead, self.n).expand(self.n, *self.shape).clone()
 
     def to_categorical_spec(self) -> Categorical:
         """The matching :class:`Categorical` spec (shape ``shape[:-1]``)."""
