@@ -62,6 +62,14 @@ class StepMDPPlan:
         if not exclude_done:
             kept_root += list(done_keys)
         self.kept_root = tuple(exclusive(kept_root))
+        # parents of excluded nested keys (deepest first): dropped when the exclusion empties them
+        self.prune = tuple(
+            sorted(
+                {k[:i] for k in (*root_exclude, *next_exclude) if isinstance(k, tuple) for i in range(1, len(k))},
+                key=len,
+                reverse=True,
+            )
+        )
 
     def __call__(
         self, tensordict: TensorDictBase, next_tensordict: TensorDictBase | None = None
@@ -72,6 +80,10 @@ class StepMDPPlan:
         else:
             out = tensordict.select(*self.kept_root, strict=False)
         out.update(nxt.exclude(*self.next_exclude) if self.next_exclude else nxt)
+        for prefix in self.prune:
+            sub = out.get(prefix, None)
+            if isinstance(sub, TensorDictBase) and sub.is_empty():
+                del out[prefix]
         if next_tensordict is not None:
             return next_tensordict.update(out)
         return out
