@@ -19,6 +19,8 @@ from gpusim.envs.native.acrobot import AcrobotEnv
 from gpusim.envs.native.cartpole import CartPoleEnv
 from gpusim.envs.native.mountain_car import MountainCarContinuousEnv, MountainCarEnv
 from gpusim.envs.native.pendulum import PendulumEnv
+from gpusim.envs.native.registry import make, registered_ids
+from gpusim.envs.native.tictactoe import TicTacToeEnv
 
 __all__ = [
     "AcrobotEnv",
@@ -26,4 +28,7 @@ __all__ = [
     "MountainCarContinuousEnv",
     "MountainCarEnv",
     "PendulumEnv",
+    "TicTacToeEnv",
+    "make",
+    "registered_ids",
 ]
