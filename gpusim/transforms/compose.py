@@ -1,0 +1,269 @@
+"""``Compose``: a chain of transforms that behaves as one transform.
+
+Forward hooks (``_call``, ``_step``, ``_reset``, ``forward``, spec transforms) run the chain in
+order; the inverse (``_inv_call``) runs it in reverse order. Indexing with an int returns the
+transform itself (it keeps its parent); slicing returns a new, parent-less ``Compose`` of clones
+(the clones share their buffers with the originals).
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from gpusim.transforms import Compose, Transform
+    >>> class Add(Transform):
+    ...     def __init__(self, v):
+    ...         super().__init__(in_keys=["x"])
+    ...         self.v = v
+    ...     def _apply_transform(self, x):
+    ...         return x + self.v
+    >>> c = Compose(Add(1), Add(10))
+    >>> c(TensorDict({"x": torch.zeros(1)}, [1]))["x"]
+    tensor([11.])
+    >>> len(c), c[0].v, c[1:][0].v
+    (2, 1, 10)
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from gpusim.transforms.transform import Transform
+
+__all__ = ["Compose"]
+
+
+class Compose(Transform):
+    """Composes a chain of transforms.
+
+    Args:
+        *transforms: the transforms, applied in order (the inverse in reverse order). A single
+            list or tuple of transforms is accepted too.
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(self, *transforms: Transform) -> None:
+        super().__init__()
+        if len(transforms) == 1 and isinstance(transforms[0], (list, tuple)):
+            transforms = tuple(transforms[0])
+        for t in transforms:
+            if not isinstance(t, Transform):
+                raise TypeError(f"Compose takes Transform instances, got {type(t).__name__}")
+        for t in transforms:
+            t.set_container(self)
+        self.transforms = nn.ModuleList(transforms)
+
+    # ------------------------------------------------------------------ keys (union of the chain)
+    @property
+    def in_keys(self) -> list:
+        keys = []
+        for t in self.__dict__.get("_modules", {}).get("transforms", []):
+            keys.extend(k for k in t.in_keys if k not in keys)
+        return keys
+
+    @in_keys.setter
+    def in_keys(self, value) -> None:
+        if value:
+            raise AttributeError("Compose.in_keys is the union of its transforms' keys; set them there")
+
+    @property
+    def out_keys(self) -> list:
+        keys = []
+        for t in self.__dict__.get("_modules", {}).get("transforms", []):
+            keys.extend(k for k in t.out_keys if k not in keys)
+        return keys
+
+    @out_keys.setter
+    def out_keys(self, value) -> None:
+        if value:
+            raise AttributeError("Compose.out_keys is the union of its transforms' keys; set them there")
+
+    @property
+    def in_keys_inv(self) -> list:
+        keys = []
+        for t in self.__dict__.get("_modules", {}).get("transforms", []):
+            keys.extend(k for k in t.in_keys_inv if k not in keys)
+        return keys
+
+    @in_keys_inv.setter
+    def in_keys_inv(self, value) -> None:
+        if value:
+            raise AttributeError("Compose.in_keys_inv is the union of its transforms' keys")
+
+    @property
+    def out_keys_inv(self) -> list:
+        keys = []
+        for t in self.__dict__.get("_modules", {}).get("transforms", []):
+            keys.extend(k for k in t.out_keys_inv if k not in keys)
+        return keys
+
+    @out_keys_inv.setter
+    def out_keys_inv(self, value) -> None:
+        if value:
+            raise AttributeError("Compose.out_keys_inv is the union of its transforms' keys")
+
+    # ------------------------------------------------------------------ data hooks
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            next_tensordict = t._call(next_tensordict)
+        return next_tensordict
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            next_tensordict = t._step(tensordict, next_tensordict)
+        return next_tensordict
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            tensordict_reset = t._reset(tensordict, tensordict_reset)
+        return tensordict_reset
+
+    def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        for t in reversed(self.transforms):
+            tensordict = t._reset_env_preprocess(tensordict)
+        return tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            tensordict = t(tensordict)
+        return tensordict
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for t in reversed(self.transforms):
+            tensordict = t._inv_call(tensordict)
+        return tensordict
+
+    # ------------------------------------------------------------------ specs
+    def transform_output_spec(self, output_spec):
+        for t in self.transforms:
+            output_spec = t.transform_output_spec(output_spec)
+        return output_spec
+
+    def transform_input_spec(self, input_spec):
+        for t in self.transforms:
+            input_spec = t.transform_input_spec(input_spec)
+        return input_spec
+
+    def transform_observation_spec(self, observation_spec):
+        for t in self.transforms:
+            observation_spec = t.transform_observation_spec(observation_spec)
+        return observation_spec
+
+    def transform_reward_spec(self, reward_spec):
+        for t in self.transforms:
+            reward_spec = t.transform_reward_spec(reward_spec)
+        return reward_spec
+
+    def transform_done_spec(self, done_spec):
+        for t in self.transforms:
+            done_spec = t.transform_done_spec(done_spec)
+        return done_spec
+
+    def transform_action_spec(self, action_spec):
+        for t in self.transforms:
+            action_spec = t.transform_action_spec(action_spec)
+        return action_spec
+
+    def transform_state_spec(self, state_spec):
+        for t in self.transforms:
+            state_spec = t.transform_state_spec(state_spec)
+        return state_spec
+
+    def transform_env_device(self, device: torch.device) -> torch.device:
+        for t in self.transforms:
+            device = t.transform_env_device(device)
+        return device
+
+    def transform_env_batch_size(self, batch_size: torch.Size) -> torch.Size:
+        for t in self.transforms:
+            batch_size = t.transform_env_batch_size(batch_size)
+        return batch_size
+
+    # ------------------------------------------------------------------ container protocol
+    def __getitem__(self, item: int | slice) -> Transform:
+        transforms = self.transforms
+        if isinstance(item, slice):
+            return Compose(*[t.clone() for t in list(transforms)[item]])
+        if isinstance(item, int):
+            return transforms[item]
+        raise TypeError(f"Compose indices must be int or slice, got {type(item).__name__}")
+
+    def __len__(self) -> int:
+        return len(self.transforms)
+
+    def __iter__(self) -> Iterator[Transform]:
+        return iter(self.transforms)
+
+    def append(self, transform: Transform) -> None:
+        """Appends ``transform`` to the chain (the env's specs are recomputed)."""
+        if not isinstance(transform, Transform):
+            raise TypeError(f"Compose.append takes a Transform, got {type(transform).__name__}")
+        transform.set_container(self)
+        self.transforms.append(transform)
+        self._chain_changed()
+
+    def insert(self, index: int, transform: Transform) -> None:
+        """Inserts ``transform`` at ``index`` (negative indices count from the end)."""
+        if not isinstance(transform, Transform):
+            raise TypeError(f"Compose.insert takes a Transform, got {type(transform).__name__}")
+        n = len(self.transforms)
+        if not -n <= index <= n:
+            raise IndexError(f"index {index} out of range for a Compose of length {n}")
+        transform.set_container(self)
+        items = list(self.transforms)
+        items.insert(index, transform)
+        self.transforms = nn.ModuleList(items)
+        self._chain_changed()
+
+    def pop(self, index: int = -1) -> Transform:
+        """Removes and returns the transform at ``index`` (it loses its parent)."""
+        items = list(self.transforms)
+        t = items.pop(index)
+        self.transforms = nn.ModuleList(items)
+        t._detach_container()
+        self._chain_changed()
+        return t
+
+    def _chain_changed(self) -> None:
+        """Propagates a change of the chain up to the env (which recomputes its specs)."""
+        self.reset_parent()
+        container = self.__dict__["_container"]
+        if container is not None:
+            container._chain_changed()
+
+    def reset_parent(self) -> None:
+        super().reset_parent()
+        for t in self.__dict__.get("_modules", {}).get("transforms", []):
+            t.reset_parent()
+
+    def empty_cache(self) -> None:
+        super().empty_cache()
+        for t in self.transforms:
+            t.empty_cache()
+
+    def clone(self) -> "Compose":
+        """A parent-less ``Compose`` of clones (buffers shared with the originals)."""
+        return Compose(*[t.clone() for t in self.transforms])
+
+    def _set_seed(self, seed: int | None) -> int | None:
+        for t in self.transforms:
+            seed = t.set_seed(seed)
+        return seed
+
+    def to(self, *args, **kwargs) -> "Compose":
+        for t in self.transforms:
+            t.to(*args, **kwargs)
+        self.reset_parent()
+        return self
+
+    def close(self) -> None:
+        for t in self.transforms:
+            t.close()
+
+    def __repr__(self) -> str:
+        inner = ",\n".join("    " + "\n    ".join(repr(t).split("\n")) for t in self.transforms)
+        return f"Compose(\n{inner})" if inner else "Compose()"

@@ -1,0 +1,442 @@
+"""``Transform``: the base class of every environment transform.
+
+A transform maps the data coming out of an environment (``_call`` on the ``"next"`` data of a
+step, ``_reset`` on the output of a reset), the data going into it (``_inv_call``, applied to
+actions and states before the base env steps, in reverse order over a chain) and the specs
+(``transform_output_spec`` / ``transform_input_spec``) so that the transformed env keeps its
+spec contract.
+
+The simple way to write a transform is to pass ``in_keys``/``out_keys`` and override
+``_apply_transform`` (forward, one tensor at a time) and/or ``_inv_apply_transform`` (inverse),
+plus the ``transform_*_spec`` methods for the specs it changes. Stateful transforms override
+``_step`` and ``_reset`` instead.
+
+A transform belongs to at most one environment: ``set_container`` registers it (a
+:class:`~gpusim.transforms.TransformedEnv` or a :class:`~gpusim.transforms.Compose`) and
+``parent`` returns the environment made of the base env and the transforms before this one.
+Registering a transform that already belongs to an environment raises; ``clone()`` returns a
+parent-less copy whose buffers are the very same tensors.
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from gpusim.transforms import Transform
+    >>> class Double(Transform):
+    ...     def _apply_transform(self, obs):
+    ...         return obs * 2
+    >>> t = Double(in_keys=["obs"], out_keys=["obs2"])
+    >>> t(TensorDict({"obs": torch.ones(2)}, [2]))["obs2"]
+    tensor([2., 2.])
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from gpusim.envs._keys import NestedKey, unravel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpusim.envs.common import EnvBase
+    from gpusim.specs import Composite
+
+__all__ = ["Transform"]
+
+
+def _as_key_list(keys: Any, name: str) -> list[NestedKey]:
+    """Normalizes ``None`` / a key / a sequence of keys into a list of unravelled keys."""
+    if keys is None:
+        return []
+    if isinstance(keys, (str, tuple)):
+        keys = [keys]
+    out = []
+    for key in keys:
+        if not isinstance(key, (str, tuple)) or (isinstance(key, tuple) and not key):
+            raise TypeError(f"{name} entries must be str or non-empty tuples of str, got {key!r}")
+        out.append(unravel(key))
+    return out
+
+
+class Transform(nn.Module):
+    """Environment transform parent class.
+
+    Args:
+        in_keys: keys read by the forward transform (observations, rewards, ...).
+        out_keys: keys written by the forward transform (default: ``in_keys``).
+        in_keys_inv: keys read by the inverse transform, in the env's (outer) naming: the
+            inverse maps ``in_keys_inv`` of the data given to the transformed env into
+            ``out_keys_inv`` that the inner env receives.
+        out_keys_inv: keys written by the inverse transform (default: ``in_keys_inv``).
+
+    Hooks (override what you need):
+
+    * ``_apply_transform(tensor) -> tensor``: forward, one key at a time;
+    * ``_call(next_tensordict)``: forward on a tensordict (default: ``_apply_transform`` on every
+      present ``in_key``, written to the matching ``out_key``);
+    * ``_step(tensordict, next_tensordict)``: called after the base env step with the root
+      data and the ``"next"`` data (default: ``_call(next_tensordict)``);
+    * ``_reset(tensordict, tensordict_reset)``: called after the base env reset with the input
+      of ``reset`` (``"_reset"`` masks still in it) and the reset output (default:
+      ``_call(tensordict_reset)``);
+    * ``_reset_env_preprocess(tensordict)``: called on the input of ``reset`` before the base env
+      resets (default: identity);
+    * ``_inv_apply_transform(tensor)`` / ``_inv_call(tensordict)``: the inverse;
+    * ``transform_observation_spec``, ``transform_reward_spec``, ``transform_done_spec``
+      (each receives and returns the ``full_*_spec`` Composite), ``transform_action_spec``,
+      ``transform_state_spec``; or ``transform_output_spec`` / ``transform_input_spec``
+      directly;
+    * ``transform_env_device(device)``, ``transform_env_batch_size(batch_size)``: what the
+      transformed env reports (default: the inner env's);
+    * ``_set_seed(seed) -> next seed``: for transforms that draw random numbers.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> class AddOne(Transform):
+        ...     def _apply_transform(self, obs):
+        ...         return obs + 1
+        ...     def _inv_apply_transform(self, action):
+        ...         return action - 1
+        >>> t = AddOne(in_keys=["obs"], in_keys_inv=["action"])
+        >>> td = TensorDict({"obs": torch.zeros(1), "action": torch.ones(1)}, [1])
+        >>> t(td)["obs"]
+        tensor([1.])
+        >>> t.inv(td)["action"], td["action"]  # inv never writes into its input
+        (tensor([0.]), tensor([1.]))
+    """
+
+    #: Whether the transform has an inverse (informative; ``_inv_call`` does the work).
+    invertible: bool = False
+
+    def __init__(
+        self,
+        in_keys: Sequence[NestedKey] | NestedKey | None = None,
+        out_keys: Sequence[NestedKey] | NestedKey | None = None,
+        in_keys_inv: Sequence[NestedKey] | NestedKey | None = None,
+        out_keys_inv: Sequence[NestedKey] | NestedKey | None = None,
+    ) -> None:
+        super().__init__()
+        self.__dict__["_container"] = None
+        self.__dict__["_parent_cache"] = None
+        self.in_keys = in_keys
+        self.out_keys = out_keys
+        self.in_keys_inv = in_keys_inv
+        self.out_keys_inv = out_keys_inv
+
+    # ------------------------------------------------------------------ keys
+    @property
+    def in_keys(self) -> list[NestedKey]:
+        """Keys read by the forward transform."""
+        return self.__dict__.get("_in_keys", [])
+
+    @in_keys.setter
+    def in_keys(self, value) -> None:
+        self.__dict__["_in_keys"] = _as_key_list(value, "in_keys")
+
+    @property
+    def out_keys(self) -> list[NestedKey]:
+        """Keys written by the forward transform (``in_keys`` unless given)."""
+        out = self.__dict__.get("_out_keys")
+        return list(self.in_keys) if out is None else out
+
+    @out_keys.setter
+    def out_keys(self, value) -> None:
+        self.__dict__["_out_keys"] = None if value is None else _as_key_list(value, "out_keys")
+
+    @property
+    def in_keys_inv(self) -> list[NestedKey]:
+        """Keys read by the inverse transform."""
+        return self.__dict__.get("_in_keys_inv", [])
+
+    @in_keys_inv.setter
+    def in_keys_inv(self, value) -> None:
+        self.__dict__["_in_keys_inv"] = _as_key_list(value, "in_keys_inv")
+
+    @property
+    def out_keys_inv(self) -> list[NestedKey]:
+        """Keys written by the inverse transform (``in_keys_inv`` unless given)."""
+        out = self.__dict__.get("_out_keys_inv")
+        return list(self.in_keys_inv) if out is None else out
+
+    @out_keys_inv.setter
+    def out_keys_inv(self, value) -> None:
+        self.__dict__["_out_keys_inv"] = None if value is None else _as_key_list(value, "out_keys_inv")
+
+    def _check_key_pairs(self) -> None:
+        """Raises ``ValueError`` when in/out key lists have different lengths (call it from
+        ``__init__`` of subclasses that map keys one to one)."""
+        if len(self.in_keys) != len(self.out_keys):
+            raise ValueError(
+                f"{type(self).__name__}: in_keys {self.in_keys} and out_keys {self.out_keys} "
+                "must have the same length"
+            )
+        if len(self.in_keys_inv) != len(self.out_keys_inv):
+            raise ValueError(
+                f"{type(self).__name__}: in_keys_inv {self.in_keys_inv} and out_keys_inv "
+                f"{self.out_keys_inv} must have the same length"
+            )
+
+    # ------------------------------------------------------------------ forward
+    def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
+        """Forward transform of one tensor (override)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no forward per-key transform: override "
+            "_apply_transform (or _call/_step/_reset)"
+        )
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        """Applies ``_apply_transform`` to every present ``in_key`` and writes ``out_key``."""
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            value = next_tensordict.get(in_key, None)
+            if value is not None:
+                next_tensordict.set(out_key, self._apply_transform(value))
+        return next_tensordict
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        """Transforms the ``"next"`` data of a step (``tensordict`` is the root input)."""
+        return self._call(next_tensordict)
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        """Transforms the output of a reset (``tensordict`` is the input, with its ``"_reset"``)."""
+        return self._call(tensordict_reset)
+
+    def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        """Preprocesses the input of ``reset`` before the base env resets (default: identity)."""
+        return tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Offline use (replay buffers, stored data): the forward transform on ``tensordict``."""
+        return self._call(tensordict)
+
+    # ------------------------------------------------------------------ inverse
+    def _inv_apply_transform(self, state: torch.Tensor) -> torch.Tensor:
+        """Inverse transform of one tensor (override)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no inverse per-key transform: override "
+            "_inv_apply_transform (or _inv_call)"
+        )
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Applies ``_inv_apply_transform`` to every present ``in_key_inv`` -> ``out_key_inv``."""
+        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
+            value = tensordict.get(in_key, None)
+            if value is not None:
+                tensordict.set(out_key, self._inv_apply_transform(value))
+        return tensordict
+
+    def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Inverse transform on a shallow copy of ``tensordict`` (the input is never written)."""
+        return self._inv_call(tensordict.clone(False))
+
+    # ------------------------------------------------------------------ specs
+    def transform_output_spec(self, output_spec: "Composite") -> "Composite":
+        """Transforms ``output_spec`` (observation, reward and done composites) in place.
+
+        The default dispatches to ``transform_observation_spec``, ``transform_reward_spec`` and
+        ``transform_done_spec`` with the ``full_*_spec`` composites and stores their results.
+        ``output_spec`` is unlocked; return it (or a replacement).
+        """
+        for name, fn in (
+            ("full_observation_spec", self.transform_observation_spec),
+            ("full_reward_spec", self.transform_reward_spec),
+            ("full_done_spec", self.transform_done_spec),
+        ):
+            if name in output_spec.keys():
+                output_spec[name] = fn(output_spec[name])
+        return output_spec
+
+    def transform_input_spec(self, input_spec: "Composite") -> "Composite":
+        """Transforms ``input_spec`` (action and state composites) in place.
+
+        The default dispatches to ``transform_action_spec`` and ``transform_state_spec``.
+        """
+        for name, fn in (
+            ("full_action_spec", self.transform_action_spec),
+            ("full_state_spec", self.transform_state_spec),
+        ):
+            if name in input_spec.keys():
+                input_spec[name] = fn(input_spec[name])
+        return input_spec
+
+    def transform_observation_spec(self, observation_spec: "Composite") -> "Composite":
+        """Transforms the ``full_observation_spec`` Composite (default: unchanged)."""
+        return observation_spec
+
+    def transform_reward_spec(self, reward_spec: "Composite") -> "Composite":
+        """Transforms the ``full_reward_spec`` Composite (default: unchanged)."""
+        return reward_spec
+
+    def transform_done_spec(self, done_spec: "Composite") -> "Composite":
+        """Transforms the ``full_done_spec`` Composite (default: unchanged)."""
+        return done_spec
+
+    def transform_action_spec(self, action_spec: "Composite") -> "Composite":
+        """Transforms the ``full_action_spec`` Composite (default: unchanged)."""
+        return action_spec
+
+    def transform_state_spec(self, state_spec: "Composite") -> "Composite":
+        """Transforms the ``full_state_spec`` Composite (default: unchanged)."""
+        return state_spec
+
+    def transform_env_device(self, device: torch.device) -> torch.device:
+        """The device the transformed env reports, given the inner one (default: unchanged)."""
+        return device
+
+    def transform_env_batch_size(self, batch_size: torch.Size) -> torch.Size:
+        """The batch size the transformed env reports, given the inner one (default: unchanged)."""
+        return batch_size
+
+    # ------------------------------------------------------------------ container / parent
+    def set_container(self, container: "Transform | EnvBase") -> None:
+        """Registers the transform in ``container`` (a ``Compose`` or a ``TransformedEnv``).
+
+        Raises:
+            RuntimeError: the transform already belongs to an environment.
+        """
+        current = self.__dict__["_container"]
+        if current is not None and current is not container and self._env_container() is not None:
+            raise RuntimeError(
+                f"{type(self).__name__} already has a parent environment: transforms cannot be "
+                "reused across environments; clone() it to get a parent-less copy that shares "
+                "its buffers"
+            )
+        self.__dict__["_container"] = container
+        self.reset_parent()
+
+    def reset_parent(self) -> None:
+        """Drops the cached ``parent`` (called whenever the chain of transforms changes)."""
+        self.__dict__["_parent_cache"] = None
+
+    def _detach_container(self) -> None:
+        self.__dict__["_container"] = None
+        self.reset_parent()
+
+    def _env_container(self) -> "EnvBase | None":
+        from gpusim.envs.common import EnvBase
+
+        container = self.__dict__["_container"]
+        while container is not None and not isinstance(container, EnvBase):
+            container = container.__dict__.get("_container")
+        return container
+
+    @property
+    def container(self) -> "EnvBase | None":
+        """The environment holding the transform (through any ``Compose``), or ``None``."""
+        return self._env_container()
+
+    def _preceding(self) -> tuple["EnvBase", list["Transform"]] | None:
+        """``(base_env, transforms before self)`` when the transform belongs to an env."""
+        from gpusim.envs.common import EnvBase
+
+        container = self.__dict__["_container"]
+        if container is None:
+            return None
+        if isinstance(container, EnvBase):
+            return container.base_env, []
+        outer = container._preceding()
+        if outer is None:
+            return None
+        base_env, before = outer
+        for t in container.transforms:
+            if t is self:
+                break
+            before.append(t)
+        return base_env, before
+
+    @property
+    def parent(self) -> "EnvBase | None":
+        """The environment up to (excluding) this transform, or ``None`` without container.
+
+        It is a ``TransformedEnv`` of the base env with the transforms that come before this
+        one (the same transform objects, so their buffers are shared). Cached until the chain
+        changes.
+        """
+        cached = self.__dict__["_parent_cache"]
+        if cached is not None:
+            return cached
+        found = self._preceding()
+        if found is None:
+            return None
+        from gpusim.transforms.transformed_env import _parent_view
+
+        base_env, before = found
+        parent = _parent_view(base_env, before)
+        self.__dict__["_parent_cache"] = parent
+        return parent
+
+    def clone(self) -> "Transform":
+        """A parent-less copy whose buffers and parameters are the same tensors.
+
+        Examples:
+            >>> t = Transform(in_keys=["a"])
+            >>> t.register_buffer("stat", torch.zeros(1))
+            >>> c = t.clone()
+            >>> c.stat is t.stat, c.parent is None
+            (True, True)
+        """
+        out = copy.copy(self)
+        state = dict(self.__dict__)
+        for name in ("_buffers", "_parameters", "_non_persistent_buffers_set"):
+            if name in state:
+                state[name] = copy.copy(state[name])
+        if "_modules" in state:
+            state["_modules"] = {
+                k: (m.clone() if isinstance(m, Transform) else m) for k, m in state["_modules"].items()
+            }
+        for name in ("_in_keys", "_out_keys", "_in_keys_inv", "_out_keys_inv"):
+            if state.get(name) is not None:
+                state[name] = list(state[name])
+        state["_container"] = None
+        state["_parent_cache"] = None
+        out.__dict__ = state
+        return out
+
+    # ------------------------------------------------------------------ misc
+    def set_seed(self, seed: int | None) -> int | None:
+        """Seeds the transform's random numbers (if any); returns the seed for the next user."""
+        return self._set_seed(seed)
+
+    def _set_seed(self, seed: int | None) -> int | None:
+        return seed
+
+    def to(self, *args, **kwargs) -> "Transform":
+        """Moves the transform's buffers (and any device-held state) to a device/dtype."""
+        super().to(*args, **kwargs)
+        self.reset_parent()
+        return self
+
+    def empty_cache(self) -> None:
+        """Drops cached data derived from the parent (the cached ``parent`` itself)."""
+        self.reset_parent()
+
+    def close(self) -> None:
+        """Releases resources (default: nothing)."""
+
+    def __repr__(self) -> str:
+        fields = []
+        if self.in_keys:
+            fields.append(f"in_keys={self.in_keys}")
+        if self.out_keys and self.out_keys != self.in_keys:
+            fields.append(f"out_keys={self.out_keys}")
+        if self.in_keys_inv:
+            fields.append(f"in_keys_inv={self.in_keys_inv}")
+        if self.out_keys_inv and self.out_keys_inv != self.in_keys_inv:
+            fields.append(f"out_keys_inv={self.out_keys_inv}")
+        return f"{type(self).__name__}({', '.join(fields)})"
+
+    def __setstate__(self, state: dict) -> None:  # pickling keeps no parent
+        state = dict(state)
+        state["_container"] = None
+        state["_parent_cache"] = None
+        self.__dict__.update(state)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_container"] = None
+        state["_parent_cache"] = None
+        return state
+

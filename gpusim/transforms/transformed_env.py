@@ -1,0 +1,294 @@
+"""``TransformedEnv``: an environment made of a base env and a chain of transforms.
+
+The transformed env is an :class:`~gpusim.envs.common.EnvBase`: its specs are the transform
+chain applied to (clones of) the base env's specs, computed once and locked, recomputed
+whenever the chain changes (``append_transform``, ``insert_transform``, ``Compose.append``).
+A step runs the inverse transforms (reverse order) on a shallow copy of the input, steps the base
+env, then runs the forward transforms on the ``"next"`` data; a reset resets the base env and
+runs the transforms' ``_reset`` hooks, which see the input's ``"_reset"`` masks.
+
+Attributes the transformed env does not have are looked up on the base env (``env.gravity``).
+
+Examples:
+    >>> import torch
+    >>> from gpusim.transforms import TransformedEnv, Compose, StepCounter
+    >>> from tests.envs.toy_envs import StatelessCounter
+    >>> env = TransformedEnv(StatelessCounter(batch_size=[2]), Compose(StepCounter(max_steps=3)))
+    >>> td = env.rollout(5, break_when_any_done=False)
+    >>> td["next", "step_count"][0].squeeze(-1)
+    tensor([1, 2, 3, 1, 2])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from gpusim.envs.common import EnvBase
+from gpusim.transforms.compose import Compose
+from gpusim.transforms.transform import Transform
+
+__all__ = ["TransformedEnv"]
+
+#: Attribute names never forwarded to the base env (avoids recursion during construction).
+_NO_FALLTHROUGH = frozenset(
+    {"_base_env", "base_env", "transform", "_modules", "_parameters", "_buffers", "__setstate__"}
+)
+
+
+def _needs_inverse(t: Transform) -> bool:
+    """Whether ``t`` (or a member of a ``Compose``) does anything on the inverse path."""
+    if isinstance(t, Compose):
+        return any(_needs_inverse(c) for c in t.transforms)
+    return bool(t.in_keys_inv) or type(t)._inv_call is not Transform._inv_call
+
+
+class TransformedEnv(EnvBase):
+    """A transformed environment.
+
+    Args:
+        env: the base environment (an ``EnvBase``).
+        transform: a transform or ``Compose`` (``None``: an empty ``Compose``). A transform that
+            is not a ``Compose`` is wrapped in one; ``env.transform`` is always a ``Compose``.
+        cache_specs: keep the transformed specs until the chain changes (``False``: recompute
+            them whenever ``input_spec``/``output_spec`` are read, to follow base-env spec
+            changes).
+        auto_unwrap: when ``env`` is itself a ``TransformedEnv``, build the new env on its base
+            env with clones of its transforms followed by ``transform`` (one flat env).
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(
+        self,
+        env: EnvBase,
+        transform: Transform | None = None,
+        cache_specs: bool = True,
+        *,
+        auto_unwrap: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        if kwargs:
+            raise TypeError(f"TransformedEnv got unexpected keyword arguments {sorted(kwargs)}")
+        if not isinstance(env, EnvBase):
+            raise TypeError(f"TransformedEnv needs an EnvBase as env, got {type(env).__name__}")
+        if transform is not None and not isinstance(transform, Transform):
+            raise TypeError(f"transform must be a Transform, got {type(transform).__name__}")
+        inner: list[Transform] = []
+        if auto_unwrap and isinstance(env, TransformedEnv):
+            inner = [t.clone() for t in env.transform]
+            env = env.base_env
+        super().__init__(device=env.device, batch_size=env.batch_size)
+        self.__dict__["_base_env"] = env
+        self.__dict__["_cache_specs"] = cache_specs
+        self.__dict__["_needs_inv"] = False
+        self.batch_locked = env.batch_locked
+        if inner:
+            transform = Compose(*inner, *([] if transform is None else [transform]))
+        self._install_transform(transform)
+
+    # ------------------------------------------------------------------ construction
+    def _install_transform(self, transform: Transform | None) -> None:
+        if transform is None:
+            transform = Compose()
+        elif not isinstance(transform, Compose):
+            transform = Compose(transform)
+        old = self.__dict__.get("_modules", {}).get("transform")
+        transform.set_container(self)
+        if old is not None and old is not transform:
+            old._detach_container()
+        self.add_module("transform", transform)
+        self._refresh()
+
+    def _post_init(self) -> None:
+        if self._spec_locked and not self._locked_now:
+            self._lock_specs()
+
+    def _refresh(self) -> None:
+        """Recomputes the specs (and cached plans) from the base env and the chain."""
+        base = self.base_env
+        transform = self.transform
+        transform.reset_parent()
+        output_spec = base.output_spec.clone()
+        output_spec.unlock_()
+        input_spec = base.input_spec.clone()
+        input_spec.unlock_()
+        output_spec = transform.transform_output_spec(output_spec)
+        input_spec = transform.transform_input_spec(input_spec)
+        self.__dict__["_output_spec"] = output_spec
+        self.__dict__["_input_spec"] = input_spec
+        self.__dict__["_batch_size"] = torch.Size(transform.transform_env_batch_size(base.batch_size))
+        self.__dict__["_device"] = torch.device(transform.transform_env_device(base.device))
+        self.__dict__["_needs_inv"] = _needs_inverse(transform)
+        self._cache.clear()
+        if self._spec_locked:
+            self._lock_specs()
+        else:
+            self.__dict__["_locked_now"] = False
+
+    def _chain_changed(self) -> None:
+        """Called by the ``Compose`` when transforms are added or removed."""
+        self._refresh()
+
+    # ------------------------------------------------------------------ attributes
+    @property
+    def base_env(self) -> EnvBase:
+        """The environment the transforms are applied to."""
+        return self.__dict__["_base_env"]
+
+    @property
+    def _cpu_backed(self) -> bool:  # type: ignore[override]
+        return self.base_env._cpu_backed
+
+    @property
+    def batch_size(self) -> torch.Size:
+        """The batch size (the base env's unless a transform changes it)."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value) -> None:
+        self.base_env.batch_size = value
+        self._refresh()
+
+    @property
+    def device(self) -> torch.device:
+        """The device (the base env's unless a transform changes it)."""
+        return self._device
+
+    @device.setter
+    def device(self, value) -> None:
+        self.__dict__["_device"] = torch.device(value)
+
+    @property
+    def input_spec(self):  # type: ignore[override]
+        if not self.__dict__.get("_cache_specs", True):
+            self._refresh()
+        return self._input_spec
+
+    @input_spec.setter
+    def input_spec(self, value) -> None:
+        EnvBase.input_spec.fset(self, value)
+
+    @property
+    def output_spec(self):  # type: ignore[override]
+        if not self.__dict__.get("_cache_specs", True):
+            self._refresh()
+        return self._output_spec
+
+    @output_spec.setter
+    def output_spec(self, value) -> None:
+        EnvBase.output_spec.fset(self, value)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError as err:
+            if name in _NO_FALLTHROUGH or "_base_env" not in self.__dict__:
+                raise
+            try:
+                return getattr(self.__dict__["_base_env"], name)
+            except AttributeError:
+                raise AttributeError(
+                    f"neither {type(self).__name__} nor its base env "
+                    f"{type(self.__dict__['_base_env']).__name__} has an attribute {name!r}"
+                ) from err
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "transform" and "_base_env" in self.__dict__:
+            if not isinstance(value, Transform):
+                raise TypeError(f"transform must be a Transform, got {type(value).__name__}")
+            self._install_transform(value)
+            return
+        super().__setattr__(name, value)
+
+    # ------------------------------------------------------------------ chain edits
+    def append_transform(self, transform: Transform) -> "TransformedEnv":
+        """Appends ``transform`` to the chain (specs are recomputed); returns ``self``."""
+        if not isinstance(transform, Transform):
+            raise TypeError(f"append_transform takes a Transform, got {type(transform).__name__}")
+        self.transform.append(transform)
+        return self
+
+    def insert_transform(self, index: int, transform: Transform) -> "TransformedEnv":
+        """Inserts ``transform`` at ``index`` of the chain (specs are recomputed); returns ``self``."""
+        if not isinstance(transform, Transform):
+            raise TypeError(f"insert_transform takes a Transform, got {type(transform).__name__}")
+        self.transform.insert(index, transform)
+        return self
+
+    # ------------------------------------------------------------------ env hooks
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        transform = self.transform
+        td_in = transform.inv(tensordict) if self._needs_inv else tensordict
+        next_tensordict = self.base_env._step_proc(td_in)
+        return transform._step(tensordict, next_tensordict)
+
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        transform = self.transform
+        if tensordict is not None:
+            tensordict = transform._reset_env_preprocess(tensordict)
+        tensordict_reset = self.base_env._reset_proc(tensordict, **kwargs)
+        if tensordict is None:
+            tensordict = TensorDict({}, batch_size=self.base_env.batch_size, device=self.base_env.device)
+        return transform._reset(tensordict, tensordict_reset)
+
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seeds the base env, then the transforms; returns the next seed."""
+        if seed is not None and not isinstance(seed, int):
+            raise TypeError(f"seed must be an int or None, got {seed!r}")
+        seed = self.base_env.set_seed(seed, static_seed=static_seed)
+        return self.transform.set_seed(seed)
+
+    def _set_seed(self, seed: int | None) -> None:
+        self.base_env._set_seed(seed)
+        self.transform.set_seed(seed)
+
+    # ------------------------------------------------------------------ misc
+    def empty_cache(self) -> None:
+        """Drops cached key plans here and in the transforms."""
+        super().empty_cache()
+        self.transform.empty_cache()
+
+    def to(self, *args, **kwargs) -> "TransformedEnv":
+        """Moves the base env and the transforms (their buffers) to a device."""
+        self.base_env.to(*args, **kwargs)
+        self.transform.to(*args, **kwargs)
+        self._refresh()
+        return self
+
+    def close(self) -> None:
+        """Closes the transforms and the base env."""
+        self.transform.close()
+        self.base_env.close()
+        super().close()
+
+    @property
+    def is_closed(self) -> bool:
+        return self.base_env.is_closed
+
+    def state_dict(self, *args, **kwargs):
+        """The transforms' state (statistics, buffers)."""
+        return super().state_dict(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        env = "\n        ".join(repr(self.base_env).split("\n"))
+        transform = "\n    ".join(repr(self.transform).split("\n"))
+        return f"TransformedEnv(\n    env={env},\n    transform={transform})"
+
+
+def _parent_view(base_env: EnvBase, transforms: list[Transform]) -> TransformedEnv:
+    """A ``TransformedEnv`` of ``base_env`` with ``transforms`` that does not claim them.
+
+    Used by :attr:`Transform.parent`: the transforms keep their real container; the view has
+    the specs (and behaviour: buffers are shared) of the env up to a transform.
+    """
+    chain = Compose.__new__(Compose)
+    Transform.__init__(chain)
+    chain.transforms = nn.ModuleList(transforms)
+    env = TransformedEnv(base_env, chain, auto_unwrap=False)
+    env.__dict__["_is_parent_view"] = True
+    return env
