@@ -85,6 +85,7 @@ def check_cat_frames_args(
     reset_mask: torch.Tensor | None,
     dim: int,
     padding: str,
+    padding_value: float = 0.0,
 ) -> int:
     """Validate a CatFrames update and return the number of frames ``N`` in the buffer.
 
@@ -94,6 +95,7 @@ def check_cat_frames_args(
         reset_mask: bool mask over the frame's batch dims, or ``None``.
         dim: negative concatenation dim, relative to the frame's trailing dims.
         padding: ``"same"`` or ``"constant"``.
+        padding_value: padding for ``"constant"`` (must fit an integer buffer's dtype).
 
     Returns:
         ``N = buffer.shape[dim] // frame.shape[dim]``.
@@ -108,6 +110,12 @@ def check_cat_frames_args(
     """
     if padding not in ("same", "constant"):
         raise ValueError(f"padding must be 'same' or 'constant', got {padding!r}")
+    if padding == "constant" and not buffer.is_floating_point() and buffer.dtype != torch.bool:
+        info = torch.iinfo(buffer.dtype)
+        if not info.min <= padding_value <= info.max:
+            raise ValueError(
+                f"padding_value {padding_value} does not fit the buffer dtype {buffer.dtype}"
+            )
     if not isinstance(dim, int) or dim >= 0 or -dim > frame.ndim:
         raise ValueError(f"dim must be a negative int within the frame's dims, got {dim!r}")
     if buffer.ndim != frame.ndim:

@@ -58,7 +58,7 @@ def cat_frames_update_reference(
         tensor([[ 0.,  1.],
                 [-1.,  1.]])
     """
-    n = check_cat_frames_args(buffer, frame, reset_mask, dim, padding)
+    n = check_cat_frames_args(buffer, frame, reset_mask, dim, padding, padding_value)
     length = frame.shape[dim]
     shifted = torch.cat([buffer.narrow(dim, length, (n - 1) * length), frame], dim)
     if reset_mask is not None:
@@ -153,5 +153,5 @@ def _cat_frames_update_fake(
     padding: str,
     padding_value: float,
 ) -> torch.Tensor:
-    check_cat_frames_args(buffer, frame, reset_mask, dim, padding)
+    check_cat_frames_args(buffer, frame, reset_mask, dim, padding, padding_value)
     return torch.empty(buffer.shape, dtype=buffer.dtype, device=buffer.device)

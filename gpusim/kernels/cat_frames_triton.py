@@ -101,7 +101,7 @@ def cat_frames_update_triton(
         >>> cat_frames_update_triton(buf, torch.ones(1, 2), None, -1)  # doctest: +SKIP
         tensor([[0., 0., 1., 1.]])
     """
-    n = check_cat_frames_args(buffer, frame, reset_mask, dim, padding)
+    n = check_cat_frames_args(buffer, frame, reset_mask, dim, padding, padding_value)
     work = buffer.contiguous()
     out = torch.empty(buffer.shape, dtype=buffer.dtype, device=buffer.device)
     outer, slot = frame_layout(frame, dim)

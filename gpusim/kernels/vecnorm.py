@@ -47,6 +47,11 @@ def _acc_dtype(stats: torch.Tensor) -> torch.dtype:
     return torch.float64 if stats.dtype == torch.float64 else torch.float32
 
 
+def _out_dtype(x: torch.Tensor, loc_sum: torch.Tensor) -> torch.dtype:
+    """Dtype of the normalized output: ``torch.promote_types(x.dtype, loc_sum.dtype)``."""
+    return torch.promote_types(x.dtype, loc_sum.dtype)
+
+
 def vecnorm_update_reference_(
     x: torch.Tensor,
     loc_sum: torch.Tensor,
@@ -104,7 +109,7 @@ def vecnorm_normalize_reference(
         eps: variance floor.
 
     Returns:
-        A fresh tensor of dtype ``torch.result_type(x, loc_sum)``.
+        A fresh tensor of dtype ``torch.promote_types(x.dtype, loc_sum.dtype)``.
 
     Examples:
         >>> vecnorm_normalize_reference(torch.tensor([3.0]), torch.tensor([2.0]),
@@ -116,7 +121,7 @@ def vecnorm_normalize_reference(
     c = count.to(acc).reshape(())
     mean = loc_sum.to(acc) / c
     var = (sq_sum.to(acc) / c - mean * mean).clamp_min(eps)
-    return ((x.to(acc) - mean) / var.sqrt()).to(torch.result_type(x, loc_sum))
+    return ((x.to(acc) - mean) / var.sqrt()).to(_out_dtype(x, loc_sum))
 
 
 def vecnorm_update_normalize_reference_(
@@ -209,7 +214,7 @@ def vecnorm_normalize(
         eps: variance floor.
 
     Returns:
-        A fresh tensor of dtype ``torch.result_type(x, loc_sum)``.
+        A fresh tensor of dtype ``torch.promote_types(x.dtype, loc_sum.dtype)``.
 
     Examples:
         >>> vecnorm_normalize(torch.tensor([[3.0]]), torch.tensor([2.0]), torch.tensor([10.0]),
@@ -312,7 +317,7 @@ def _vecnorm_normalize_op(
 @_vecnorm_normalize_op.register_fake
 def _vecnorm_normalize_fake(x, loc_sum, sq_sum, count, eps):  # noqa: ANN001, ANN202
     check_vecnorm_args(x, loc_sum, sq_sum, count)
-    return torch.empty(x.shape, dtype=torch.result_type(x, loc_sum), device=x.device)
+    return torch.empty(x.shape, dtype=_out_dtype(x, loc_sum), device=x.device)
 
 
 @torch.library.custom_op(
@@ -338,4 +343,4 @@ def _vecnorm_update_normalize_op(
 @_vecnorm_update_normalize_op.register_fake
 def _vecnorm_update_normalize_fake(x, loc_sum, sq_sum, count, decay, eps, batch_ndim):  # noqa: ANN001, ANN202
     check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
-    return torch.empty(x.shape, dtype=torch.result_type(x, loc_sum), device=x.device)
+    return torch.empty(x.shape, dtype=_out_dtype(x, loc_sum), device=x.device)

@@ -75,7 +75,7 @@ def _vecnorm_partial_kernel(
     s = tl.sum(acc, axis=0)
     s2 = tl.sum(acc2, axis=0)
     if pid_p == 0:
-        decay = decay_hi.to(ACC) + decay_lo.to(ACC)
+        decay = tl.cast(decay_hi, ACC) + tl.cast(decay_lo, ACC)
         s += decay * tl.load(loc_ptr + f, mask=f_ok, other=0).to(ACC)
         s2 += decay * tl.load(sq_ptr + f, mask=f_ok, other=0).to(ACC)
         if pid_f == 0:
@@ -115,6 +115,10 @@ def _vecnorm_apply_kernel(
             s += tl.load(ws_ptr + p * 2 * F + f, mask=f_ok, other=0)
             s2 += tl.load(ws_ptr + p * 2 * F + F + f, mask=f_ok, other=0)
         c = tl.load(ws_ptr + P_WS * 2 * F)
+        # normalize with the statistics as stored (rounded to their dtypes), like the reference
+        s = s.to(loc_ptr.dtype.element_ty).to(ACC)
+        s2 = s2.to(sq_ptr.dtype.element_ty).to(ACC)
+        c = c.to(count_ptr.dtype.element_ty).to(ACC)
         if pid_p == 0:
             tl.store(loc_ptr + f, s, mask=f_ok)
             tl.store(sq_ptr + f, s2, mask=f_ok)
@@ -188,7 +192,7 @@ def _write_back(dst: torch.Tensor, src: torch.Tensor) -> None:
 
 
 def _out_dtype(x: torch.Tensor, loc_sum: torch.Tensor) -> torch.dtype:
-    return torch.result_type(x, loc_sum)
+    return torch.promote_types(x.dtype, loc_sum.dtype)
 
 
 def _run(
