@@ -20,6 +20,7 @@ from typing import Sequence
 
 from tensordict import TensorDictBase
 
+from gpusim.envs._fasttd import exclusion_tree, merge_excluding
 from gpusim.envs._keys import NestedKey, exclusive
 
 
@@ -62,6 +63,8 @@ class StepMDPPlan:
         if not exclude_done:
             kept_root += list(done_keys)
         self.kept_root = tuple(exclusive(kept_root))
+        self._root_tree = exclusion_tree(self.root_exclude)
+        self._next_tree = exclusion_tree(self.next_exclude)
         # parents of excluded nested keys (deepest first): dropped when the exclusion empties them
         self.prune = tuple(
             sorted(
@@ -76,10 +79,10 @@ class StepMDPPlan:
     ) -> TensorDictBase:
         nxt = tensordict.get("next")
         if self.keep_other:
-            out = tensordict.exclude(*self.root_exclude)
+            out = merge_excluding(tensordict, nxt, self._root_tree, self._next_tree)
         else:
             out = tensordict.select(*self.kept_root, strict=False)
-        out.update(nxt.exclude(*self.next_exclude) if self.next_exclude else nxt)
+            out.update(nxt.exclude(*self.next_exclude) if self.next_exclude else nxt)
         for prefix in self.prune:
             sub = out.get(prefix, None)
             if isinstance(sub, TensorDictBase) and sub.is_empty():

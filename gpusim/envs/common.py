@@ -39,6 +39,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from torch import nn
 
 from gpusim.envs import _keys
+from gpusim.envs._fasttd import fast_get, fast_pop, fast_set, or_flags
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs._reset import apply_reset_masks, collect_reset_masks
 from gpusim.envs._seeding import next_seed
@@ -468,8 +469,8 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             node = data if level.prefix == () else data.get(level.prefix, None)
             if node is None:
                 continue
-            done = node.get("done", None)
-            terminated = node.get("terminated", None)
+            done = fast_get(node, "done")
+            terminated = fast_get(node, "terminated")
             if done is not None and terminated is not None:
                 continue
             if done is None and terminated is None:
@@ -477,10 +478,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     f"the env output has neither 'done' nor 'terminated' at level {level.prefix or 'root'}"
                 )
             if terminated is None:
-                node.set("terminated", done)
+                fast_set(node, "terminated", done)
             else:
-                truncated = node.get("truncated", None)
-                node.set("done", terminated if truncated is None else terminated | truncated)
+                truncated = fast_get(node, "truncated")
+                fast_set(node, "done", terminated if truncated is None else terminated | truncated)
         return data
 
     def _check_batch(self, tensordict: TensorDictBase) -> None:
@@ -519,7 +520,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         next_td = self._step(tensordict)
         self._complete_done(next_td)
         for key in self._echo_state_keys:
-            if key not in next_td.keys(True):
+            if isinstance(key, str):
+                if fast_get(next_td, key) is None:
+                    value = fast_get(tensordict, key)
+                    if value is not None:
+                        fast_set(next_td, key, value)
+            elif key not in next_td.keys(True):
                 value = tensordict.get(key, None)
                 if value is not None:
                     next_td.set(key, value)
@@ -530,8 +536,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Runs one step: writes the ``_step`` output under ``"next"`` of the input and returns it."""
         self._check_batch(tensordict)
-        tensordict.set("next", self._step_proc(tensordict))
-        return tensordict
+        return fast_set(tensordict, "next", self._step_proc(tensordict))
 
     def _type_check(self, next_td: TensorDictBase) -> None:
         for key in (*self.observation_keys, *self.reward_keys, *self.done_keys):
@@ -552,41 +557,52 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def _step_mdp(self, tensordict: TensorDictBase) -> TensorDictBase:
         return self._step_mdp_plan(tensordict)
 
-    def _set_reset_masks(self, tensordict: TensorDictBase) -> None:
-        """Writes ``"_reset" = done | terminated | truncated`` at every done level."""
-        for level in self.done_levels:
+    def _reset_flags(self, tensordict: TensorDictBase) -> list[tuple[DoneLevel, TensorDictBase, torch.Tensor]]:
+        """``(level, node, done | terminated | truncated)`` for every done level."""
+        out = []
+        for level, names in self._reset_flag_plan:
             node = tensordict if level.prefix == () else tensordict.get(level.prefix)
-            flag = None
-            for name in ("done", "terminated", "truncated"):
-                value = node.get(name, None)
-                if value is not None:
-                    flag = value if flag is None else flag | value
-            node.set("_reset", flag)
+            values = [v for v in (fast_get(node, n) for n in names) if v is not None]
+            out.append((level, node, or_flags(values)))
+        return out
 
-    def _any_reset(self, tensordict: TensorDictBase) -> bool:
-        any_ = False
-        for level in self.done_levels:
-            any_ = any_ or bool(tensordict.get(level.reset_key).any())
-        return any_
+    @property
+    def _reset_flag_plan(self) -> list[tuple[DoneLevel, tuple[str, ...]]]:
+        """Per level, the entries whose OR marks a row to reset. ``done`` is by contract the union
+        of the end-of-trajectory signals, so ``terminated`` is not re-read; ``truncated`` is, when
+        the level has one (a transform may set it without updating ``done``)."""
+
+        def plan():
+            out = []
+            for level in self.done_levels:
+                names = {_keys.as_tuple(k)[-1] for k in level.keys}
+                out.append((level, ("done", "truncated") if "truncated" in names else ("done",)))
+            return out
+
+        return self._cached("reset_flag_plan", plan)
 
     def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Resets the rows whose done flag is set.
 
-        Tensor envs (and anything under ``torch.compile``) reset through masks for all rows,
-        without reading flags on the host. CPU envs skip the reset call when nothing is done.
+        Tensor envs on an accelerator (and anything under ``torch.compile``) reset through masks
+        for all rows, without reading flags on the host. On the CPU the reset call is skipped when
+        nothing is done.
         """
-        self._set_reset_masks(tensordict)
+        flags = self._reset_flags(tensordict)
         if self._may_branch():
-            if not self._any_reset(tensordict):
-                for level in self.done_levels:
-                    tensordict.pop(level.reset_key)
+            any_done = False
+            for _, _, flag in flags:
+                any_done = any_done or bool(flag.any())
+            if not any_done:
                 return tensordict
+        for _, node, flag in flags:
+            fast_set(node, "_reset", flag)
         return self.reset(tensordict)
 
     def _may_branch(self) -> bool:
-        if torch.compiler.is_compiling():
+        if not (self._cpu_backed or self._device.type == "cpu"):
             return False
-        return self._cpu_backed or self.device.type == "cpu"
+        return not torch.compiler.is_compiling()
 
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """Steps, builds the next root with ``step_mdp`` and resets the done rows.
