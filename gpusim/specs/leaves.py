@@ -221,7 +221,8 @@ class Bounded(TensorSpec):
         low: lower bound, a scalar or a tensor broadcastable to ``shape``.
         high: upper bound, a scalar or a tensor broadcastable to ``shape``.
         shape: full shape; inferred from ``low``/``high`` when None.
-        device: device of the tensors (default cpu).
+        device: device of the tensors (default: the device of ``low`` if it is a tensor, else
+            cpu).
         dtype: dtype (default float32). Integer dtypes draw ``randint(low, high + 1)``.
         domain: ``"continuous"`` or ``"discrete"``; inferred from the dtype when None.
 
@@ -260,6 +261,8 @@ class Bounded(TensorSpec):
         _reject_kwargs("Bounded", kwargs)
         if low is None or high is None:
             raise TypeError("Bounded() needs both low and high")
+        if device is None and isinstance(low, torch.Tensor):
+            device = low.device
         self.device = make_device(device)
         self.dtype = _resolve_dtype(dtype)
         if domain is None:
@@ -315,7 +318,14 @@ class Bounded(TensorSpec):
         if self.dtype.is_floating_point:
             scale = high - low
             if bool(torch.isfinite(scale).all()):
-                self._mode = "float"
+                # Round the scale down until low + scale <= high: then low + r * scale stays in
+                # [low, high] for r in [0, 1) by monotonic rounding, and rand needs no clamp.
+                for _ in range(8):
+                    over = (low + scale) > high
+                    if not bool(over.any()):
+                        break
+                    scale = torch.where(over, torch.nextafter(scale, torch.zeros_like(scale)), scale)
+                self._mode = "float" if not bool(((low + scale) > high).any()) else "float_clamp"
                 self._scale = scale
             else:
                 self._mode = "float_inf"
@@ -348,6 +358,9 @@ class Bounded(TensorSpec):
     def _rand(self, full_shape: torch.Size) -> torch.Tensor:
         mode, dev, dtype = self._mode, self.device, self.dtype
         if mode == "float":
+            r = torch.rand(full_shape, dtype=dtype, device=dev)
+            return torch.addcmul(self.low, r, self._scale)
+        if mode == "float_clamp":
             r = torch.rand(full_shape, dtype=dtype, device=dev)
             return torch.addcmul(self.low, r, self._scale).clamp_(self.low, self.high)
         if mode == "int_scalar":
@@ -574,6 +587,10 @@ class OneHot(TensorSpec):
         self.device = make_device(device)
         self.dtype = torch.bool if dtype is None else _resolve_dtype(dtype)
         self.mask = _prep_mask("OneHot", mask, self.shape, self.device)
+        self._post_replace()
+
+    def _post_replace(self) -> None:
+        self._arange = torch.arange(self.n, device=self.device)
 
     @property
     def space(self) -> CategoricalBox:
@@ -598,7 +615,8 @@ class OneHot(TensorSpec):
             idx = _masked_choice(self.mask, full_shape[:-1])
         else:
             idx = torch.randint(0, self.n, full_shape[:-1], device=self.device)
-        return F.one_hot(idx, self.n).to(self.dtype)
+        out = idx.unsqueeze(-1) == self._arange
+        return out if self.dtype == torch.bool else out.to(self.dtype)
 
     def _invalid_reason(self, val: torch.Tensor) -> str | None:
         bad = (val != 0) & (val != 1)

@@ -17,6 +17,7 @@ from gpusim.specs import (
 )
 
 BATCHES = [(), (1,), (7,), (3, 4)]
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 def make(batch: tuple[int, ...]) -> Composite:
@@ -33,22 +34,25 @@ def make(batch: tuple[int, ...]) -> Composite:
     )
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("batch", BATCHES, ids=str)
-def test_generic(batch: tuple[int, ...]) -> None:
-    spec = make(batch)
+def test_generic(batch: tuple[int, ...], device: str) -> None:
+    spec = make(batch).to(device)
     assert spec.shape == batch and spec.ndim == len(batch)
+    assert spec.device.type == device and spec["agents", "action"].device.type == device
     for method in ("rand", "zero", "one"):
         td = getattr(spec, method)()
         assert isinstance(td, TensorDict)
         assert td.batch_size == batch
         assert td["agents"].batch_size == (*batch, 2)
         assert td["agents", "action"].shape == (*batch, 2, 4)
+        assert td.device == spec.device and td["obs"].device == spec.device
     td = spec.rand((2,))
     assert td.batch_size == (2, *batch)
     assert spec.is_in(td)
     assert spec.is_in(spec.rand())
     assert spec.clone() == spec
-    assert spec.to("cpu") == spec.to("cpu").clone()
+    assert spec.cpu().to(device) == spec
     ex = spec.expand(5, *batch)
     assert ex.shape == (5, *batch)
     assert ex["agents", "action"].shape == (5, *batch, 2, 4)

@@ -25,6 +25,7 @@ from gpusim.specs import (
 )
 
 SHAPES = [(), (1,), (7,), (3, 4)]
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 # name -> builder(batch_shape) -> spec
 BUILDERS = {
@@ -54,13 +55,14 @@ def batch(request) -> torch.Size:
     return torch.Size(request.param)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(BUILDERS))
-def test_generic(name: str, batch: torch.Size) -> None:
-    spec: TensorSpec = BUILDERS[name](batch)
+def test_generic(name: str, batch: torch.Size, device: str) -> None:
+    spec: TensorSpec = BUILDERS[name](batch).to(device)
     nontensor = isinstance(spec, NonTensor)
     assert spec.shape[: len(batch)] == batch
     assert spec.ndim == len(spec.shape)
-    assert spec.device == torch.device("cpu")
+    assert spec.device.type == device
 
     # rand / zero, with and without a prepended shape
     x = spec.rand()
@@ -78,7 +80,7 @@ def test_generic(name: str, batch: torch.Size) -> None:
         assert spec.one().shape == spec.shape
         # project is the identity on valid values; encode round-trips numpy
         assert torch.equal(spec.project(x), x)
-        assert torch.equal(spec.encode(x.numpy()), x)
+        assert torch.equal(spec.encode(x.cpu().numpy()), x)
         wrong = x.to(torch.float64 if spec.dtype != torch.float64 else torch.float32)
         assert not spec.is_in(wrong)
         with pytest.raises(ValueError, match="dtype"):
@@ -91,8 +93,9 @@ def test_generic(name: str, batch: torch.Size) -> None:
 
     # value semantics
     assert spec.clone() == spec
-    assert spec.to("cpu") == spec
-    assert spec.cpu() == spec
+    assert spec.to(device) == spec
+    assert spec.cpu().to(device) == spec
+    assert spec.cpu().device == torch.device("cpu")
     assert type(spec).__name__ in repr(spec)
     assert spec != BUILDERS["unbounded"](torch.Size((5, 5, 5)))
 
@@ -340,3 +343,26 @@ def test_squeeze_all_and_unsqueeze_negative() -> None:
     assert spec.unsqueeze(-1).shape == (1, 4, 1, 1)
     with pytest.raises(ValueError, match="not a batch dim"):
         OneHot(3, shape=(1, 3)).squeeze(-1)
+
+
+@pytest.mark.parametrize(
+    "low,high",
+    [(-3.6684138774871826, -9.97127644950524e-05), (-7013.4833984375, -2.0601293069357658e-38)],
+)
+def test_bounded_rand_never_overshoots(monkeypatch, low: float, high: float) -> None:
+    """For these bounds ``low + (high - low)`` rounds above ``high`` in float32. ``rand`` has no
+    clamp on its fast path, so it must stay inside even at the supremum of the uniform draw (1.0,
+    which bounds every draw in [0, 1) by monotonic rounding)."""
+    spec = Bounded(low, high, shape=(3,))
+    lo, hi = torch.tensor(low), torch.tensor(high)
+    assert lo + (hi - lo) > hi  # the hazard is real for these bounds
+    real_rand = torch.rand
+    top = 1.0
+
+    def max_rand(*shape, **kwargs):
+        return real_rand(*shape, **kwargs).fill_(top)
+
+    monkeypatch.setattr(torch, "rand", max_rand)
+    x = spec.rand((2,))
+    monkeypatch.undo()
+    assert spec.is_in(x), spec.invalid_reason(x)

@@ -120,3 +120,20 @@ def test_discrete_project_lands_inside(spec, data) -> None:
     )
     out = spec.project(torch.from_numpy(vals))
     assert spec.is_in(out), spec.invalid_reason(out)
+
+
+@SETTINGS
+@given(
+    base=arrays(np.float32, (4,), elements=st.floats(-2.0**100, 2.0**100, width=32)),
+    ulps=arrays(np.int64, (4,), elements=st.integers(0, 3)),
+)
+def test_bounded_tight_ranges_rand_is_in(base: np.ndarray, ulps: np.ndarray) -> None:
+    """Ranges a few ulps wide are where rounding of ``low + r * (high - low)`` can overshoot."""
+    low = torch.from_numpy(np.asarray(base))
+    high = low.clone()
+    for _ in range(int(ulps.max())):
+        high = torch.where(torch.from_numpy(ulps) > 0, torch.nextafter(high, high + 1), high)
+        ulps = ulps - 1
+    spec = Bounded(low, high)
+    x = spec.rand((2000,))
+    assert spec.is_in(x), spec.invalid_reason(x)
