@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.kernels._marks import needs_compiled_cuda
 from gpusim.kernels import cat_frames_update, cat_frames_update_reference
 
 KMOD = "gpusim.kernels.cat_frames_triton"
@@ -146,7 +147,7 @@ def test_bad_input_raises(buf, frame, mask, dim, padding, exc, match):
         cat_frames_update(buf, frame, mask, dim, padding, -1.0)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@needs_compiled_cuda
 @pytest.mark.parametrize("padding", ["same", "constant"])
 def test_cuda_dispatch_matches_reference(padding):
     gen = torch.Generator().manual_seed(8)

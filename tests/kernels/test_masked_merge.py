@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.kernels._marks import needs_compiled_cuda
 from gpusim.kernels import (
     masked_fill_rows_,
     masked_fill_rows_reference_,
@@ -180,7 +181,7 @@ def test_bad_input_raises(args, exc, match):
         masked_merge_reference(*args)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@needs_compiled_cuda
 @pytest.mark.parametrize("rows", ROWS)
 def test_cuda_dispatch_matches_reference(rows):
     new, old, masks = _leaves(rows, "random", seed=6)
@@ -193,7 +194,7 @@ def test_cuda_dispatch_matches_reference(rows):
         assert torch.equal(d, r)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@needs_compiled_cuda
 def test_cuda_graph_capture():
     from gpusim.kernels.masked_merge_triton import masked_merge_triton
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.kernels._marks import needs_compiled_cuda
 from gpusim.kernels import (
     vecnorm_normalize,
     vecnorm_normalize_reference,
@@ -155,7 +156,7 @@ def test_bad_input_raises(x, stats, batch_ndim, exc, match):
         vecnorm_update_(x, *stats, 1.0, batch_ndim)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@needs_compiled_cuda
 @pytest.mark.parametrize("rows", [1, 7, 1023, 100_003])
 def test_cuda_dispatch_matches_reference(rows):
     gen = torch.Generator().manual_seed(13)
