@@ -1,0 +1,158 @@
+"""``KeyedTransform``: the per-key base of the stateless transforms.
+
+A keyed transform applies one tensor function to each ``in_key`` (written to the matching
+``out_key``) of the data that comes out of the env, and optionally an inverse tensor function to
+the data that goes into it. It transforms the specs of those keys with the same tensor function
+(see :func:`~gpusim.transforms._spec_utils.map_leaf`), and checks that its keys exist when it is
+attached to an env, raising a ``KeyError`` that names the missing key.
+
+Inverse keys follow TorchRL's documented convention: ``in_keys_inv`` are the names the inner
+(base) env expects, ``out_keys_inv`` the names seen from outside the transformed env (default:
+``in_keys_inv``). Before the base env steps, ``out_keys_inv`` are read from the input, mapped by
+``_inv_apply_transform`` and written to ``in_keys_inv``; the outer spec of an inverse key is the
+inner spec mapped by ``_inv_spec_fn``.
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from gpusim.transforms._keyed import KeyedTransform
+    >>> class Neg(KeyedTransform):
+    ...     def _apply_transform(self, x):
+    ...         return -x
+    ...     _inv_apply_transform = _apply_transform
+    >>> Neg(in_keys=["obs"])(TensorDict({"obs": torch.ones(2)}, [2]))["obs"]
+    tensor([-1., -1.])
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs._keys import NestedKey, as_tuple
+from gpusim.specs import Composite, TensorSpec
+from gpusim.transforms._spec_utils import INPUT_SPECS, OUTPUT_SPECS, fmt_key, map_leaf, require_keys
+from gpusim.transforms.transform import Transform
+
+__all__ = ["KeyedTransform"]
+
+
+class KeyedTransform(Transform):
+    """Base class of transforms that map keys one to one with a tensor function.
+
+    Subclasses override ``_apply_transform`` (forward) and/or ``_inv_apply_transform``
+    (inverse). The spec of a forward key is ``map_leaf(spec, self._spec_fn(key))`` with the
+    ``_spec_bounds`` / ``_spec_values_change`` class settings; subclasses with special spec
+    rules override :meth:`_transform_leaf_spec` / :meth:`_inv_transform_leaf_spec`.
+
+    Args:
+        in_keys: forward input keys.
+        out_keys: forward output keys (default ``in_keys``).
+        in_keys_inv: inner (base env) names of the inverse keys.
+        out_keys_inv: outer names of the inverse keys (default ``in_keys_inv``).
+
+    Examples:
+        See the module docstring.
+    """
+
+    #: how ``Bounded`` bounds follow the tensor function (see ``map_leaf``)
+    _spec_bounds: str = "map"
+    #: ``False`` when the function only moves values (discrete specs are kept)
+    _spec_values_change: bool = True
+    #: the ``output_spec`` sub-composites forward keys may live in
+    _forward_spec_names: tuple[str, ...] = OUTPUT_SPECS
+
+    def __init__(self, in_keys=None, out_keys=None, in_keys_inv=None, out_keys_inv=None) -> None:
+        super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)
+        self._check_key_pairs()
+
+    @property
+    def _name(self) -> str:
+        return type(self).__name__
+
+    # ------------------------------------------------------------------ forward specs
+    def _spec_fn(self, key: NestedKey) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The tensor function whose image the forward spec of ``key`` describes."""
+        return self._apply_transform
+
+    def _transform_leaf_spec(self, spec: TensorSpec, key: NestedKey) -> TensorSpec:
+        """The spec of ``out_key`` given the spec of ``in_key`` (override for special rules)."""
+        return map_leaf(
+            spec,
+            self._spec_fn(key),
+            key=key,
+            owner=self._name,
+            bounds=self._spec_bounds,
+            values_change=self._spec_values_change,
+        )
+
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        """Maps the spec of every ``in_key`` into its ``out_key`` (same sub-composite).
+
+        Raises:
+            KeyError: an ``in_key`` is not in the observation, reward or done specs.
+        """
+        found = require_keys(output_spec, self._forward_spec_names, self.in_keys, self._name)
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            sub = output_spec[found[in_key]]
+            spec = self._transform_leaf_spec(sub[in_key], in_key)
+            self._check_prefix(sub, in_key, spec)
+            sub[out_key] = spec
+        return output_spec
+
+    def _check_prefix(self, sub: Composite, key: NestedKey, spec: TensorSpec) -> None:
+        """Raises ``ValueError`` when the new spec of ``key`` no longer starts with the batch
+        dims of the composite holding it (e.g. a dim op that reached into the batch dims)."""
+        tkey = as_tuple(key)
+        holder = sub if len(tkey) == 1 else sub[tkey[:-1]]
+        batch = tuple(holder.shape)
+        if tuple(spec.shape[: len(batch)]) != batch:
+            raise ValueError(
+                f"{self._name}: the transformed spec of {fmt_key(key)} has shape {list(spec.shape)}, "
+                f"which does not start with the batch dims {list(batch)}: the transform must only "
+                "touch feature dims"
+            )
+
+    # ------------------------------------------------------------------ inverse specs
+    def _inv_spec_fn(self, key: NestedKey) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The function mapping inner values of inverse key ``key`` to outer values (the
+        outer spec is the inner spec's image); default: the forward function."""
+        return self._apply_transform
+
+    def _inv_transform_leaf_spec(self, spec: TensorSpec, key: NestedKey) -> TensorSpec:
+        """The outer spec of inverse key ``key`` given its inner spec."""
+        return map_leaf(
+            spec,
+            self._inv_spec_fn(key),
+            key=key,
+            owner=self._name,
+            bounds=self._spec_bounds,
+            values_change=self._spec_values_change,
+        )
+
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
+        """Replaces the inner spec of every ``in_key_inv`` by the outer spec at ``out_key_inv``.
+
+        Raises:
+            KeyError: an ``in_key_inv`` is not in the action or state specs.
+        """
+        found = require_keys(input_spec, INPUT_SPECS, self.in_keys_inv, self._name, "in_keys_inv")
+        for inner, outer in zip(self.in_keys_inv, self.out_keys_inv):
+            sub = input_spec[found[inner]]
+            spec = self._inv_transform_leaf_spec(sub[inner], inner)
+            self._check_prefix(sub, inner, spec)
+            if outer != inner:
+                del sub[inner]
+            sub[outer] = spec
+        return input_spec
+
+    # ------------------------------------------------------------------ inverse data
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Reads every ``out_key_inv`` (outer name), writes ``in_key_inv`` (inner name)."""
+        for inner, outer in zip(self.in_keys_inv, self.out_keys_inv):
+            value = tensordict.get(outer, None)
+            if value is not None:
+                tensordict.set(inner, self._inv_apply_transform(value))
+        return tensordict
