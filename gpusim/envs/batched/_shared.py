@@ -1,0 +1,236 @@
+"""Buffers and key plans of a batched env, built once from the workers' metadata.
+
+A batched env exchanges data with its workers through three buffers of batch
+``[num_workers, *sub_batch]``, allocated from the worker specs (in shared memory for
+``ParallelEnv``):
+
+* ``inputs``: what the main process writes before a command: the action and state entries
+  and one ``"_reset"`` mask per done level;
+* ``reset_out``: what workers write on reset: observations, done flags and state;
+* ``next_out``: what workers write on step: the ``"next"`` entries.
+
+Every buffer is read and written leaf by leaf through fixed key lists, with one
+``torch._foreach_copy_`` per worker and direction; worker tensordicts are rebuilt from leaf views
+with a prebuilt :class:`TDBuilder` (no per-step key discovery).
+
+Examples:
+    >>> from gpusim.envs.native import CartPoleEnv
+    >>> from gpusim.envs.batched.metadata import get_env_metadata
+    >>> plan = KeyPlan.from_metadata(get_env_metadata(CartPoleEnv))
+    >>> plan.action_keys, plan.state_keys
+    (['action'], ['state'])
+    >>> buffers = Buffers.allocate(plan, get_env_metadata(CartPoleEnv), 2, share_memory=False)
+    >>> buffers.next_out["observation"].shape
+    torch.Size([2, 4])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from gpusim.envs import _keys
+from gpusim.envs._keys import DoneLevel, NestedKey
+from gpusim.envs.batched.metadata import EnvMetaData
+
+__all__ = ["KeyPlan", "Buffers", "TDBuilder", "leaves"]
+
+
+def _tensor_keys(td: TensorDictBase) -> list[NestedKey]:
+    return [_keys.unravel(k) for k, v in td.items(True, True) if isinstance(v, torch.Tensor)]
+
+
+@dataclass
+class KeyPlan:
+    """The fixed key lists a batched env and its workers exchange (worker level).
+
+    Attributes:
+        action_keys: action leaves.
+        state_keys: state leaves (inputs other than actions).
+        observation_keys: observation leaves (step inputs too: envs may read them).
+        input_keys: ``action_keys + state_keys + observation_keys``: what a step may read.
+        reset_mask_keys: one ``"_reset"`` key per done level, root first.
+        reset_out_keys: leaves a reset writes (observation, done and state entries).
+        next_keys: leaves a step writes under ``"next"``.
+        done_levels: the worker's done levels.
+    """
+
+    action_keys: list
+    state_keys: list
+    observation_keys: list
+    input_keys: list
+    reset_mask_keys: list
+    reset_out_keys: list
+    next_keys: list
+    done_levels: list
+
+    @classmethod
+    def from_metadata(cls, meta: EnvMetaData) -> "KeyPlan":
+        """Builds the plan from the worker :class:`EnvMetaData`."""
+        action_keys = _keys.leaf_keys(meta.input_spec["full_action_spec"])
+        state_keys = _keys.leaf_keys(meta.input_spec["full_state_spec"])
+        observation_keys = _keys.leaf_keys(meta.output_spec["full_observation_spec"])
+        levels = _keys.done_levels(meta.output_spec["full_done_spec"], meta.batch_size)
+        fake = meta.tensordict
+        root_keys = [k for k in _tensor_keys(fake.exclude("next")) if k not in set(action_keys)]
+        next_keys = _tensor_keys(fake.get("next"))
+        return cls(
+            action_keys=action_keys,
+            state_keys=state_keys,
+            observation_keys=observation_keys,
+            input_keys=_keys.exclusive([*action_keys, *state_keys, *observation_keys]),
+            reset_mask_keys=[level.reset_key for level in levels],
+            reset_out_keys=root_keys,
+            next_keys=next_keys,
+            done_levels=levels,
+        )
+
+
+def _done_shape(meta: EnvMetaData, level: DoneLevel) -> torch.Size:
+    return meta.tensordict.get(level.keys[0]).shape
+
+
+def _select_leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> TensorDict:
+    out = td.empty(recurse=True)
+    for key in keys:
+        out.set(key, td.get(key))
+    return out
+
+
+class TDBuilder:
+    """Builds a tensordict from a fixed list of leaf keys and tensors, fast.
+
+    The nested structure (and the batch size of every nested node, e.g. ``(*B, n_agents)`` for
+    an agent group) is read once from a template tensordict.
+
+    Examples:
+        >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2])
+        >>> TDBuilder(td, ["a"])([torch.ones(2, 3)])["a"].sum().item()
+        6.0
+    """
+
+    def __init__(self, template: TensorDictBase, keys: Sequence[NestedKey]) -> None:
+        self.keys = [_keys.unravel(k) for k in keys]
+        self.batch_size = template.batch_size
+        self.device = template.device
+        self.flat = all(isinstance(k, str) for k in self.keys)
+        # tree: {name: int (leaf index) | (batch_size, subtree)}
+        self._tree: dict = {}
+        for i, key in enumerate(self.keys):
+            parts = _keys.as_tuple(key)
+            node = self._tree
+            for depth, part in enumerate(parts[:-1]):
+                if part not in node:
+                    sub = template.get(parts[: depth + 1])
+                    node[part] = (sub.batch_size, {})
+                node = node[part][1]
+            node[parts[-1]] = i
+
+    def _build(self, tree: dict, batch_size: torch.Size, tensors: Sequence[torch.Tensor], device) -> TensorDict:
+        source = {}
+        for name, entry in tree.items():
+            if isinstance(entry, int):
+                source[name] = tensors[entry]
+            else:
+                source[name] = self._build(entry[1], entry[0], tensors, device)
+        return TensorDict._new_unsafe(source, batch_size=batch_size, device=device)
+
+    def __call__(self, tensors: Sequence[torch.Tensor], device: torch.device | None = None) -> TensorDict:
+        """A new tensordict whose leaves are ``tensors`` (in the order of ``keys``), on
+        ``device`` (default: the template's device; the tensors must already live there)."""
+        device = self.device if device is None else device
+        if self.flat:
+            return TensorDict._new_unsafe(
+                dict(zip(self.keys, tensors)), batch_size=self.batch_size, device=device
+            )
+        return self._build(self._tree, self.batch_size, tensors, device)
+
+
+def leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> list[torch.Tensor]:
+    """The tensors of ``keys`` in ``td``.
+
+    Raises:
+        KeyError: naming the first missing key.
+    """
+    out = []
+    for key in keys:
+        value = td.get(key, None)
+        if value is None:
+            raise KeyError(f"the tensordict has no entry {key!r} (keys: {list(td.keys(True, True))})")
+        out.append(value)
+    return out
+
+
+@dataclass
+class Buffers:
+    """The three exchange buffers of a batched env and their per-worker leaf views.
+
+    Attributes:
+        inputs: actions, state and ``"_reset"`` masks ``[W, *sub]``.
+        reset_out: reset outputs ``[W, *sub]``.
+        next_out: step outputs (the ``"next"`` entries) ``[W, *sub]``.
+        input_views / reset_mask_views / reset_out_views / next_views: per worker, the leaf views
+            of the buffers in the order of the plan's key lists.
+    """
+
+    inputs: TensorDict
+    reset_out: TensorDict
+    next_out: TensorDict
+    input_leaves: list
+    reset_mask_leaves: list
+    reset_out_leaves: list
+    next_leaves: list
+
+    @classmethod
+    def allocate(
+        cls, plan: KeyPlan, meta: EnvMetaData, num_workers: int, share_memory: bool
+    ) -> "Buffers":
+        """Zero-filled buffers on the worker device, in shared memory when ``share_memory``."""
+        fake = meta.tensordict.expand(num_workers, *meta.batch_size).clone()
+        inputs = _select_leaves(fake, plan.input_keys)
+        for level, key in zip(plan.done_levels, plan.reset_mask_keys):
+            shape = _done_shape(meta, level)
+            inputs.set(key, torch.zeros((num_workers, *shape), dtype=torch.bool, device=meta.device))
+        reset_out = _select_leaves(fake, plan.reset_out_keys)
+        next_out = _select_leaves(fake.get("next"), plan.next_keys)
+        if share_memory:
+            for td in (inputs, reset_out, next_out):
+                td.share_memory_()
+        return cls.from_tensordicts(plan, inputs, reset_out, next_out)
+
+    @classmethod
+    def from_tensordicts(
+        cls, plan: KeyPlan, inputs: TensorDict, reset_out: TensorDict, next_out: TensorDict
+    ) -> "Buffers":
+        """Wraps existing buffers (a worker process receives them this way)."""
+        return cls(
+            inputs=inputs,
+            reset_out=reset_out,
+            next_out=next_out,
+            input_leaves=leaves(inputs, plan.input_keys),
+            reset_mask_leaves=leaves(inputs, plan.reset_mask_keys),
+            reset_out_leaves=leaves(reset_out, plan.reset_out_keys),
+            next_leaves=leaves(next_out, plan.next_keys),
+        )
+
+    def worker_views(self, i: int) -> "WorkerViews":
+        """The leaf views of worker ``i``."""
+        return WorkerViews(
+            inputs=[t[i] for t in self.input_leaves],
+            reset_masks=[t[i] for t in self.reset_mask_leaves],
+            reset_out=[t[i] for t in self.reset_out_leaves],
+            next_out=[t[i] for t in self.next_leaves],
+        )
+
+
+@dataclass
+class WorkerViews:
+    """One worker's leaf views into the :class:`Buffers` (row ``i`` of every leaf)."""
+
+    inputs: list
+    reset_masks: list
+    reset_out: list
+    next_out: list

@@ -1,0 +1,369 @@
+"""``BatchedEnvBase``: the shared machinery of ``SerialEnv`` and ``ParallelEnv``.
+
+A batched env stacks ``num_workers`` envs (each of batch ``sub_batch``) into one env of batch
+``[num_workers, *sub_batch]`` with the ordinary :class:`~gpusim.envs.common.EnvBase` interface.
+Its specs are the worker specs expanded with ``num_workers`` in front, taken from the workers'
+metadata at construction (one env per distinct factory is built, read and closed); the workers
+themselves start lazily, on first use.
+
+Partial resets: a ``"_reset"`` mask ``[num_workers, *sub_batch, 1]`` (or one per done level)
+selects rows; only the workers with a selected row are reset, and they receive their rows of
+the masks, so a worker with a sub-batch resets only the selected rows. The base class then
+keeps the previous data of the rows not reset.
+
+Examples:
+    >>> from gpusim.envs.batched import SerialEnv
+    >>> from gpusim.envs.native import PendulumEnv
+    >>> env = SerialEnv(2, PendulumEnv, {"g": 9.81})
+    >>> env.batch_size
+    torch.Size([2])
+    >>> env.g
+    [9.81, 9.81]
+    >>> env.rollout(3)["next", "reward"].shape
+    torch.Size([2, 3, 1])
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, Sequence
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs.batched._shared import KeyPlan, TDBuilder
+from gpusim.envs.batched.metadata import EnvMetaData, get_env_metadata
+from gpusim.envs.common import EnvBase
+
+__all__ = ["BatchedEnvBase"]
+
+_SPEC_PARTS = (
+    ("input_spec", "full_action_spec"),
+    ("input_spec", "full_state_spec"),
+    ("output_spec", "full_observation_spec"),
+    ("output_spec", "full_reward_spec"),
+    ("output_spec", "full_done_spec"),
+)
+
+
+def _as_list(value: Any, n: int, what: str, check: Callable[[Any], bool], expected: str) -> list:
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"{what} has {len(value)} entries but num_workers is {n}")
+        items = list(value)
+    else:
+        items = [value] * n
+    for i, item in enumerate(items):
+        if not check(item):
+            raise TypeError(f"{what}[{i}] must be {expected}, got {type(item).__name__}")
+    return items
+
+
+def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
+    if a.batch_size != b.batch_size:
+        return f"batch_size {list(b.batch_size)} vs {list(a.batch_size)}"
+    if a.device != b.device:
+        return f"device {b.device} vs {a.device}"
+    for parent, name in _SPEC_PARTS:
+        sa, sb = a.specs[parent, name], b.specs[parent, name]
+        if sa != sb:
+            keys_a, keys_b = set(sa.keys(True, True)), set(sb.keys(True, True))
+            if keys_a != keys_b:
+                return f"{name} keys {sorted(map(str, keys_b))} vs {sorted(map(str, keys_a))}"
+            for key in sa.keys(True, True):
+                if sa[key] != sb[key]:
+                    return f"{name}[{key!r}]: {sb[key]} vs {sa[key]}"
+            return name
+    return None
+
+
+class BatchedEnvBase(EnvBase):
+    """Base of the batched envs: specs from metadata, partial resets, seeds, worker attributes.
+
+    Args:
+        num_workers: number of worker envs.
+        create_env_fn: a callable returning an ``EnvBase`` (an
+            :class:`~gpusim.envs.batched.EnvCreator`, a class, a lambda), or a list of
+            ``num_workers`` of them ("mixed environments": their specs must be equal).
+        create_env_kwargs: keyword arguments for the factory, or a list with one dict per worker.
+
+    Keyword Args:
+        device: the device of the batched env's data (default: the workers' device). Outputs are
+            moved there in one transfer per step.
+        pin_memory: stage device transfers through pinned memory (CUDA only).
+        non_blocking: make the device transfers non-blocking.
+        num_threads: torch threads of the main process once the workers start (``None``: keep).
+        num_sub_threads: torch threads of each worker (default 1).
+
+    Attribute access: names the batched env does not have are looked up on the workers and
+    return one value per worker (``env.g -> [9.81, 9.81]``); methods return a callable that
+    calls every worker and returns the list of results.
+    """
+
+    #: batched envs run outside the env device: ``maybe_reset`` may skip calls when nothing is done
+    _cpu_backed = True
+
+    def __init__(
+        self,
+        num_workers: int,
+        create_env_fn: Callable[..., EnvBase] | Sequence[Callable[..., EnvBase]],
+        create_env_kwargs: dict | Sequence[dict] | None = None,
+        *,
+        device: torch.device | str | int | None = None,
+        pin_memory: bool = False,
+        non_blocking: bool = False,
+        num_threads: int | None = None,
+        num_sub_threads: int = 1,
+    ) -> None:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
+        fns = _as_list(create_env_fn, num_workers, "create_env_fn", callable, "a callable returning an EnvBase")
+        kwargs = _as_list(
+            {} if create_env_kwargs is None else create_env_kwargs,
+            num_workers,
+            "create_env_kwargs",
+            lambda x: isinstance(x, dict),
+            "a dict",
+        )
+        if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+            raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+        if not isinstance(num_sub_threads, int) or num_sub_threads < 1:
+            raise ValueError(f"num_sub_threads must be a positive int, got {num_sub_threads!r}")
+        meta_data = self._collect_metadata(fns, kwargs)
+        worker_meta = meta_data[0]
+        if device is None:
+            device = worker_meta.device
+        super().__init__(device=device, batch_size=(num_workers, *worker_meta.batch_size))
+        d = self.__dict__
+        d["num_workers"] = num_workers
+        d["create_env_fn"] = fns
+        d["create_env_kwargs"] = kwargs
+        d["meta_data"] = worker_meta
+        d["_worker_device"] = worker_meta.device
+        d["_plan"] = KeyPlan.from_metadata(worker_meta)
+        d["pin_memory"] = bool(pin_memory)
+        d["non_blocking"] = bool(non_blocking)
+        d["num_threads"] = num_threads
+        d["num_sub_threads"] = num_sub_threads
+        d["_started"] = False
+        d["_exchange"] = None
+        d["_transfer_event"] = None
+        expanded = worker_meta.expand(self.batch_size)
+        self.input_spec = expanded.input_spec.to(self.device)
+        self.output_spec = expanded.output_spec.to(self.device)
+        self.batch_locked = worker_meta.batch_locked
+
+    @staticmethod
+    def _collect_metadata(fns: list, kwargs: list) -> list[EnvMetaData]:
+        """One metadata per worker (one env built per distinct factory and kwargs)."""
+        cache: dict = {}
+        metas = []
+        for fn, kw in zip(fns, kwargs):
+            cache_key = (id(fn), repr(sorted(kw.items())))
+            if cache_key not in cache:
+                cache[cache_key] = get_env_metadata(fn, kw)
+            metas.append(cache[cache_key])
+        first = metas[0]
+        for i, meta in enumerate(metas[1:], 1):
+            diff = _spec_difference(first, meta)
+            if diff is not None:
+                raise ValueError(
+                    "the envs of a batched env must have the same specs (mixed environments "
+                    f"included): worker {i} differs from worker 0 in {diff}"
+                )
+        return metas
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def is_started(self) -> bool:
+        """Whether the workers are running."""
+        return self._started
+
+    def start(self) -> None:
+        """Starts the workers now (otherwise they start on first use)."""
+        if not self._started:
+            if self.num_threads is not None:
+                torch.set_num_threads(self.num_threads)
+            self._start_workers()
+            self.__dict__["_started"] = True
+            self.__dict__["_closed"] = False
+
+    def _ensure_started(self) -> None:
+        if not self._started:
+            self.start()
+
+    @abc.abstractmethod
+    def _start_workers(self) -> None:
+        """Builds the worker envs (and processes) and ``self._exchange``."""
+
+    @abc.abstractmethod
+    def _shutdown_workers(self) -> None:
+        """Stops the workers and releases the buffers (idempotent)."""
+
+    def close(self) -> None:
+        """Stops the workers and releases their resources; the env restarts on next use."""
+        if self._started:
+            try:
+                self._shutdown_workers()
+            finally:
+                self.__dict__["_started"] = False
+                self.__dict__["_exchange"] = None
+        super().close()
+
+    # ------------------------------------------------------------------ worker commands
+    @abc.abstractmethod
+    def _run_step(self, present: tuple | None) -> None:
+        """Every worker steps on its input row (the ``present`` entries of ``plan.input_keys``,
+        ``None``: all) and writes its ``"next"`` row."""
+
+    @abc.abstractmethod
+    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
+        """The listed workers reset with the ``present`` input entries."""
+
+    @abc.abstractmethod
+    def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
+        """Seeds the workers in order, chaining the seeds; returns the last worker's next seed."""
+
+    @abc.abstractmethod
+    def _run_getattr(self, name: str) -> list[tuple[bool, Any]]:
+        """``(is_callable, value)`` of attribute ``name`` on every worker."""
+
+    @abc.abstractmethod
+    def _run_call(self, name: str, args: tuple, kwargs: dict) -> list:
+        """Calls method ``name`` on every worker."""
+
+    # ------------------------------------------------------------------ data movement
+    def _output(self, buffer_leaves: list[torch.Tensor], builder: TDBuilder) -> TensorDictBase:
+        """A fresh tensordict on the env device holding a copy of the buffer leaves."""
+        device = self.device
+        if device == self._worker_device:
+            return builder([t.clone() for t in buffer_leaves], device=device)
+        if self.pin_memory and device.type == "cuda":
+            staging = self._pinned_staging(builder, buffer_leaves)
+            torch._foreach_copy_(staging, buffer_leaves)
+            moved = [t.to(device, non_blocking=True) for t in staging]
+            event = torch.cuda.Event()
+            event.record()
+            self.__dict__["_transfer_event"] = event
+        else:
+            moved = [t.to(device, non_blocking=self.non_blocking) for t in buffer_leaves]
+        return builder(moved, device=device)
+
+    def _pinned_staging(self, builder: TDBuilder, buffer_leaves: list[torch.Tensor]) -> list[torch.Tensor]:
+        cache = self.__dict__.setdefault("_staging", {})
+        staging = cache.get(id(builder))
+        if staging is None:
+            staging = [torch.empty_like(t).pin_memory() for t in buffer_leaves]
+            cache[id(builder)] = staging
+        return staging
+
+    def _wait_transfers(self) -> None:
+        event = self._transfer_event
+        if event is not None:
+            event.synchronize()
+            self.__dict__["_transfer_event"] = None
+
+    @property
+    def _builders(self) -> dict:
+        builders = self.__dict__.get("_builder_cache")
+        if builders is None or builders[0] is not self._exchange:
+            b = self._exchange
+            plan = self._plan
+            out = {
+                "reset": TDBuilder(b.reset_out, plan.reset_out_keys),
+                "next": TDBuilder(b.next_out, plan.next_keys),
+            }
+            builders = (b, out)
+            self.__dict__["_builder_cache"] = builders
+        return builders[1]
+
+    # ------------------------------------------------------------------ EnvBase hooks
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        self._ensure_started()
+        self._wait_transfers()
+        plan = self._plan
+        b = self._exchange
+        workers = list(range(self.num_workers))
+        present: tuple = ()
+        if tensordict is not None:
+            masks = []
+            root = tensordict.get(plan.reset_mask_keys[0], None) if plan.reset_mask_keys else None
+            entries = [*plan.reset_mask_keys, *plan.state_keys]
+            values = [tensordict.get(k, None) for k in entries]
+            if plan.done_levels and plan.done_levels[0].prefix == () and root is not None:
+                # a root "_reset" annihilates the nested ones
+                for i in range(1, len(plan.reset_mask_keys)):
+                    values[i] = None
+            present = tuple(i for i, v in enumerate(values) if v is not None)
+            masks = [values[i] for i in present if i < len(plan.reset_mask_keys)]
+            dst = [*b.reset_mask_leaves, *[b.input_leaves[plan.input_keys.index(k)] for k in plan.state_keys]]
+            if present:
+                torch._foreach_copy_([dst[i] for i in present], [values[i] for i in present])
+            if masks:
+                selected = masks[0].reshape(self.num_workers, -1).any(-1)
+                for mask in masks[1:]:
+                    selected = selected | mask.reshape(self.num_workers, -1).any(-1)
+                workers = [i for i, s in enumerate(selected.tolist()) if s]
+        if workers:
+            self._run_reset(workers, present, kwargs)
+        return self._output(b.reset_out_leaves, self._builders["reset"])
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self._ensure_started()
+        self._wait_transfers()
+        b = self._exchange
+        plan = self._plan
+        values = [tensordict.get(k, None) for k in plan.input_keys]
+        if all(v is not None for v in values):
+            torch._foreach_copy_(b.input_leaves, values)
+            self._run_step(None)
+        else:
+            for key, v in zip(plan.action_keys, values):
+                if v is None:
+                    raise KeyError(f"the input tensordict has no action entry {key!r}")
+            present = tuple(i for i, v in enumerate(values) if v is not None)
+            torch._foreach_copy_([b.input_leaves[i] for i in present], [values[i] for i in present])
+            self._run_step(present)
+        return self._output(b.next_leaves, self._builders["next"])
+
+    def _set_seed(self, seed: int | None) -> None:
+        self.set_seed(seed)
+
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seeds the workers in order: worker ``i + 1`` gets the seed worker ``i`` returned.
+
+        Returns:
+            The seed that follows the last worker's (``next_seed`` applied ``num_workers``
+            times for plain envs).
+        """
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"seed must be an int or None, got {seed!r}")
+        self._ensure_started()
+        return self._run_set_seed(seed, static_seed)
+
+    # ------------------------------------------------------------------ worker attributes
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("_"):
+                raise
+        if not self.__dict__.get("_started", None) and "_plan" not in self.__dict__:
+            raise AttributeError(name)
+        self._ensure_started()
+        results = self._run_getattr(name)
+        if all(is_callable for is_callable, _ in results):
+            def call_workers(*args: Any, **kwargs: Any) -> list:
+                return self._run_call(name, args, kwargs)
+
+            call_workers.__name__ = name
+            return call_workers
+        if any(is_callable for is_callable, _ in results):
+            raise AttributeError(f"attribute {name!r} is callable on some workers only")
+        return [value for _, value in results]
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(num_workers={self.num_workers}, batch_size={list(self.batch_size)}, "
+            f"device={self.device},\n    env={self.meta_data.env_str.splitlines()[0]})"
+        )

@@ -1,0 +1,193 @@
+"""``EnvCreator``: a picklable env factory that shares statistics across workers.
+
+``EnvCreator(fn, kwargs)`` builds one env in the calling process when it is created: that env
+gives the metadata (specs) and the *shared state*: the tensors of every module of the env that
+opts in to cross-worker sharing, moved to shared memory. Every env the creator builds afterwards
+(in any worker process) adopts these tensors, so running statistics (``VecNorm``) are common to
+all workers.
+
+Opting in: a module (transform) of the env defines
+
+* ``_shared_state() -> dict[str, Tensor | TensorDictBase]``: the live tensors to share, and
+* ``_load_shared_state(state) -> None``: adopt the given tensors in place of its own (no copy).
+
+The creator pickles its factory with cloudpickle (or a small fallback), so lambdas and
+closures can be sent to spawned workers; the shared tensors travel by shared-memory handle.
+
+Examples:
+    >>> from gpusim.envs.native import CartPoleEnv
+    >>> creator = EnvCreator(lambda: CartPoleEnv(batch_size=[2]))
+    >>> creator.meta_data.batch_size
+    torch.Size([2])
+    >>> import pickle
+    >>> pickle.loads(pickle.dumps(creator))().batch_size
+    torch.Size([2])
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from gpusim.envs.batched import _serialize
+from gpusim.envs.batched.metadata import EnvMetaData
+
+if TYPE_CHECKING:
+    from gpusim.envs.common import EnvBase
+
+__all__ = ["EnvCreator", "collect_shared_state", "load_shared_state"]
+
+SharedState = dict  # module name -> {entry name -> shared tensor / tensordict}
+
+
+def _share(value: Any, where: str) -> Any:
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":  # CUDA tensors are shared by IPC handle as they are
+            return value
+        return value.share_memory_()
+    if isinstance(value, TensorDictBase):
+        return value.share_memory_()
+    raise TypeError(
+        f"{where}._shared_state() must return tensors or tensordicts, got {type(value).__name__}"
+    )
+
+
+def collect_shared_state(env: nn.Module) -> SharedState:
+    """Moves the opted-in state of every module of ``env`` to shared memory and returns it.
+
+    Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> collect_shared_state(CartPoleEnv())
+        {}
+    """
+    state: SharedState = {}
+    for name, module in env.named_modules():
+        getter = getattr(type(module), "_shared_state", None)
+        if getter is None or not callable(getter):
+            continue
+        entries = module._shared_state()
+        if not isinstance(entries, dict):
+            raise TypeError(f"{type(module).__name__}._shared_state() must return a dict")
+        where = f"{type(module).__name__} ({name or 'root'})"
+        state[name] = {k: _share(v, where) for k, v in entries.items()}
+    return state
+
+
+def load_shared_state(env: nn.Module, state: SharedState) -> None:
+    """Makes the modules of ``env`` adopt the shared tensors of :func:`collect_shared_state`.
+
+    Raises:
+        KeyError: when ``env`` has no module of a shared name (the factory built a different
+            structure from the one it built in the main process).
+    """
+    if not state:
+        return
+    modules = dict(env.named_modules())
+    for name, entries in state.items():
+        module = modules.get(name)
+        if module is None or not callable(getattr(module, "_load_shared_state", None)):
+            raise KeyError(
+                f"the env built by the factory has no module {name!r} able to load shared state "
+                f"(modules: {sorted(modules)})"
+            )
+        module._load_shared_state(entries)
+
+
+def _rebuild(payload: bytes, meta_data: EnvMetaData, shared_state: SharedState, share_memory: bool) -> "EnvCreator":
+    create_env_fn, create_env_kwargs = _serialize.loads(payload)
+    creator = EnvCreator.__new__(EnvCreator)
+    creator._init_from(create_env_fn, create_env_kwargs, meta_data, shared_state, share_memory)
+    return creator
+
+
+class EnvCreator:
+    """Wraps an env factory so that it pickles and shares statistics across workers.
+
+    Args:
+        create_env_fn: a callable returning a gpusim ``EnvBase`` (lambdas are fine).
+        create_env_kwargs: keyword arguments for ``create_env_fn``.
+        share_memory: move the opted-in module state to shared memory and make every env
+            built by the creator use it (see the module docstring).
+
+    Raises:
+        TypeError: ``create_env_fn`` is not callable, or does not return an ``EnvBase``.
+
+    Examples:
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> creator = EnvCreator(PendulumEnv, {"g": 9.81})
+        >>> creator().g
+        9.81
+    """
+
+    def __init__(
+        self,
+        create_env_fn: Callable[..., "EnvBase"],
+        create_env_kwargs: dict | None = None,
+        share_memory: bool = True,
+    ) -> None:
+        from gpusim.envs.common import EnvBase
+
+        if isinstance(create_env_fn, EnvCreator):
+            create_env_kwargs = {**create_env_fn.create_env_kwargs, **(create_env_kwargs or {})}
+            create_env_fn = create_env_fn.create_env_fn
+        if not callable(create_env_fn):
+            raise TypeError(f"create_env_fn must be callable, got {type(create_env_fn).__name__}")
+        if create_env_kwargs is not None and not isinstance(create_env_kwargs, dict):
+            raise TypeError(f"create_env_kwargs must be a dict, got {type(create_env_kwargs).__name__}")
+        kwargs = dict(create_env_kwargs or {})
+        shadow_env = create_env_fn(**kwargs)
+        if not isinstance(shadow_env, EnvBase):
+            raise TypeError(
+                f"the env factory {create_env_fn!r} returned a {type(shadow_env).__name__}, "
+                "not a gpusim EnvBase"
+            )
+        try:
+            meta_data = EnvMetaData.metadata_from_env(shadow_env)
+            shared_state = collect_shared_state(shadow_env) if share_memory else {}
+        finally:
+            shadow_env.close()
+        self._init_from(create_env_fn, kwargs, meta_data, shared_state, share_memory)
+
+    def _init_from(
+        self,
+        create_env_fn: Callable[..., "EnvBase"],
+        create_env_kwargs: dict,
+        meta_data: EnvMetaData,
+        shared_state: SharedState,
+        share_memory: bool,
+    ) -> None:
+        self.create_env_fn = create_env_fn
+        self.create_env_kwargs = create_env_kwargs
+        self._meta_data = meta_data
+        self._shared_state = shared_state
+        self.share_memory = share_memory
+
+    @property
+    def meta_data(self) -> EnvMetaData:
+        """The :class:`EnvMetaData` of the envs this creator builds."""
+        return self._meta_data
+
+    def _gpusim_env_metadata(self) -> EnvMetaData:
+        return self._meta_data
+
+    @property
+    def shared_state(self) -> SharedState:
+        """The shared-memory tensors every built env adopts (module name -> entries)."""
+        return self._shared_state
+
+    def __call__(self, **kwargs: Any) -> "EnvBase":
+        """Builds an env (``kwargs`` update the creator's ``create_env_kwargs``)."""
+        env = self.create_env_fn(**{**self.create_env_kwargs, **kwargs})
+        if self.share_memory:
+            load_shared_state(env, self._shared_state)
+        return env
+
+    def __reduce__(self) -> tuple:
+        payload = _serialize.dumps((self.create_env_fn, self.create_env_kwargs))
+        return _rebuild, (payload, self._meta_data, self._shared_state, self.share_memory)
+
+    def __repr__(self) -> str:
+        return f"EnvCreator({self._meta_data.env_str.splitlines()[0]}, kwargs={self.create_env_kwargs})"

@@ -1,0 +1,96 @@
+"""``SerialEnv``: a batch of envs stepped one after the other in the calling process.
+
+Examples:
+    >>> from gpusim.envs.batched import SerialEnv
+    >>> from gpusim.envs.native import CartPoleEnv
+    >>> env = SerialEnv(3, CartPoleEnv)
+    >>> td = env.rollout(4, break_when_any_done=False)
+    >>> td.batch_size
+    torch.Size([3, 4])
+    >>> env.set_seed(0) != 0
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpusim.envs.batched._runner import WorkerRunner
+from gpusim.envs.batched._shared import Buffers
+from gpusim.envs.batched.base import BatchedEnvBase
+from gpusim.envs.common import EnvBase
+
+__all__ = ["SerialEnv"]
+
+
+class SerialEnv(BatchedEnvBase):
+    """Runs ``num_workers`` envs sequentially in this process, as one env of batch
+    ``[num_workers, *sub_batch]``.
+
+    No inter-process cost: the right choice for light envs and for debugging. Arguments are
+    those of :class:`~gpusim.envs.batched.base.BatchedEnvBase`.
+
+    Examples:
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> env = SerialEnv(2, [PendulumEnv, lambda: PendulumEnv(g=9.81)])
+        >>> env.g
+        [10.0, 9.81]
+    """
+
+    def _start_workers(self) -> None:
+        envs = []
+        try:
+            for i, (fn, kwargs) in enumerate(zip(self.create_env_fn, self.create_env_kwargs)):
+                env = fn(**kwargs)
+                if not isinstance(env, EnvBase):
+                    raise TypeError(
+                        f"create_env_fn[{i}] returned a {type(env).__name__}, not a gpusim EnvBase"
+                    )
+                envs.append(env)
+        except BaseException:
+            for env in envs:
+                env.close()
+            raise
+        buffers = Buffers.allocate(self._plan, self.meta_data, self.num_workers, share_memory=False)
+        self.__dict__["_exchange"] = buffers
+        self.__dict__["_runners"] = [
+            WorkerRunner(env, self._plan, buffers, i) for i, env in enumerate(envs)
+        ]
+
+    def _shutdown_workers(self) -> None:
+        runners = self.__dict__.pop("_runners", [])
+        errors = []
+        for runner in runners:
+            try:
+                runner.close()
+            except Exception as err:  # close every env even if one fails
+                errors.append(err)
+        if errors:
+            raise errors[0]
+
+    @property
+    def _envs(self) -> list[EnvBase]:
+        """The worker envs (started on access)."""
+        self._ensure_started()
+        return [runner.env for runner in self.__dict__["_runners"]]
+
+    # ------------------------------------------------------------------ commands
+    def _run_step(self, present: tuple | None) -> None:
+        for runner in self.__dict__["_runners"]:
+            runner.step(present)
+
+    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
+        runners = self.__dict__["_runners"]
+        for i in workers:
+            runners[i].reset(present, kwargs)
+
+    def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
+        for runner in self.__dict__["_runners"]:
+            seed = runner.set_seed(seed, static_seed)
+        return seed
+
+    def _run_getattr(self, name: str) -> list[tuple[bool, Any]]:
+        return [runner.getattr(name) for runner in self.__dict__["_runners"]]
+
+    def _run_call(self, name: str, args: tuple, kwargs: dict) -> list:
+        return [runner.call(name, args, kwargs) for runner in self.__dict__["_runners"]]
