@@ -1,0 +1,84 @@
+"""``InitTracker``: marks the first step of each episode.
+
+``is_init`` (one entry per done level, shaped like that level's ``done``) is True on the rows
+just reset and False after any step. A reset writes True for all rows; the base env's
+partial-reset merge keeps False on the rows that were not reset.
+
+Examples:
+    >>> from gpusim.transforms import InitTracker, TransformedEnv
+    >>> from tests.envs.toy_envs import StatelessCounter
+    >>> env = TransformedEnv(StatelessCounter(batch_size=[2]), InitTracker())
+    >>> td = env.rollout(2)
+    >>> td["is_init"][0].flatten().tolist(), td["next", "is_init"][0].flatten().tolist()
+    ([True, False], [False, False])
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.specs import Categorical
+from gpusim.transforms._levels import done_levels_of
+from gpusim.transforms.step_counter import _leaf_name
+from gpusim.transforms.transform import Transform
+
+__all__ = ["InitTracker"]
+
+
+class InitTracker(Transform):
+    """Writes ``init_key`` = True on reset rows, False after a step, at every done level.
+
+    Args:
+        init_key: leaf name of the flag (placed at every done level, e.g.
+            ``("agents", "is_init")``).
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(self, init_key: str = "is_init") -> None:
+        super().__init__()
+        self.init_key = _leaf_name(init_key, "init_key")
+        self.__dict__["_plan"] = None  # [(key, done shape)]
+
+    def _get_plan(self, tensordict: TensorDictBase) -> list[tuple]:
+        plan = self.__dict__["_plan"]
+        if plan is None:
+            done = tensordict.get("done", None)
+            shape = done.shape if done is not None else (*tensordict.batch_size, 1)
+            plan = [(self.init_key, torch.Size(shape))]
+        return plan
+
+    def transform_output_spec(self, output_spec):
+        plan = []
+        for level in done_levels_of(output_spec):
+            shape = output_spec["full_done_spec"][level.keys[0]].shape
+            plan.append((level.key(self.init_key), shape))
+        self.__dict__["_plan"] = plan
+        obs_spec = output_spec["full_observation_spec"]
+        done_spec = output_spec["full_done_spec"]
+        for level, (key, shape) in zip(done_levels_of(output_spec), plan):
+            device = done_spec[level.keys[0]].device
+            obs_spec[key] = Categorical(2, shape=shape, dtype=torch.bool, device=device)
+        return output_spec
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        device = tensordict_reset.device
+        for key, shape in self._get_plan(tensordict_reset):
+            tensordict_reset.set(key, torch.ones(shape, dtype=torch.bool, device=device))
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        device = next_tensordict.device
+        for key, shape in self._get_plan(next_tensordict):
+            next_tensordict.set(key, torch.zeros(shape, dtype=torch.bool, device=device))
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(
+            "InitTracker marks env resets; it has no offline forward. Use it in a TransformedEnv."
+        )
+
+    def __repr__(self) -> str:
+        return f"InitTracker(init_key={self.init_key!r})"

@@ -1,0 +1,343 @@
+"""Reward bookkeeping: ``RewardSum`` (episode return), ``TargetReturn`` (return-to-go target
+fed to the policy) and ``Reward2GoTransform`` (offline, replay-buffer reward-to-go).
+
+``RewardSum`` and ``TargetReturn`` keep their running value in the tensordict: a reset writes
+the initial value for all rows and the base env's partial-reset merge keeps the value of rows
+that are not reset, so partial resets (and nested MARL levels) need no extra work here.
+
+Examples:
+    >>> from gpusim.transforms import RewardSum, TransformedEnv
+    >>> from tests.envs.toy_envs import StatelessCounter
+    >>> env = TransformedEnv(StatelessCounter(batch_size=[1], max_count=100), RewardSum())
+    >>> td = env.rollout(3, lambda td: td.set("action", td["observation"].new_ones(1, dtype=int)))
+    >>> td["next", "episode_reward"].flatten().tolist()  # rewards 1, 2, 3
+    [1.0, 3.0, 6.0]
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs import _keys
+from gpusim.envs._keys import NestedKey
+from gpusim.specs import Unbounded
+from gpusim.transforms.transform import Transform
+
+__all__ = ["RewardSum", "TargetReturn", "Reward2GoTransform"]
+
+
+def _replace_last(key: NestedKey, name: str) -> NestedKey:
+    t = _keys.as_tuple(key)
+    return _keys.unravel((*t[:-1], name))
+
+
+def _prefix_last(key: NestedKey, prefix: str) -> NestedKey:
+    t = _keys.as_tuple(key)
+    return _keys.unravel((*t[:-1], prefix + t[-1]))
+
+
+class _RewardTracker(Transform):
+    """Shared machinery: in_keys default to the parent's reward keys; one output per reward,
+    shaped like it, registered in the observation spec and in the state spec (it is an input of
+    the next step)."""
+
+    _out_name: str = ""
+
+    def __init__(self, in_keys=None, out_keys=None) -> None:
+        super().__init__(in_keys=in_keys, out_keys=out_keys)
+        self.__dict__["_user_in_keys"] = in_keys is not None
+        self.__dict__["_user_out_keys"] = out_keys is not None
+        self.__dict__["_shapes"] = None  # {out_key: (shape, dtype)} from the specs
+
+    def _default_out_key(self, in_key: NestedKey) -> NestedKey:
+        raise NotImplementedError
+
+    def _resolve_keys(self, reward_keys: Sequence[NestedKey]) -> None:
+        if not self.__dict__["_user_in_keys"]:
+            self.in_keys = list(reward_keys) if reward_keys else ["reward"]
+        if not self.__dict__["_user_out_keys"]:
+            self.__dict__["_out_keys"] = [self._default_out_key(k) for k in self.in_keys]
+        if len(self.in_keys) != len(self.out_keys):
+            raise ValueError(
+                f"{type(self).__name__}: in_keys {self.in_keys} and out_keys {self.out_keys} must "
+                "have the same length"
+            )
+
+    @property
+    def out_keys(self) -> list:
+        out = self.__dict__.get("_out_keys")
+        if out is None:
+            return [self._default_out_key(k) for k in self.in_keys]
+        return out
+
+    @out_keys.setter
+    def out_keys(self, value) -> None:
+        Transform.out_keys.fset(self, value)
+
+    def transform_output_spec(self, output_spec):
+        reward_spec = output_spec["full_reward_spec"]
+        self._resolve_keys(_keys.leaf_keys(reward_spec))
+        obs_spec = output_spec["full_observation_spec"]
+        shapes = {}
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            if in_key not in reward_spec.keys(True, True):
+                raise KeyError(
+                    f"{type(self).__name__}: in_key {in_key!r} is not a reward key of the parent "
+                    f"env (reward keys: {_keys.leaf_keys(reward_spec)})"
+                )
+            r = reward_spec[in_key]
+            obs_spec[out_key] = Unbounded(shape=r.shape, dtype=r.dtype, device=r.device)
+            shapes[out_key] = (r.shape, r.dtype, r.device)
+        self.__dict__["_shapes"] = shapes
+        return output_spec
+
+    def transform_input_spec(self, input_spec):
+        shapes = self.__dict__["_shapes"]
+        if not shapes:
+            return input_spec
+        state_spec = input_spec["full_state_spec"]
+        for out_key, (shape, dtype, device) in shapes.items():
+            state_spec[out_key] = Unbounded(shape=shape, dtype=dtype, device=device)
+        return input_spec
+
+    def _init_value(self, tensordict_reset: TensorDictBase, out_key: NestedKey) -> torch.Tensor:
+        shapes = self.__dict__["_shapes"]
+        if shapes is not None and out_key in shapes:
+            shape, dtype, _ = shapes[out_key]
+        else:
+            shape, dtype = (*tensordict_reset.batch_size, 1), torch.float32
+        return torch.zeros(shape, dtype=dtype, device=tensordict_reset.device)
+
+
+class RewardSum(_RewardTracker):
+    """Tracks the cumulative reward of each episode (``episode_<reward>``).
+
+    Args:
+        in_keys: reward keys to sum (default: the parent env's reward keys, else ``"reward"``).
+        out_keys: the sums (default: the in_keys with ``"episode_"`` prepended to the last name,
+            e.g. ``("agents", "episode_reward")``).
+        reset_keys: accepted for API compatibility; the ``"_reset"`` entries of the parent's
+            done levels are always honoured (through the reset merge).
+
+    The sum is zeroed on reset rows only and appears in the observation spec (and in the state
+    spec, as it is read back at the next step).
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(
+        self,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+        reset_keys: Sequence[NestedKey] | None = None,
+    ) -> None:
+        super().__init__(in_keys=in_keys, out_keys=out_keys)
+        self.reset_keys = None if reset_keys is None else [_keys.unravel(k) for k in reset_keys]
+
+    def _default_out_key(self, in_key: NestedKey) -> NestedKey:
+        return _prefix_last(in_key, "episode_")
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        for out_key in self.out_keys:
+            tensordict_reset.set(out_key, self._init_value(tensordict_reset, out_key))
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            reward = next_tensordict.get(in_key, None)
+            if reward is None:
+                continue
+            prev = tensordict.get(out_key, None)
+            next_tensordict.set(out_key, reward.clone() if prev is None else prev + reward)
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(
+            "RewardSum tracks rewards during env steps; it has no offline forward. "
+            "Use it in a TransformedEnv."
+        )
+
+
+class TargetReturn(_RewardTracker):
+    """Sets a target return that the policy reads, reduced by the rewards collected.
+
+    Args:
+        target_return: the target set at reset.
+        mode: ``"reduce"`` (``target -= reward`` at every step) or ``"constant"``.
+        in_keys: reward keys (default: the parent env's reward keys).
+        out_keys: target keys (default: in_keys with the last name replaced by
+            ``"target_return"``).
+        reset_key: accepted for API compatibility (the parent's ``"_reset"`` entries are used).
+
+    Raises:
+        ValueError: unknown ``mode``.
+
+    Examples:
+        >>> from gpusim.transforms import TransformedEnv
+        >>> from tests.envs.toy_envs import StatelessCounter
+        >>> env = TransformedEnv(StatelessCounter(batch_size=[1], max_count=100), TargetReturn(10.0))
+        >>> td = env.rollout(2, lambda td: td.set("action", td["observation"].new_ones(1, dtype=int)))
+        >>> td["target_return"].flatten().tolist(), td["next", "target_return"].flatten().tolist()
+        ([10.0, 9.0], [9.0, 7.0])
+    """
+
+    _MODES = ("reduce", "constant")
+
+    def __init__(
+        self,
+        target_return: float,
+        mode: str = "reduce",
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+        reset_key: NestedKey | None = None,
+    ) -> None:
+        if mode not in self._MODES:
+            raise ValueError(f"TargetReturn mode must be one of {self._MODES}, got {mode!r}")
+        super().__init__(in_keys=in_keys, out_keys=out_keys)
+        self.target_return = float(target_return)
+        self.mode = mode
+        self.reset_key = reset_key
+
+    def _default_out_key(self, in_key: NestedKey) -> NestedKey:
+        return _replace_last(in_key, "target_return")
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        for out_key in self.out_keys:
+            tensordict_reset.set(out_key, self._init_value(tensordict_reset, out_key) + self.target_return)
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            prev = tensordict.get(out_key, None)
+            if prev is None:
+                continue
+            if self.mode == "reduce":
+                reward = next_tensordict.get(in_key, None)
+                next_tensordict.set(out_key, prev if reward is None else prev - reward)
+            else:
+                next_tensordict.set(out_key, prev.clone())
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(
+            "TargetReturn updates a target during env steps; it has no offline forward. "
+            "Use it in a TransformedEnv."
+        )
+
+
+class Reward2GoTransform(Transform):
+    """Reward-to-go of stored trajectories (an inverse transform, for replay buffers).
+
+    ``inv(td)`` on data of shape ``[*B, T]`` (time last) writes, for every ``(in_key,
+    out_key)``, ``r2g[t] = r[t] + gamma * r2g[t + 1]``, restarted after every step whose done
+    (``("next", done_key)``, or ``done_key``; OR-ed with ``truncated_key`` when present) is set.
+    Episodes cut by the end of the data end there. ``forward`` leaves data unchanged; the
+    transform cannot be used in an environment (the return is only known once the episode is
+    over).
+
+    Args:
+        gamma: discount factor.
+        in_keys: reward entries (default ``[("next", "reward")]``).
+        out_keys: outputs (default: the in_keys, overwritten).
+        done_key: the done entry.
+        truncated_key: the truncated entry.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> done = torch.tensor([[False, False, True, False, True]]).unsqueeze(-1)
+        >>> td = TensorDict({"next": {"done": done, "reward": torch.ones(1, 5, 1)}}, [1, 5])
+        >>> r2g = Reward2GoTransform(gamma=0.5, out_keys=["reward_to_go"])
+        >>> r2g.inv(td)["reward_to_go"].flatten().tolist()
+        [1.75, 1.5, 1.0, 1.5, 1.0]
+    """
+
+    invertible = True
+
+    def __init__(
+        self,
+        gamma: float | torch.Tensor = 1.0,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+        done_key: NestedKey = "done",
+        truncated_key: NestedKey = "truncated",
+    ) -> None:
+        if in_keys is None:
+            in_keys = [("next", "reward")]
+        if out_keys is None:
+            out_keys = list(in_keys) if not isinstance(in_keys, (str, tuple)) else [in_keys]
+        super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys, out_keys_inv=out_keys)
+        self._check_key_pairs()
+        if isinstance(gamma, torch.Tensor):
+            self.register_buffer("gamma", gamma.clone())
+        else:
+            self.gamma = float(gamma)
+        self.done_key = _keys.unravel(done_key)
+        self.truncated_key = _keys.unravel(truncated_key)
+
+    def _get_flag(self, tensordict: TensorDictBase, key: NestedKey) -> torch.Tensor | None:
+        value = tensordict.get(_keys.unravel(("next", key)), None)
+        if value is None:
+            value = tensordict.get(key, None)
+        return value
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if tensordict.batch_dims < 1:
+            raise ValueError("Reward2GoTransform needs data with a time dimension (batch_dims >= 1)")
+        tdim = tensordict.batch_dims - 1
+        done = self._get_flag(tensordict, self.done_key)
+        if done is None:
+            raise KeyError(f"Reward2GoTransform: no {self.done_key!r} entry (nor under 'next') in the data")
+        trunc = self._get_flag(tensordict, self.truncated_key)
+        if trunc is not None:
+            done = done | trunc
+        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
+            reward = tensordict.get(in_key, None)
+            if reward is None:
+                continue
+            tensordict.set(out_key, _reward_to_go(reward, done, self.gamma, tdim))
+        return tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        return next_tensordict
+
+    def transform_output_spec(self, output_spec):
+        raise ValueError(
+            "Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); "
+            "it cannot be used within an environment"
+        )
+
+    def set_container(self, container) -> None:
+        from gpusim.envs.common import EnvBase
+
+        if isinstance(container, EnvBase):
+            raise ValueError(
+                "Reward2GoTransform is an inverse transform for stored trajectories (replay "
+                "buffers); it cannot be used within an environment"
+            )
+        super().set_container(container)
+
+    def __repr__(self) -> str:
+        return f"Reward2GoTransform(gamma={self.gamma}, in_keys={self.in_keys}, out_keys={self.out_keys})"
+
+
+def _reward_to_go(reward: torch.Tensor, done: torch.Tensor, gamma, tdim: int) -> torch.Tensor:
+    """Discounted reverse cumulative sum along ``tdim``, restarted after done steps."""
+    done = done.to(torch.bool)
+    if done.shape != reward.shape:
+        done = done.expand_as(reward) if done.ndim == reward.ndim else done.reshape(reward.shape)
+    r = reward.movedim(tdim, 0)
+    d = done.movedim(tdim, 0)
+    out = torch.empty_like(r)
+    acc = torch.zeros_like(r[0])
+    for t in range(r.shape[0] - 1, -1, -1):
+        acc = r[t] + gamma * torch.where(d[t], torch.zeros_like(acc), acc)
+        out[t] = acc
+    return out.movedim(0, tdim)

@@ -1,0 +1,168 @@
+"""``StepCounter``: counts the steps of each episode and truncates after ``max_steps``.
+
+The count lives in the tensordict (``step_count``, one per done level, shape of that level's
+``done``): a reset writes 0 (the base env's partial-reset merge keeps the count of the rows that
+are not reset), a step writes ``count + 1``. With ``max_steps``, ``truncated = count >=
+max_steps OR the env's own truncated``, and (``update_done=True``) ``done |= truncated``. Nested
+(MARL) done levels count independently.
+
+Examples:
+    >>> from gpusim.transforms import StepCounter, TransformedEnv
+    >>> from tests.envs.toy_envs import StatelessCounter
+    >>> env = TransformedEnv(StatelessCounter(batch_size=[2], max_count=100), StepCounter(max_steps=2))
+    >>> td = env.rollout(4, break_when_any_done=False)
+    >>> td["next", "step_count"][0].squeeze(-1).tolist(), td["next", "truncated"][0].squeeze(-1).tolist()
+    ([1, 2, 1, 2], [False, True, False, True])
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs import _keys
+from gpusim.specs import Bounded, Categorical
+from gpusim.transforms._levels import done_levels_of
+from gpusim.transforms.transform import Transform
+
+__all__ = ["StepCounter"]
+
+
+def _leaf_name(key, what: str) -> str:
+    if isinstance(key, str):
+        return key
+    key = _keys.unravel(key)
+    if isinstance(key, str):
+        return key
+    raise ValueError(f"{what} must be a leaf name (it is placed at every done level), got {key!r}")
+
+
+class StepCounter(Transform):
+    """Counts the steps from reset and optionally truncates after ``max_steps``.
+
+    Args:
+        max_steps: truncate episodes after this many steps (``None``: never). Must be > 0.
+        truncated_key: leaf name of the truncated entry written at every done level.
+        step_count_key: leaf name of the count entry written at every done level.
+        update_done: also set ``done`` where the transform truncates.
+
+    Raises:
+        ValueError: ``max_steps <= 0`` or a non-int ``max_steps``.
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(
+        self,
+        max_steps: int | None = None,
+        truncated_key: str = "truncated",
+        step_count_key: str = "step_count",
+        update_done: bool = True,
+    ) -> None:
+        if max_steps is not None:
+            if isinstance(max_steps, bool) or not isinstance(max_steps, int):
+                raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
+            if max_steps <= 0:
+                raise ValueError(f"max_steps must be > 0, got {max_steps}")
+        super().__init__()
+        self.max_steps = max_steps
+        self.truncated_key = _leaf_name(truncated_key, "truncated_key")
+        self.step_count_key = _leaf_name(step_count_key, "step_count_key")
+        self.update_done = update_done
+        self.__dict__["_plan"] = None
+
+    # one entry per done level: (count key, truncated key, done key, done shape)
+    def _level_plan(self, output_spec) -> list[tuple]:
+        plan = []
+        for level in done_levels_of(output_spec):
+            done_shape = output_spec["full_done_spec"][level.keys[0]].shape
+            plan.append(
+                (
+                    level.key(self.step_count_key),
+                    level.key(self.truncated_key),
+                    level.key("done"),
+                    done_shape,
+                )
+            )
+        return plan
+
+    def _get_plan(self, tensordict: TensorDictBase) -> list[tuple]:
+        plan = self.__dict__["_plan"]
+        if plan is None:  # used without an env: a root level shaped like "done"
+            done = tensordict.get("done", None)
+            shape = done.shape if done is not None else (*tensordict.batch_size, 1)
+            plan = [(self.step_count_key, self.truncated_key, "done", torch.Size(shape))]
+        return plan
+
+    # ------------------------------------------------------------------ specs
+    def transform_output_spec(self, output_spec):
+        plan = self._level_plan(output_spec)
+        self.__dict__["_plan"] = plan
+        done_spec = output_spec["full_done_spec"]
+        obs_spec = output_spec["full_observation_spec"]
+        devices = []
+        for count_key, trunc_key, done_key, shape in plan:
+            device = done_spec[done_key].device
+            devices.append(device)
+            if trunc_key not in done_spec.keys(True, True):
+                done_spec[trunc_key] = Categorical(2, shape=shape, dtype=torch.bool, device=device)
+            obs_spec[count_key] = self._count_spec(shape, device)
+        self.__dict__["_devices"] = devices
+        return output_spec
+
+    def transform_input_spec(self, input_spec):
+        plan = self.__dict__["_plan"]
+        if plan is None:
+            return input_spec
+        state_spec = input_spec["full_state_spec"]
+        devices = self.__dict__["_devices"]
+        for (count_key, _, done_key, shape), device in zip(plan, devices):
+            state_spec[count_key] = self._count_spec(shape, device)
+        return input_spec
+
+    def _count_spec(self, shape: torch.Size, device) -> Bounded:
+        high = self.max_steps if self.max_steps is not None else torch.iinfo(torch.int64).max
+        return Bounded(0, high, shape=shape, dtype=torch.int64, device=device)
+
+    # ------------------------------------------------------------------ data
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        for count_key, trunc_key, done_key, shape in self._get_plan(tensordict_reset):
+            done = tensordict_reset.get(done_key, None)
+            device = tensordict_reset.device if done is None else done.device
+            tensordict_reset.set(count_key, torch.zeros(shape, dtype=torch.int64, device=device))
+            if tensordict_reset.get(trunc_key, None) is None:
+                tensordict_reset.set(trunc_key, torch.zeros(shape, dtype=torch.bool, device=device))
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        max_steps = self.max_steps
+        for count_key, trunc_key, done_key, shape in self._get_plan(next_tensordict):
+            count = tensordict.get(count_key, None)
+            done = next_tensordict.get(done_key, None)
+            if count is None:
+                device = next_tensordict.device if done is None else done.device
+                count = torch.zeros(shape, dtype=torch.int64, device=device)
+            count = count + 1
+            next_tensordict.set(count_key, count)
+            truncated = next_tensordict.get(trunc_key, None)
+            if max_steps is not None:
+                hit = count >= max_steps
+                truncated = hit if truncated is None else truncated | hit
+                if self.update_done and done is not None:
+                    next_tensordict.set(done_key, done | hit)
+            elif truncated is None:
+                truncated = torch.zeros_like(count, dtype=torch.bool)
+            next_tensordict.set(trunc_key, truncated)
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(
+            "StepCounter counts env steps; it has no offline forward. Use it in a TransformedEnv."
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"StepCounter(max_steps={self.max_steps}, truncated_key={self.truncated_key!r}, "
+            f"step_count_key={self.step_count_key!r}, update_done={self.update_done})"
+        )
