@@ -1,0 +1,470 @@
+"""``GymWrapper`` and ``GymEnv``: gymnasium envs (single or vector) as gpusim envs.
+
+A gymnasium env runs on the CPU in numpy, outside torch: the wrapper is the edge where data
+changes hands. Per step it converts the action once (``.cpu().numpy()`` per action leaf),
+steps the env, wraps each output array with one ``torch.from_numpy`` (no Python loop over the
+envs of a vector env), and, for ``device="cuda"``, moves the whole output tensordict to the
+device in one pinned, non-blocking transfer.
+
+Specs are built from the spaces once (see :mod:`gpusim.envs.libs.gym_specs`): a non-dict
+observation lives under ``"observation"`` (``"pixels"`` for images), ``Dict`` keys are kept;
+reward is ``(*B, 1)`` float32; ``done``, ``terminated`` and ``truncated`` are always present.
+
+A gymnasium vector env (``GymEnv(name, num_envs=N)`` or ``GymWrapper(vector_env)``) becomes one
+env with ``batch_size=[N]``; partial resets go through gymnasium's ``reset_mask`` and the final
+observation of an episode is what the done step returns (see
+:mod:`gpusim.envs.libs.gym_vector` for the autoreset modes).
+
+Examples:
+    >>> env = GymEnv("Pendulum-v1", g=9.81)
+    >>> env.g
+    9.81
+    >>> td = env.rollout(3)
+    >>> td["next", "observation"].shape, td["next", "reward"].shape
+    (torch.Size([3, 3]), torch.Size([3, 1]))
+    >>> venv = GymEnv("CartPole-v1", num_envs=4)
+    >>> venv.batch_size, venv.action_spec.shape
+    (torch.Size([4]), torch.Size([4, 2]))
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from gpusim.envs.common import EnvBase
+from gpusim.envs.libs.gym_backend import import_gymnasium
+from gpusim.envs.libs.gym_info import BaseInfoDictReader, default_info_dict_reader
+from gpusim.envs.libs.gym_specs import GymLeaf, is_image_space, read_leaves, space_to_spec, write_actions
+from gpusim.envs.libs.gym_vector import VectorAdapter
+from gpusim.specs import Bounded, Categorical, Composite, Unbounded
+
+__all__ = ["GymWrapper", "GymEnv"]
+
+_SKIP_INFO = ("final_obs", "final_info", "final_observation", "episode")
+
+
+def _new_td(source: dict, batch_size: torch.Size, device: torch.device | None) -> TensorDict:
+    """A TensorDict from a nested dict of tensors of known-good shapes (no per-leaf checks)."""
+    try:
+        return TensorDict._new_unsafe(source, batch_size, device=device)
+    except Exception:  # pragma: no cover - private API changed: fall back to the checked path
+        return TensorDict(source, batch_size, device=device)
+
+
+class GymWrapper(EnvBase):
+    """Wraps a gymnasium env (``gymnasium.Env`` or ``gymnasium.vector.VectorEnv``).
+
+    Args:
+        env: the gymnasium env. A vector env gives ``batch_size=[env.num_envs]``.
+        categorical_action_encoding: ``Discrete`` spaces as ``Categorical`` (int64 index)
+            instead of ``OneHot``; applies to observations too.
+        from_pixels: add the rendered frame under ``"pixels"`` (the env must have
+            ``render_mode="rgb_array"``).
+        pixels_only: with ``from_pixels``, drop the state observation.
+        frame_skip: repeat each action this many times, summing rewards and stopping at the
+            end of an episode (single envs only).
+        device: where the data lives (``"cuda"``: moved there once per step).
+        batch_size: optional check; must match the env's (``[]`` or ``[num_envs]``).
+        allow_done_after_reset: passed to ``EnvBase``.
+
+    Raises:
+        TypeError: if ``env`` is not a gymnasium env, or a space has no spec equivalent.
+        ValueError: for inconsistent arguments (``from_pixels`` without ``"rgb_array"``
+            rendering, ``frame_skip < 1``, ``frame_skip > 1`` on a vector env, a wrong
+            ``batch_size``).
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> env = GymWrapper(gym.make("CartPole-v1"), categorical_action_encoding=True)
+        >>> env.action_spec
+        Categorical(n=2, shape=(), dtype=torch.int64, device=cpu)
+    """
+
+    _cpu_backed = True
+
+    def __init__(
+        self,
+        env: Any = None,
+        *,
+        categorical_action_encoding: bool = False,
+        from_pixels: bool = False,
+        pixels_only: bool = True,
+        frame_skip: int | None = None,
+        device: torch.device | str | int | None = None,
+        batch_size: Any = None,
+        allow_done_after_reset: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if kwargs:
+            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
+        gym = import_gymnasium(type(self).__name__)
+        if env is None:
+            raise TypeError(f"{type(self).__name__} needs a gymnasium env (got None)")
+        is_vector = isinstance(env, gym.vector.VectorEnv)
+        if not is_vector and not isinstance(env, gym.Env):
+            raise TypeError(f"{type(self).__name__} expects a gymnasium.Env or gymnasium.vector.VectorEnv, got {type(env).__name__}")
+        B = torch.Size([int(env.num_envs)]) if is_vector else torch.Size([])
+        if batch_size is not None and torch.Size(batch_size if not isinstance(batch_size, int) else [batch_size]) != B:
+            raise ValueError(f"batch_size={list(batch_size) if not isinstance(batch_size, int) else [batch_size]} does not match the gymnasium env's batch {list(B)}")
+        frame_skip = 1 if frame_skip is None else frame_skip
+        if not isinstance(frame_skip, int) or frame_skip < 1:
+            raise ValueError(f"frame_skip must be a positive int, got {frame_skip!r}")
+        if frame_skip > 1 and is_vector:
+            raise ValueError(
+                f"frame_skip={frame_skip} is not supported on vector envs (their rows end at different "
+                "steps); use a single env or wrap the sub-envs with a frame-skip wrapper"
+            )
+        if from_pixels and getattr(env, "render_mode", None) != "rgb_array":
+            raise ValueError(
+                f"from_pixels=True needs an env with render_mode='rgb_array', got render_mode={getattr(env, 'render_mode', None)!r}"
+            )
+        super().__init__(device=device, batch_size=B, allow_done_after_reset=allow_done_after_reset)
+        self.__dict__["_env"] = env
+        self.__dict__["_is_vector"] = is_vector
+        self.__dict__["_adapter"] = VectorAdapter(env) if is_vector else None
+        self.__dict__["_info_readers"] = []
+        self.categorical_action_encoding = categorical_action_encoding
+        self.from_pixels = from_pixels
+        self.pixels_only = pixels_only
+        self.frame_skip = frame_skip
+        self._pin = self.device.type == "cuda"
+        self._build_specs(gym, env, is_vector, B)
+
+    # ------------------------------------------------------------------ specs
+    def _build_specs(self, gym: Any, env: Any, is_vector: bool, B: torch.Size) -> None:
+        device = self.device
+        obs_space = env.single_observation_space if is_vector else env.observation_space
+        act_space = env.single_action_space if is_vector else env.action_space
+        self.__dict__["_action_space"] = env.action_space
+        # single envs may hand out internal buffers: copy them; gymnasium vector envs copy already
+        copy = not is_vector or getattr(env.unwrapped, "copy", True) is False
+        obs_leaves: list[GymLeaf] = []
+        obs_spec = Composite(shape=B, device=device)
+        if not (self.from_pixels and self.pixels_only):
+            if isinstance(obs_space, gym.spaces.Dict):
+                spec, obs_leaves = space_to_spec(
+                    obs_space, batch_size=B, device=device, key=(), copy=copy,
+                    categorical_action_encoding=self.categorical_action_encoding,
+                )
+                obs_spec = spec
+            else:
+                name = "pixels" if is_image_space(obs_space) and not self.from_pixels else "observation"
+                spec, obs_leaves = space_to_spec(
+                    obs_space, batch_size=B, device=device, key=(name,), copy=copy,
+                    categorical_action_encoding=self.categorical_action_encoding,
+                )
+                obs_spec[name] = spec
+        if self.from_pixels:
+            frame = self._first_frame()
+            obs_spec["pixels"] = Bounded(0, 255, shape=(*B, *frame.shape[len(B):]), dtype=torch.uint8, device=device)
+        self.__dict__["_obs_leaves"] = obs_leaves
+        if isinstance(act_space, gym.spaces.Dict):
+            act_spec, act_leaves = space_to_spec(
+                act_space, batch_size=B, device=device, key=("action",),
+                categorical_action_encoding=self.categorical_action_encoding,
+            )
+            self.full_action_spec = Composite(action=act_spec, shape=B, device=device)
+        else:
+            act_spec, act_leaves = space_to_spec(
+                act_space, batch_size=B, device=device, key=("action",),
+                categorical_action_encoding=self.categorical_action_encoding,
+            )
+            self.action_spec = act_spec
+        self.__dict__["_act_leaves"] = act_leaves
+        self.__dict__["_single_action_space"] = act_space
+        self.observation_spec = obs_spec
+        self.reward_spec = Unbounded((*B, 1), device=device, dtype=torch.float32)
+        flag = Categorical(2, shape=(*B, 1), dtype=torch.bool, device=device)
+        self.done_spec = Composite(done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=B, device=device)
+
+    def _first_frame(self) -> np.ndarray:
+        if self._is_vector:
+            self._adapter.reset()
+        else:
+            self._env.reset()
+        return self._render()
+
+    def _render(self) -> np.ndarray:
+        frame = self._env.render()
+        if self._is_vector and not isinstance(frame, np.ndarray):
+            frame = np.stack(frame)
+        if frame is None:
+            raise RuntimeError("the gymnasium env returned no frame from render(); from_pixels needs render_mode='rgb_array'")
+        return np.asarray(frame, dtype=np.uint8)
+
+    # ------------------------------------------------------------------ attributes
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            env = self.__dict__.get("_env")
+            if env is None or name.startswith("__"):
+                raise
+        if self.__dict__.get("_is_vector"):
+            for target in (env, env.unwrapped):
+                if hasattr(target, name):
+                    return getattr(target, name)
+            if hasattr(env, "get_attr"):
+                return env.get_attr(name)
+        try:
+            return env.get_wrapper_attr(name)
+        except AttributeError:
+            raise AttributeError(f"{type(self).__name__} and its gymnasium env have no attribute {name!r}") from None
+
+    @property
+    def env(self) -> Any:
+        """The wrapped gymnasium env."""
+        return self._env
+
+    @property
+    def lib(self) -> Any:
+        """The gym backend module (gymnasium)."""
+        return import_gymnasium()
+
+    # ------------------------------------------------------------------ info readers
+    def set_info_dict_reader(
+        self, info_dict_reader: BaseInfoDictReader | Callable | None = None, ignore_private: bool = True
+    ) -> "GymWrapper":
+        """Registers a reader that copies ``info`` entries into every reset/step output.
+
+        The reader's ``info_spec`` (per-env shapes) is added, batched, to the observation spec.
+        With ``None``, the numeric entries of one step's info are discovered
+        (:meth:`auto_register_info_dict`).
+
+        Raises:
+            TypeError: if the reader has no ``info_spec``.
+            ValueError: if one of its keys is already an observation key.
+        """
+        if info_dict_reader is None:
+            return self.auto_register_info_dict(ignore_private=ignore_private)
+        spec = getattr(info_dict_reader, "info_spec", None)
+        if not isinstance(spec, Composite):
+            raise TypeError(
+                f"an info dict reader needs an info_spec Composite attribute, got {type(info_dict_reader).__name__}"
+            )
+        obs = self.full_observation_spec.clone()
+        B = self.batch_size
+        for key in spec.keys(True, True):
+            if key in obs.keys(True, True):
+                raise ValueError(f"the info key {key!r} is already an observation key of {type(self).__name__}")
+            leaf = spec[key]
+            obs[key] = leaf.expand(*B, *leaf.shape).to(self.device)
+        if hasattr(info_dict_reader, "bind"):
+            info_dict_reader.bind(B)
+        self._info_readers.append(info_dict_reader)
+        self.observation_spec = obs
+        return self
+
+    @property
+    def info_dict_reader(self) -> list:
+        """The registered info readers."""
+        return self._info_readers
+
+    def auto_register_info_dict(self, ignore_private: bool = True) -> "GymWrapper":
+        """Discovers the numeric info entries of a reset and one random step and registers a
+        :class:`default_info_dict_reader` for them (this resets the gym env)."""
+        if self._is_vector:
+            _, info0 = self._adapter.reset()
+            _, _, _, _, info = self._adapter.step(self._action_space.sample())
+            self._adapter.reset()
+        else:
+            _, info0 = self._env.reset()
+            _, _, _, _, info = self._env.step(self._action_space.sample())
+            self._env.reset()
+        specs = {}
+        for source in (info0, info):
+            for key, value in source.items():
+                if key in specs or key in _SKIP_INFO or (ignore_private and key.startswith("_")):
+                    continue
+                arr = np.asarray(value)
+                if arr.dtype.kind not in "biuf":
+                    continue
+                shape = arr.shape[1:] if self._is_vector else arr.shape
+                dtype = torch.float32 if arr.dtype.kind == "f" else torch.from_numpy(np.zeros((), arr.dtype)).dtype
+                specs[key] = Unbounded(shape, dtype=dtype)
+        if not specs:
+            raise ValueError(f"{type(self).__name__}: the gym env's info dicts have no numeric entry to register")
+        return self.set_info_dict_reader(default_info_dict_reader(list(specs), spec=specs, ignore_private=ignore_private))
+
+    # ------------------------------------------------------------------ conversion
+    def _to_device(self, td: TensorDict) -> TensorDictBase:
+        if self.device.type == "cpu":
+            return td
+        if self._pin:
+            try:
+                td = td.pin_memory()
+            except RuntimeError:  # no CUDA runtime for pinned memory
+                self._pin = False
+        return td.to(self.device, non_blocking=True)
+
+    def _output(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict) -> TensorDictBase:
+        """The output tensordict of a step (``reward`` given) or a reset (``reward=None``)."""
+        B = self.batch_size
+        src = read_leaves(self._obs_leaves, obs, {})
+        if self.from_pixels:
+            src["pixels"] = torch.from_numpy(self._render())
+        if self._is_vector:
+            term = np.asarray(terminated, dtype=bool)
+            trunc = np.asarray(truncated, dtype=bool)
+            shape = (*B, 1)
+            if reward is not None:
+                src["reward"] = torch.from_numpy(np.asarray(reward, dtype=np.float32)).view(shape)
+            src["terminated"] = torch.from_numpy(term).view(shape)
+            src["truncated"] = torch.from_numpy(trunc).view(shape)
+            src["done"] = torch.from_numpy(term | trunc).view(shape)
+        else:
+            term, trunc = bool(terminated), bool(truncated)
+            if reward is not None:
+                src["reward"] = torch.tensor([float(reward)], dtype=torch.float32)
+            src["terminated"] = torch.tensor([term])
+            src["truncated"] = torch.tensor([trunc])
+            src["done"] = torch.tensor([term or trunc])
+        td = _new_td(src, B, None)
+        for reader in self._info_readers:
+            reader(info, td)
+        return self._to_device(td)
+
+    # ------------------------------------------------------------------ EnvBase hooks
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        for reader in self._info_readers:
+            if hasattr(reader, "reset"):
+                reader.reset()
+        if self._is_vector:
+            mask = None
+            if tensordict is not None:
+                reset = tensordict.get("_reset", None)
+                if reset is not None:
+                    mask = reset.reshape(self.batch_size).cpu().numpy()
+            obs, info = self._adapter.reset(mask)
+            false = np.zeros(self.batch_size, dtype=bool)
+        else:
+            obs, info = self._env.reset()
+            false = False
+        return self._output(obs, None, false, false, info)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        action = write_actions(self._act_leaves, tensordict, self._single_action_space)
+        if self._is_vector:
+            obs, reward, terminated, truncated, info = self._adapter.step(action)
+        else:
+            obs, reward, terminated, truncated, info = self._env.step(action)
+            for _ in range(self.frame_skip - 1):
+                if terminated or truncated:
+                    break
+                obs, r, terminated, truncated, info = self._env.step(action)
+                reward = reward + r
+        return self._output(obs, reward, terminated, truncated, info)
+
+    def _set_seed(self, seed: int | None) -> None:
+        if self._is_vector:
+            self._adapter.reset(None, seed=seed)
+        else:
+            self._env.reset(seed=seed)
+        self._action_space.seed(seed)
+
+    def close(self) -> None:
+        """Closes the gymnasium env."""
+        env = self.__dict__.get("_env")
+        if env is not None and not self.is_closed:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                env.close()
+        super().close()
+
+
+class GymEnv(GymWrapper):
+    """Builds a gymnasium env by id and wraps it (``gymnasium.make`` / ``gymnasium.make_vec``).
+
+    Args:
+        env_name: the gymnasium id (``"Pendulum-v1"``).
+        num_envs: ``0`` for a single env; ``N > 0`` for a gymnasium vector env with
+            ``batch_size=[N]``.
+        vectorization_mode: ``"vector_entry_point"``, ``"sync"`` or ``"async"`` (gymnasium's
+            default when ``None``: the env's own vector implementation if it has one, else
+            ``"sync"``). Sync/async vector envs are built with ``AutoresetMode.DISABLED``
+            unless ``vector_kwargs`` says otherwise.
+        vector_kwargs: passed to the vector env constructor (sync/async).
+        categorical_action_encoding, from_pixels, pixels_only, frame_skip, device, batch_size,
+            allow_done_after_reset: see :class:`GymWrapper`. ``from_pixels`` sets
+            ``render_mode="rgb_array"``.
+        **kwargs: forwarded to ``gymnasium.make`` (``g=9.81``, ``max_episode_steps=...``,
+            ``render_mode=...``).
+
+    Raises:
+        TypeError: if the gymnasium env rejects a keyword argument (naming it).
+        ValueError: for a negative ``num_envs``, or ``from_pixels`` with another ``render_mode``.
+        ImportError: if gymnasium is not installed (saying ``pip install gymnasium``).
+
+    Examples:
+        >>> env = GymEnv("CartPole-v1", num_envs=8, categorical_action_encoding=True)
+        >>> env.rollout(5, break_when_any_done=False).shape
+        torch.Size([8, 5])
+    """
+
+    def __init__(
+        self,
+        env_name: str,
+        *,
+        num_envs: int = 0,
+        vectorization_mode: str | None = None,
+        vector_kwargs: dict | None = None,
+        categorical_action_encoding: bool = False,
+        from_pixels: bool = False,
+        pixels_only: bool = True,
+        frame_skip: int | None = None,
+        device: torch.device | str | int | None = None,
+        batch_size: Any = None,
+        allow_done_after_reset: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        gym = import_gymnasium("GymEnv")
+        if not isinstance(num_envs, int) or num_envs < 0:
+            raise ValueError(f"num_envs must be a non-negative int, got {num_envs!r}")
+        if from_pixels:
+            mode = kwargs.setdefault("render_mode", "rgb_array")
+            if mode != "rgb_array":
+                raise ValueError(f"from_pixels=True needs render_mode='rgb_array', got render_mode={mode!r}")
+        try:
+            if num_envs:
+                env = self._make_vec(gym, env_name, num_envs, vectorization_mode, vector_kwargs, kwargs)
+            else:
+                if vectorization_mode is not None or vector_kwargs is not None:
+                    raise ValueError("vectorization_mode and vector_kwargs need num_envs > 0")
+                env = gym.make(env_name, **kwargs)
+        except TypeError as err:
+            raise TypeError(
+                f"GymEnv({env_name!r}): the gymnasium env rejected the keyword arguments {sorted(kwargs)}: {err}"
+            ) from err
+        self.__dict__["env_name"] = env_name
+        self.__dict__["num_envs"] = num_envs
+        super().__init__(
+            env,
+            categorical_action_encoding=categorical_action_encoding,
+            from_pixels=from_pixels,
+            pixels_only=pixels_only,
+            frame_skip=frame_skip,
+            device=device,
+            batch_size=batch_size,
+            allow_done_after_reset=allow_done_after_reset,
+        )
+
+    @staticmethod
+    def _make_vec(gym: Any, env_name: str, num_envs: int, mode: str | None, vector_kwargs: dict | None, kwargs: dict) -> Any:
+        if mode is None:
+            spec = gym.spec(env_name)
+            mode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
+        mode = getattr(mode, "value", mode)
+        if mode in ("sync", "async"):
+            vector_kwargs = dict(vector_kwargs or {})
+            vector_kwargs.setdefault("autoreset_mode", gym.vector.AutoresetMode.DISABLED)
+        elif mode != "vector_entry_point":
+            raise ValueError(f"vectorization_mode must be 'vector_entry_point', 'sync' or 'async', got {mode!r}")
+        return gym.make_vec(env_name, num_envs=num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"GymEnv(env={self.env_name!r}, batch_size={list(self.batch_size)}, device={self.device})"

@@ -1,0 +1,114 @@
+"""``set_gym_backend`` / ``gym_backend``: which gym library the wrappers use.
+
+gpusim supports one backend, `gymnasium <https://gymnasium.farama.org>`_. The API mirrors
+TorchRL's so that code written for it runs unchanged: ``set_gym_backend`` is a context manager
+and a decorator, ``gym_backend()`` returns the module (or one of its submodules). Asking for any
+other backend (``"gym"``, ``"gym3"``, ...) raises an error that says to install gymnasium.
+
+Examples:
+    >>> from gpusim.envs.libs.gym_backend import gym_backend, set_gym_backend
+    >>> with set_gym_backend("gymnasium"):
+    ...     gym_backend().__name__
+    'gymnasium'
+    >>> gym_backend("spaces").__name__
+    'gymnasium.spaces'
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from types import ModuleType
+from typing import Any, Callable
+
+from gpusim.envs.libs._optional import import_optional
+
+__all__ = ["set_gym_backend", "gym_backend", "import_gymnasium"]
+
+_SUPPORTED = "gymnasium"
+_current = _SUPPORTED
+
+
+def import_gymnasium(what: str = "gpusim's gym wrappers") -> ModuleType:
+    """Imports gymnasium or raises an ``ImportError`` saying ``pip install gymnasium``."""
+    return import_optional("gymnasium", "gymnasium", extra="gym", what=what)
+
+
+def _backend_name(backend: str | ModuleType) -> str:
+    if isinstance(backend, ModuleType):
+        name = backend.__name__.split(".")[0]
+    elif isinstance(backend, str):
+        name = backend
+    else:
+        raise TypeError(f"set_gym_backend expects a module or a module name, got {type(backend).__name__}")
+    if name != _SUPPORTED:
+        raise ImportError(
+            f"gpusim only supports the 'gymnasium' gym backend, got {name!r}. Install gymnasium "
+            "(pip install gymnasium) and use set_gym_backend('gymnasium')."
+        )
+    return name
+
+
+class set_gym_backend:  # noqa: N801 (TorchRL's name)
+    """Selects the gym backend, as a context manager, a decorator or globally with ``set()``.
+
+    Only ``"gymnasium"`` (or the ``gymnasium`` module) is accepted; the check happens here, at
+    call time, not when an env is built.
+
+    Args:
+        backend: ``"gymnasium"`` or the ``gymnasium`` module.
+
+    Raises:
+        ImportError: for any other backend, or when gymnasium is not installed (naming what to
+            install).
+
+    Examples:
+        >>> @set_gym_backend("gymnasium")
+        ... def make():
+        ...     return gym_backend().__name__
+        >>> make()
+        'gymnasium'
+    """
+
+    def __init__(self, backend: str | ModuleType) -> None:
+        self.backend = _backend_name(backend)
+        import_gymnasium("set_gym_backend")
+        self._previous: list[str] = []
+
+    def set(self) -> None:
+        """Makes the backend the global default."""
+        global _current
+        _current = self.backend
+
+    def __enter__(self) -> "set_gym_backend":
+        global _current
+        self._previous.append(_current)
+        _current = self.backend
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global _current
+        _current = self._previous.pop()
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with set_gym_backend(self.backend):
+                return fn(*args, **kwargs)
+
+        return wrapped
+
+
+def gym_backend(submodule: str | None = None) -> ModuleType:
+    """Returns the current gym backend module, or ``backend.<submodule>``.
+
+    Args:
+        submodule: dotted name below the backend (``"spaces"``, ``"vector"``, ``"wrappers"``).
+
+    Raises:
+        ImportError: when gymnasium (or the submodule) cannot be imported.
+    """
+    module = import_gymnasium("gym_backend")
+    if submodule is None:
+        return module
+    return importlib.import_module(f"{_current}.{submodule}")

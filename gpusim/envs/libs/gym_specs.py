@@ -1,0 +1,355 @@
+"""Gymnasium spaces to gpusim specs, and the per-leaf numpy <-> torch converters.
+
+The mapping (DESIGN.md section 3, TorchRL's documented choices):
+
+=================  ==========================================================================
+gymnasium space    spec
+=================  ==========================================================================
+``Box``            ``Bounded`` (``Unbounded`` when every bound is infinite); the Box dtype
+``Discrete``       ``OneHot`` (int64), or ``Categorical`` with ``categorical_action_encoding``
+``MultiDiscrete``  ``MultiOneHot``, or ``MultiCategorical`` with ``categorical_action_encoding``
+``MultiBinary``    ``Binary`` (int8)
+``Dict``           ``Composite`` with the same keys
+``Tuple``          ``Composite`` with keys ``"0"``, ``"1"``, ...
+``Text``           ``NonTensor`` (the string is carried as non-tensor data)
+=================  ==========================================================================
+
+Every spec carries the env batch dims in front. Conversion is planned once: a space becomes a
+list of :class:`GymLeaf` (tensordict key, path into the gym structure, converters), so a step
+runs one ``torch.from_numpy`` per leaf and no Python loop over the envs of a vector env.
+``Discrete(n, start=s)`` values are shifted to ``[0, n)`` on the way in and back on the way out.
+
+Examples:
+    >>> import gymnasium as gym
+    >>> spec, leaves = space_to_spec(gym.spaces.Discrete(3), batch_size=(4,), key=("action",))
+    >>> spec
+    OneHot(n=3, shape=(4, 3), dtype=torch.int64, device=cpu)
+    >>> leaves[0].to_numpy(spec.rand()).shape
+    (4,)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from tensordict import NonTensorData, NonTensorStack
+
+from gpusim.envs.libs.gym_backend import import_gymnasium
+from gpusim.specs import (
+    Binary,
+    Bounded,
+    Categorical,
+    Composite,
+    MultiCategorical,
+    MultiOneHot,
+    NonTensor,
+    OneHot,
+    TensorSpec,
+    Unbounded,
+)
+
+__all__ = ["GymLeaf", "space_to_spec", "is_image_space", "read_leaves", "write_actions", "spec_to_space"]
+
+Key = tuple
+
+
+@dataclass
+class GymLeaf:
+    """One leaf of a gym structure: where it lives in the tensordict and in the gym data.
+
+    Attributes:
+        key: the tensordict key (tuple).
+        path: the keys/indices leading to the value inside the gym structure (dicts, tuples).
+        to_torch: converts the (batched) numpy value to a tensor of the spec's shape.
+        to_numpy: converts a tensor of the spec's shape to what the gym env expects.
+        spec: the leaf spec.
+    """
+
+    key: Key
+    path: tuple
+    to_torch: Callable[[Any], Any]
+    to_numpy: Callable[[torch.Tensor], Any]
+    spec: TensorSpec
+
+
+def is_image_space(space: Any) -> bool:
+    """Whether ``space`` looks like an image: a uint8 ``Box`` of shape ``(H, W, C)``, C in 1/3/4."""
+    gym = import_gymnasium()
+    return (
+        isinstance(space, gym.spaces.Box)
+        and space.dtype == np.uint8
+        and len(space.shape) == 3
+        and space.shape[-1] in (1, 3, 4)
+    )
+
+
+def _torch_dtype(np_dtype: Any) -> torch.dtype:
+    try:
+        return torch.from_numpy(np.zeros((), dtype=np_dtype)).dtype
+    except TypeError as err:
+        raise TypeError(f"the numpy dtype {np_dtype} has no torch equivalent") from err
+
+
+def _box(space, B, device, copy):
+    shape = (*B, *space.shape)
+    dtype = _torch_dtype(space.dtype)
+    low = np.broadcast_to(space.low, space.shape)
+    high = np.broadcast_to(space.high, space.shape)
+    if np.isinf(low).all() and np.isinf(high).all():
+        spec = Unbounded(shape, device=device, dtype=dtype)
+    elif np.issubdtype(space.dtype, np.integer) and (np.isinf(low).any() or np.isinf(high).any()):
+        spec = Unbounded(shape, device=device, dtype=dtype)
+    else:
+        low_t = torch.as_tensor(np.array(low, dtype=np.float64 if dtype.is_floating_point else space.dtype))
+        high_t = torch.as_tensor(np.array(high, dtype=np.float64 if dtype.is_floating_point else space.dtype))
+        spec = Bounded(low_t.to(dtype).expand(shape), high_t.to(dtype).expand(shape), shape=shape, device=device, dtype=dtype)
+    np_dtype = space.dtype
+    torch_shape = torch.Size(shape)
+
+    def to_torch(value):
+        arr = np.asarray(value, dtype=np_dtype)
+        if copy:
+            arr = arr.copy()
+        return torch.from_numpy(arr).view(torch_shape)
+
+    def to_numpy(value: torch.Tensor):
+        arr = value.detach().cpu().numpy()
+        return arr if arr.dtype == np_dtype else arr.astype(np_dtype)
+
+    return spec, to_torch, to_numpy
+
+
+def _discrete(space, B, device, categorical):
+    n = int(space.n)
+    start = int(space.start)
+    torch_shape = torch.Size(B)
+    if categorical:
+        spec = Categorical(n, shape=B, device=device, dtype=torch.int64)
+
+        def to_torch(value):
+            t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
+            return t - start if start else t
+
+        def to_numpy(value: torch.Tensor):
+            arr = value.detach().cpu().numpy()
+            return arr + start if start else arr
+
+    else:
+        spec = OneHot(n, shape=(*B, n), device=device, dtype=torch.int64)
+
+        def to_torch(value):
+            t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
+            if start:
+                t = t - start
+            return torch.nn.functional.one_hot(t, n)
+
+        def to_numpy(value: torch.Tensor):
+            arr = value.argmax(-1).detach().cpu().numpy()
+            return arr + start if start else arr
+
+    return spec, to_torch, to_numpy
+
+
+def _multi_discrete(space, B, device, categorical):
+    nvec = np.asarray(space.nvec)
+    start = np.asarray(space.start)
+    shifted = bool(np.any(start != 0))
+    if nvec.ndim != 1:
+        raise ValueError(
+            f"MultiDiscrete spaces with a multi-dimensional nvec (shape {nvec.shape}) are not supported; "
+            "flatten the space in the gym env"
+        )
+    torch_shape = torch.Size((*B, len(nvec)))
+    start_t = torch.as_tensor(start, dtype=torch.int64)
+    if categorical:
+        spec = MultiCategorical(nvec.tolist(), shape=torch_shape, device=device, dtype=torch.int64)
+
+        def to_torch(value):
+            t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
+            return t - start_t if shifted else t
+
+        def to_numpy(value: torch.Tensor):
+            arr = value.detach().cpu().numpy()
+            return arr + start if shifted else arr
+
+    else:
+        spec = MultiOneHot(nvec.tolist(), shape=(*B, int(nvec.sum())), device=device, dtype=torch.int64)
+        sizes = nvec.tolist()
+
+        def to_torch(value):
+            t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
+            if shifted:
+                t = t - start_t
+            return torch.cat([torch.nn.functional.one_hot(t[..., i], n) for i, n in enumerate(sizes)], -1)
+
+        def to_numpy(value: torch.Tensor):
+            arr = torch.stack([chunk.argmax(-1) for chunk in value.split(sizes, -1)], -1).detach().cpu().numpy()
+            return arr + start if shifted else arr
+
+    return spec, to_torch, to_numpy
+
+
+def _multi_binary(space, B, device, copy):
+    shape = (*B, *np.atleast_1d(space.n).tolist())
+    spec = Binary(shape=shape, device=device, dtype=torch.int8)
+    torch_shape = torch.Size(shape)
+
+    def to_torch(value):
+        arr = np.asarray(value, dtype=np.int8)
+        if copy:
+            arr = arr.copy()
+        return torch.from_numpy(arr).view(torch_shape)
+
+    def to_numpy(value: torch.Tensor):
+        return value.detach().cpu().numpy().astype(np.int8, copy=False)
+
+    return spec, to_torch, to_numpy
+
+
+def _text(space, B, device):
+    example = "".join(sorted(space.character_set))[: max(space.min_length, 1)] if space.min_length else ""
+    spec = NonTensor(shape=B, device=device, example_data=example)
+    batched = len(B) > 0
+
+    def to_torch(value):
+        if batched:
+            return NonTensorStack.from_list(list(value))
+        return NonTensorData(data=str(value), batch_size=torch.Size([]))
+
+    def to_numpy(value):
+        if isinstance(value, NonTensorStack):
+            return tuple(value.tolist())
+        return getattr(value, "data", value)
+
+    return spec, to_torch, to_numpy
+
+
+def space_to_spec(
+    space: Any,
+    *,
+    batch_size: Sequence[int] = (),
+    device: torch.device | str | None = None,
+    categorical_action_encoding: bool = False,
+    key: Key = ("observation",),
+    copy: bool = False,
+) -> tuple[TensorSpec, list[GymLeaf]]:
+    """Converts a (single-env) gymnasium space to a spec with ``batch_size`` in front.
+
+    Args:
+        space: the gymnasium space of ONE env (``single_observation_space`` for vector envs).
+        batch_size: the env batch dims prepended to every leaf.
+        device: the spec device.
+        categorical_action_encoding: ``Discrete``/``MultiDiscrete`` as ``Categorical``/
+            ``MultiCategorical`` instead of one-hot.
+        key: the tensordict key of the space (the keys of ``Dict``/``Tuple`` children nest under it).
+        copy: copy numpy arrays before wrapping them (for envs that reuse their output buffers).
+
+    Returns:
+        ``(spec, leaves)``: a leaf spec (or ``Composite`` for ``Dict``/``Tuple``) and the leaf plan.
+
+    Raises:
+        TypeError: for spaces without a spec equivalent (``Graph``, ``Sequence``, ...), naming them.
+    """
+    gym = import_gymnasium()
+    spaces = gym.spaces
+    B = tuple(batch_size)
+    leaves: list[GymLeaf] = []
+
+    def build(sp, k: Key, path: tuple):
+        if isinstance(sp, spaces.Dict):
+            children = {name: build(child, (*k, name), (*path, name)) for name, child in sp.spaces.items()}
+            return Composite(children, shape=B, device=device)
+        if isinstance(sp, spaces.Tuple):
+            children = {str(i): build(child, (*k, str(i)), (*path, i)) for i, child in enumerate(sp.spaces)}
+            return Composite(children, shape=B, device=device)
+        if isinstance(sp, spaces.Box):
+            spec, to_t, to_n = _box(sp, B, device, copy)
+        elif isinstance(sp, spaces.Discrete):
+            spec, to_t, to_n = _discrete(sp, B, device, categorical_action_encoding)
+        elif isinstance(sp, spaces.MultiDiscrete):
+            spec, to_t, to_n = _multi_discrete(sp, B, device, categorical_action_encoding)
+        elif isinstance(sp, spaces.MultiBinary):
+            spec, to_t, to_n = _multi_binary(sp, B, device, copy)
+        elif isinstance(sp, spaces.Text):
+            spec, to_t, to_n = _text(sp, B, device)
+        else:
+            raise TypeError(
+                f"the gymnasium space {sp!r} (at key {k}) has no gpusim spec equivalent; supported: "
+                "Box, Discrete, MultiDiscrete, MultiBinary, Dict, Tuple, Text"
+            )
+        leaves.append(GymLeaf(k, path, to_t, to_n, spec))
+        return spec
+
+    spec = build(space, tuple(key), ())
+    return spec, leaves
+
+
+def read_leaves(leaves: Sequence[GymLeaf], data: Any, out: dict) -> dict:
+    """Converts the gym ``data`` (nested dicts/tuples of arrays) into ``out``: a nested dict of
+    tensors keyed like the leaves (ready for ``TensorDict``)."""
+    for leaf in leaves:
+        value = data
+        for p in leaf.path:
+            value = value[p]
+        node = out
+        for name in leaf.key[:-1]:
+            node = node.setdefault(name, {})
+        node[leaf.key[-1]] = leaf.to_torch(value)
+    return out
+
+
+def write_actions(leaves: Sequence[GymLeaf], tensordict: Any, space: Any) -> Any:
+    """Builds the gym action (array, dict or tuple) from the tensordict, one conversion per leaf."""
+    if len(leaves) == 1 and not leaves[0].path:
+        leaf = leaves[0]
+        return leaf.to_numpy(tensordict.get(leaf.key))
+    gym = import_gymnasium()
+    root: dict = {}
+    for leaf in leaves:
+        node = root
+        for p in leaf.path[:-1]:
+            node = node.setdefault(p, {})
+        node[leaf.path[-1]] = leaf.to_numpy(tensordict.get(leaf.key))
+
+    def assemble(sp, node):
+        if isinstance(sp, gym.spaces.Dict):
+            return {name: assemble(child, node[name]) for name, child in sp.spaces.items()}
+        if isinstance(sp, gym.spaces.Tuple):
+            return tuple(assemble(child, node[i]) for i, child in enumerate(sp.spaces))
+        return node
+
+    return assemble(space, root)
+
+
+def spec_to_space(spec: TensorSpec, batch_dims: int = 0) -> Any:
+    """Converts a spec back to a single-env gymnasium space (dropping ``batch_dims`` leading dims).
+
+    Examples:
+        >>> spec_to_space(Categorical(4))
+        Discrete(4)
+    """
+    gym = import_gymnasium()
+    spaces = gym.spaces
+    if isinstance(spec, Composite):
+        return spaces.Dict({k: spec_to_space(v, batch_dims) for k, v in spec.items()})
+    shape = tuple(spec.shape[batch_dims:])
+    if isinstance(spec, Categorical):
+        return spaces.Discrete(spec.n)
+    if isinstance(spec, OneHot):
+        return spaces.Discrete(spec.n)
+    if isinstance(spec, (MultiCategorical, MultiOneHot)):
+        return spaces.MultiDiscrete(list(spec.nvec))
+    if isinstance(spec, Binary):
+        return spaces.MultiBinary(list(shape))
+    if isinstance(spec, NonTensor):
+        return spaces.Text(max_length=1024)
+    np_dtype = torch.zeros((), dtype=spec.dtype).numpy().dtype
+    if isinstance(spec, Bounded):
+        idx = (0,) * batch_dims
+        return spaces.Box(spec.low[idx].cpu().numpy(), spec.high[idx].cpu().numpy(), shape=shape, dtype=np_dtype)
+    if isinstance(spec, Unbounded):
+        return spaces.Box(-np.inf, np.inf, shape=shape, dtype=np_dtype)
+    raise TypeError(f"no gymnasium space for the spec {type(spec).__name__}")

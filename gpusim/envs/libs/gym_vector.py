@@ -1,0 +1,188 @@
+"""Gymnasium vector envs under gpusim's reset semantics.
+
+gpusim (like TorchRL) wants: the step on which an episode ends returns the FINAL observation with
+``done=True``; the reset observation comes from ``reset`` with a ``"_reset"`` mask and becomes
+the next root. Gymnasium 1.x vector envs follow one of three ``AutoresetMode``s:
+
+* ``DISABLED``: nothing resets by itself; done rows are reset with
+  ``reset(options={"reset_mask": mask})``. Exactly gpusim's semantics: the preferred mode, and
+  the one :class:`~gpusim.envs.libs.gym.GymEnv` asks for when it builds a sync/async vector env.
+* ``SAME_STEP``: the step that ends an episode returns the reset observation and puts the final
+  one in ``info["final_obs"]``. The adapter swaps the final observation back in (Python work on
+  the done rows only) and keeps the reset observation for the following ``reset``.
+* ``NEXT_STEP``: the step after the one that ended an episode resets it and ignores its action.
+  That cannot be mapped exactly without a masked reset (a reset observation is needed *before*
+  the next action), so NEXT_STEP is accepted only when a masked reset exists: gymnasium's
+  ``SyncVectorEnv``/``AsyncVectorEnv`` (their ``reset_mask`` also clears the pending autoreset),
+  or an adapter registered in :data:`MASKED_RESETS` (gymnasium's numpy ``CartPoleVectorEnv``,
+  whose masked reset redraws the selected rows the way its own autoreset does).
+
+Stepping a vector env whose done rows were not reset raises (gymnasium would silently autoreset
+or assert): use ``step_and_maybe_reset`` / ``rollout``, or ``reset`` with ``"_reset"``.
+
+Examples:
+    >>> import gymnasium as gym
+    >>> env = gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync",
+    ...                    vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.DISABLED})
+    >>> adapter = VectorAdapter(env)
+    >>> adapter.mode.name
+    'DISABLED'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from gpusim.envs.libs.gym_backend import import_gymnasium
+
+__all__ = ["VectorAdapter", "MASKED_RESETS", "register_masked_reset", "autoreset_mode_of"]
+
+#: ``{vector env class: fn(env, mask) -> (obs, info)}``: masked resets for vector envs that
+#: have none of their own (the env is the ``unwrapped`` vector env).
+MASKED_RESETS: dict[type, Callable[[Any, np.ndarray], tuple[Any, dict]]] = {}
+
+
+def register_masked_reset(cls: type, fn: Callable[[Any, np.ndarray], tuple[Any, dict]]) -> None:
+    """Registers ``fn(env, mask) -> (obs, info)`` as the masked reset of vector env class ``cls``."""
+    MASKED_RESETS[cls] = fn
+
+
+def _cartpole_vector_masked_reset(env: Any, mask: np.ndarray) -> tuple[np.ndarray, dict]:
+    # Redraws the selected rows exactly as CartPoleVectorEnv's own autoreset does in ``step``.
+    n = int(mask.sum())
+    env.state[:, mask] = env.np_random.uniform(low=env.low, high=env.high, size=(4, n))
+    env.steps[mask] = 0
+    env.prev_done[mask] = False
+    return env.state.T.astype(np.float32), {}
+
+
+def _register_builtin() -> None:
+    try:
+        from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
+    except ImportError:  # pragma: no cover - older gymnasium
+        return
+    MASKED_RESETS.setdefault(CartPoleVectorEnv, _cartpole_vector_masked_reset)
+
+
+def autoreset_mode_of(env: Any) -> Any:
+    """The ``AutoresetMode`` of a vector env (gymnasium's default, NEXT_STEP, when undeclared)."""
+    gym = import_gymnasium()
+    mode = getattr(env, "autoreset_mode", None)
+    if mode is None:
+        mode = env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
+    if not isinstance(mode, gym.vector.AutoresetMode):
+        mode = gym.vector.AutoresetMode(mode)
+    return mode
+
+
+def _set_row(batched: Any, index: int, single: Any) -> None:
+    """Writes one env's observation into row ``index`` of a batched observation, in place."""
+    if isinstance(batched, dict):
+        for k in batched:
+            _set_row(batched[k], index, single[k])
+    elif isinstance(batched, tuple):
+        for b, s in zip(batched, single):
+            _set_row(b, index, s)
+    else:
+        batched[index] = single
+
+
+def _copy_obs(obs: Any) -> Any:
+    if isinstance(obs, dict):
+        return {k: _copy_obs(v) for k, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(_copy_obs(v) for v in obs)
+    return np.array(obs, copy=True)
+
+
+class VectorAdapter:
+    """Drives a gymnasium vector env with gpusim's reset semantics (see the module docstring).
+
+    Args:
+        env: a ``gymnasium.vector.VectorEnv`` (possibly wrapped).
+
+    Raises:
+        ValueError: for a NEXT_STEP env without a masked reset, naming what to do instead.
+    """
+
+    def __init__(self, env: Any) -> None:
+        _register_builtin()
+        gym = import_gymnasium()
+        self.env = env
+        self.num_envs = int(env.num_envs)
+        self.mode = autoreset_mode_of(env)
+        unwrapped = env.unwrapped
+        modes = gym.vector.AutoresetMode
+        self._native_mask = isinstance(unwrapped, (gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv))
+        self._adapter = None
+        if not self._native_mask:
+            for cls, fn in MASKED_RESETS.items():
+                if isinstance(unwrapped, cls):
+                    self._adapter = fn
+                    break
+        if self.mode == modes.NEXT_STEP and not (self._native_mask or self._adapter):
+            raise ValueError(
+                f"the vector env {type(unwrapped).__name__} uses AutoresetMode.NEXT_STEP and has no masked "
+                "reset, so the final and reset observations cannot both be returned exactly. Build it with "
+                "autoreset_mode=AutoresetMode.DISABLED or SAME_STEP (e.g. gymnasium.make_vec(..., "
+                "vectorization_mode='sync', vector_kwargs={'autoreset_mode': AutoresetMode.DISABLED})), or "
+                "register a masked reset with gpusim.envs.libs.gym_vector.register_masked_reset"
+            )
+        self._same_step = self.mode == modes.SAME_STEP
+        self._pending = np.zeros(self.num_envs, dtype=bool)
+        self._reset_obs: Any = None
+        self.last_obs: Any = None
+
+    # -------------------------------------------------------------- reset
+    def reset(self, mask: np.ndarray | None = None, seed: int | None = None) -> tuple[Any, dict]:
+        """Resets every env (``mask=None``) or the rows of ``mask`` (a bool array of shape (N,))."""
+        if mask is None or mask.all():
+            obs, info = self.env.reset(seed=seed)
+            self._pending[:] = False
+            self._reset_obs = None
+        elif not mask.any():
+            return self.last_obs, {}
+        elif self._same_step:
+            extra = mask & ~self._pending
+            if extra.any():
+                obs, info = self.env.reset(options={"reset_mask": extra})
+            else:
+                obs, info = self._reset_obs, {}
+            self._pending &= ~mask
+        elif self._adapter is not None:
+            obs, info = self._adapter(self.env.unwrapped, mask)
+            self._pending &= ~mask
+        else:
+            obs, info = self.env.reset(options={"reset_mask": mask})
+            self._pending &= ~mask
+        self.last_obs = obs
+        return obs, info
+
+    # -------------------------------------------------------------- step
+    def step(self, action: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """One step; done rows carry their final observation."""
+        if not self._same_step and self._pending.any():
+            rows = np.flatnonzero(self._pending)[:8].tolist()
+            raise RuntimeError(
+                f"the vector env has done rows that were not reset (e.g. rows {rows}): reset them with "
+                "env.reset(td) and a '_reset' mask, or use env.step_and_maybe_reset / env.rollout"
+            )
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        terminated = np.asarray(terminated, dtype=bool)
+        truncated = np.asarray(truncated, dtype=bool)
+        done = terminated | truncated
+        if self._same_step:
+            final_mask = info.get("_final_obs", None)
+            if final_mask is not None and np.any(final_mask):
+                self._reset_obs = obs
+                obs = _copy_obs(obs)
+                finals = info["final_obs"]
+                for i in np.flatnonzero(final_mask):
+                    _set_row(obs, int(i), finals[i])
+            self._pending = done
+        else:
+            self._pending = done
+        self.last_obs = obs
+        return obs, reward, terminated, truncated, info
