@@ -33,7 +33,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs._keys import NestedKey, as_tuple
 from gpusim.specs import Composite, TensorSpec
-from gpusim.transforms._spec_utils import INPUT_SPECS, OUTPUT_SPECS, fmt_key, map_leaf, require_keys
+from gpusim.transforms._spec_utils import INPUT_SPECS, OUTPUT_SPECS, drop_leaf, fmt_key, map_leaf, require_keys
 from gpusim.transforms.transform import Transform
 
 __all__ = ["KeyedTransform"]
@@ -144,7 +144,7 @@ class KeyedTransform(Transform):
             spec = self._inv_transform_leaf_spec(sub[inner], inner)
             self._check_prefix(sub, inner, spec)
             if outer != inner:
-                del sub[inner]
+                drop_leaf(sub, inner)
             sub[outer] = spec
         return input_spec
 

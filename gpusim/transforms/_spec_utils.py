@@ -40,6 +40,7 @@ __all__ = [
     "fmt_key",
     "locate",
     "require_keys",
+    "drop_leaf",
     "map_leaf",
     "check_finite_number",
 ]
@@ -89,6 +90,18 @@ def require_keys(
             )
         found[key] = name
     return found
+
+
+def drop_leaf(sub: Composite, key: NestedKey) -> None:
+    """Deletes leaf ``key`` from ``sub`` and any nested composite that it leaves empty."""
+    del sub[key]
+    parts = (key,) if isinstance(key, str) else tuple(key)
+    for depth in range(len(parts) - 1, 0, -1):
+        holder = sub[parts[:depth]]
+        if isinstance(holder, Composite) and len(holder.keys()) == 0:
+            del sub[parts[:depth] if depth > 1 else parts[0]]
+        else:
+            break
 
 
 def check_finite_number(value, name: str, owner: str) -> None:
