@@ -13,3 +13,9 @@ from gpusim.transforms.step_counter import StepCounter
 from gpusim.transforms.reward_sum import Reward2GoTransform, RewardSum, TargetReturn
 from gpusim.transforms.init_tracker import InitTracker
 from gpusim.transforms.cat_frames import CatFrames
+from gpusim.transforms.vecnorm import VecNorm
+from gpusim.transforms.time_max_pool import TimeMaxPool
+from gpusim.transforms.primer import TensorDictPrimer, gSDENoise
+from gpusim.transforms.end_of_life import EndOfLifeTransform
+from gpusim.transforms.noop_reset import NoopResetEnv
+from gpusim.transforms.frame_skip import FrameSkipTransform

@@ -1,0 +1,155 @@
+"""``EndOfLifeTransform``: an end-of-life signal for games with lives (Atari).
+
+``end-of-life = lives decreased at this step OR done``. The lives are read from the data when
+the parent env has a ``lives_key`` observation (tensor envs: sync-free), else from the
+attribute ``eol_attribute`` of the base env (gymnasium ``"unwrapped.ale.lives"``; CPU-backed
+envs only), and then written under ``lives_key``. The signal goes into the done spec (it does
+not trigger resets); point a loss or value estimator at it with :meth:`register_keys`.
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from gpusim.transforms import EndOfLifeTransform
+    >>> t = EndOfLifeTransform()
+    >>> root = TensorDict({"lives": torch.tensor([[3], [3]])}, [2])
+    >>> nxt = TensorDict({"lives": torch.tensor([[2], [3]]), "done": torch.zeros(2, 1, dtype=torch.bool)}, [2])
+    >>> t._step(root, nxt)["end-of-life"].flatten().tolist()
+    [True, False]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs import _keys
+from gpusim.envs._keys import NestedKey
+from gpusim.specs import Unbounded
+from gpusim.transforms.transform import Transform
+
+__all__ = ["EndOfLifeTransform"]
+
+
+class EndOfLifeTransform(Transform):
+    """Registers the end-of-life signal of an env with lives.
+
+    Args:
+        eol_key: where the signal is written (added to the done spec).
+        lives_key: the lives entry (read from the data if the env has it, else written).
+        done_key: the done entry OR-ed into the signal; its shape is the signal's.
+        eol_attribute: dotted path of the lives on the base env (an int, array or callable),
+            used when the env has no ``lives_key`` entry.
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(
+        self,
+        eol_key: NestedKey = "end-of-life",
+        lives_key: NestedKey = "lives",
+        done_key: NestedKey = "done",
+        eol_attribute: str = "unwrapped.ale.lives",
+    ) -> None:
+        if not isinstance(eol_attribute, str) or not eol_attribute:
+            raise ValueError(f"eol_attribute must be a dotted attribute path, got {eol_attribute!r}")
+        super().__init__()
+        self.eol_key = _keys.unravel(eol_key)
+        self.lives_key = _keys.unravel(lives_key)
+        self.done_key = _keys.unravel(done_key)
+        self.eol_attribute = eol_attribute
+        self.__dict__["_lives_in_data"] = True
+
+    @property
+    def out_keys(self) -> list:
+        return [self.__dict__.get("eol_key", "end-of-life")]
+
+    @out_keys.setter
+    def out_keys(self, value) -> None:
+        pass
+
+    # ------------------------------------------------------------------ specs
+    def transform_output_spec(self, output_spec):
+        done_spec = output_spec["full_done_spec"]
+        if self.done_key not in done_spec.keys(True, True):
+            raise KeyError(
+                f"EndOfLifeTransform: done_key {self.done_key!r} is not in the parent's done spec "
+                f"({_keys.leaf_keys(done_spec)})"
+            )
+        done = done_spec[self.done_key]
+        done_spec[self.eol_key] = done.clone()
+        obs_spec = output_spec["full_observation_spec"]
+        in_data = self.lives_key in obs_spec.keys(True, True)
+        self.__dict__["_lives_in_data"] = in_data
+        if not in_data:
+            obs_spec[self.lives_key] = Unbounded(shape=done.shape, dtype=torch.int64, device=done.device)
+        return output_spec
+
+    # ------------------------------------------------------------------ lives
+    def _attribute_lives(self, like: torch.Tensor) -> torch.Tensor:
+        parent = self.parent
+        if parent is None:
+            raise RuntimeError(
+                f"EndOfLifeTransform: no {self.lives_key!r} entry in the data and no parent env to "
+                f"read {self.eol_attribute!r} from"
+            )
+        obj: Any = parent.base_env
+        for i, name in enumerate(self.eol_attribute.split(".")):
+            if hasattr(obj, name):
+                obj = getattr(obj, name)
+            elif i == 0 and hasattr(obj, "_env") and hasattr(obj._env, name):
+                obj = getattr(obj._env, name)
+            else:
+                raise AttributeError(
+                    f"EndOfLifeTransform: the base env has no attribute path {self.eol_attribute!r} "
+                    f"(missing {name!r})"
+                )
+        if callable(obj):
+            obj = obj()
+        return torch.as_tensor(obj, dtype=torch.int64).to(like.device).reshape(like.shape)
+
+    def _lives(self, data: TensorDictBase, like: torch.Tensor) -> torch.Tensor:
+        lives = data.get(self.lives_key, None)
+        if lives is not None and self.__dict__["_lives_in_data"]:
+            return lives
+        lives = self._attribute_lives(like)
+        data.set(self.lives_key, lives)
+        return lives
+
+    # ------------------------------------------------------------------ data
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        done = tensordict_reset.get(self.done_key)
+        self._lives(tensordict_reset, done)
+        tensordict_reset.set(self.eol_key, done.clone())
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        done = next_tensordict.get(self.done_key)
+        lives = self._lives(next_tensordict, done)
+        prev = tensordict.get(self.lives_key, None)
+        eol = done if prev is None else done | (lives < prev).reshape(done.shape)
+        next_tensordict.set(self.eol_key, eol)
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(
+            "EndOfLifeTransform reads env lives; it has no offline forward. Use it in a TransformedEnv."
+        )
+
+    def register_keys(self, loss_or_advantage: Any) -> None:
+        """Points a loss / value estimator's ``done`` and ``terminated`` keys at the signal."""
+        set_keys = getattr(loss_or_advantage, "set_keys", None)
+        if set_keys is None:
+            raise TypeError(
+                f"register_keys needs an object with set_keys (a loss or value estimator), got "
+                f"{type(loss_or_advantage).__name__}"
+            )
+        set_keys(done=self.eol_key, terminated=self.eol_key)
+
+    def __repr__(self) -> str:
+        return (
+            f"EndOfLifeTransform(eol_key={self.eol_key!r}, lives_key={self.lives_key!r}, "
+            f"done_key={self.done_key!r}, eol_attribute={self.eol_attribute!r})"
+        )

@@ -1,0 +1,89 @@
+"""``FrameSkipTransform``: repeats each action ``frame_skip`` times and sums the rewards.
+
+The env up to this transform (``parent``) is stepped ``frame_skip - 1`` more times with the same
+action, from the state its previous step produced. Rows whose episode ends stop accumulating:
+they keep the data (observation, reward sum, done flags) of the step that finished them. On
+tensor envs this is sync-free (masks; the parent keeps its state in the tensordict); on
+CPU-backed envs the repetition stops early once every row is done.
+
+Examples:
+    >>> import torch
+    >>> from gpusim.transforms import FrameSkipTransform, TransformedEnv
+    >>> from tests.envs.toy_envs import StatelessCounter
+    >>> env = TransformedEnv(StatelessCounter(batch_size=[1], max_count=100), FrameSkipTransform(3))
+    >>> td = env.rollout(2, lambda td: td.set("action", torch.ones(1, dtype=torch.long)))
+    >>> td["next", "state"].flatten().tolist(), td["next", "reward"].flatten().tolist()
+    ([3.0, 6.0], [6.0, 15.0])
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.kernels import masked_merge
+from gpusim.transforms.transform import Transform
+
+__all__ = ["FrameSkipTransform"]
+
+
+class FrameSkipTransform(Transform):
+    """Repeats the action ``frame_skip`` times; the rewards of the repeats are summed.
+
+    Args:
+        frame_skip: number of env steps per transformed step (>= 1).
+
+    Raises:
+        ValueError: ``frame_skip < 1``.
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(self, frame_skip: int = 1) -> None:
+        if isinstance(frame_skip, bool) or not isinstance(frame_skip, int) or frame_skip < 1:
+            raise ValueError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
+        super().__init__()
+        self.frame_skip = frame_skip
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        if self.frame_skip == 1:
+            return next_tensordict
+        parent = self.parent
+        if parent is None:
+            raise RuntimeError("FrameSkipTransform needs a parent env (use it in a TransformedEnv)")
+        reward_keys = parent.reward_keys
+        sums = {k: next_tensordict.get(k) for k in reward_keys if next_tensordict.get(k, None) is not None}
+        alive = ~parent._done_rows(next_tensordict)
+        current = next_tensordict
+        for _ in range(self.frame_skip - 1):
+            if parent._cpu_backed and not bool(alive.any()):
+                break
+            inp = tensordict.clone(False).exclude("next")
+            inp.update(current.exclude(*reward_keys))
+            nxt = parent._step_proc(inp)
+            for k in sums:
+                r = nxt.get(k)
+                m = alive.reshape(*alive.shape, *([1] * (r.ndim - alive.ndim)))
+                sums[k] = sums[k] + torch.where(m, r, torch.zeros_like(r))
+            keys, new, old = [], [], []
+            for key, value in current.items(True, True):
+                v = nxt.get(key, None)
+                if isinstance(v, torch.Tensor) and isinstance(value, torch.Tensor) and v.shape == value.shape and v.dtype == value.dtype:
+                    keys.append(key)
+                    new.append(v)
+                    old.append(value)
+            merged = masked_merge(new, old, [alive] * len(keys))
+            current = current.clone(False)
+            for key, value in zip(keys, merged):
+                current.set(key, value)
+            alive = alive & ~parent._done_rows(nxt)
+        for k, v in sums.items():
+            current.set(k, v)
+        return current
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError("FrameSkipTransform repeats env steps; it has no offline forward.")
+
+    def __repr__(self) -> str:
+        return f"FrameSkipTransform(frame_skip={self.frame_skip})"

@@ -1,0 +1,202 @@
+"""``TensorDictPrimer`` (extra entries set at reset and carried through steps) and
+``gSDENoise`` (the primer of gSDE exploration noise).
+
+Primer entries are added to the observation and state specs (expanded to the env batch size
+when given without it). A reset writes their initial value for all rows (zeros/``default_value``,
+or a draw from the spec with ``random=True``); the base env's partial-reset merge keeps the
+value of rows that are not reset. A step copies them from the input into ``"next"`` when
+nothing (a policy, another transform) wrote a new value there.
+
+Examples:
+    >>> from gpusim.specs import Unbounded
+    >>> from gpusim.transforms import TensorDictPrimer, TransformedEnv
+    >>> from tests.envs.toy_envs import StatelessCounter
+    >>> env = TransformedEnv(StatelessCounter(batch_size=[2]),
+    ...                      TensorDictPrimer(hidden=Unbounded((3,)), default_value=1.0))
+    >>> env.reset()["hidden"]
+    tensor([[1., 1., 1.],
+            [1., 1., 1.]])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs import _keys
+from gpusim.envs._keys import NestedKey
+from gpusim.specs import Composite, TensorSpec, Unbounded
+from gpusim.transforms.transform import Transform
+
+__all__ = ["TensorDictPrimer", "gSDENoise"]
+
+
+class TensorDictPrimer(Transform):
+    """Primes the tensordict with entries that the env itself does not produce (e.g. RNN states).
+
+    Args:
+        primers: a dict or Composite of specs (the batch dims may be left out).
+        random: draw the reset values from the specs (``spec.rand()``).
+        default_value: the reset value when ``random=False``: a number, a callable returning a
+            tensor (broadcast to the spec shape), or a dict of those per key.
+        reset_key: accepted for API compatibility (the parent's ``"_reset"`` merge is used).
+        **kwargs: primers given as keyword arguments (``hidden=Unbounded((3,))``).
+
+    Raises:
+        ValueError: no primers, both ``primers`` and keyword primers, or a non-spec primer.
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(
+        self,
+        primers: Mapping[NestedKey, TensorSpec] | Composite | None = None,
+        random: bool | None = False,
+        default_value: float | Callable | Mapping | None = 0.0,
+        reset_key: NestedKey | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if primers is not None and kwargs:
+            raise ValueError("TensorDictPrimer takes primers either as a dict/Composite or as kwargs, not both")
+        if primers is None:
+            primers = kwargs
+        items = (
+            [(k, primers[k]) for k in primers.keys(True, True)]
+            if isinstance(primers, Composite)
+            else list(primers.items())
+        )
+        if not items:
+            raise ValueError("TensorDictPrimer needs at least one primer spec")
+        specs = {}
+        for key, spec in items:
+            if not isinstance(spec, TensorSpec):
+                raise ValueError(f"TensorDictPrimer primer {key!r} must be a TensorSpec, got {type(spec).__name__}")
+            specs[_keys.unravel(key)] = spec
+        if isinstance(default_value, Mapping):
+            missing = [k for k in specs if k not in {_keys.unravel(d) for d in default_value}]
+            if missing:
+                raise ValueError(f"TensorDictPrimer default_value dict misses the primers {missing}")
+            default_value = {_keys.unravel(k): v for k, v in default_value.items()}
+        super().__init__()
+        self.primers = specs  # as given
+        self.random = bool(random)
+        self.default_value = 0.0 if default_value is None else default_value
+        self.reset_key = reset_key
+        self.__dict__["_specs"] = dict(specs)  # expanded to the env batch size
+
+    @property
+    def in_keys(self) -> list:  # primers read nothing
+        return []
+
+    @in_keys.setter
+    def in_keys(self, value) -> None:
+        pass
+
+    @property
+    def out_keys(self) -> list:
+        return list(self.__dict__.get("primers", {}).keys())
+
+    @out_keys.setter
+    def out_keys(self, value) -> None:
+        pass
+
+    def _expand(self, spec: TensorSpec, batch_size: torch.Size, device) -> TensorSpec:
+        if tuple(spec.shape[: len(batch_size)]) != tuple(batch_size):
+            spec = spec.expand(*batch_size, *spec.shape)
+        if device is not None and spec.device != torch.device(device):
+            spec = spec.to(device)
+        return spec
+
+    def transform_output_spec(self, output_spec):
+        obs_spec = output_spec["full_observation_spec"]
+        device = output_spec.device
+        specs = {}
+        for key, spec in self.primers.items():
+            spec = self._expand(spec, output_spec.shape, device)
+            specs[key] = spec
+            obs_spec[key] = spec.clone()
+        self.__dict__["_specs"] = specs
+        return output_spec
+
+    def transform_input_spec(self, input_spec):
+        state_spec = input_spec["full_state_spec"]
+        for key, spec in self.__dict__["_specs"].items():
+            state_spec[key] = spec.clone()
+        return input_spec
+
+    def _value(self, key: NestedKey, spec: TensorSpec, batch_size, device) -> torch.Tensor:
+        if tuple(spec.shape[: len(batch_size)]) != tuple(batch_size):
+            spec = spec.expand(*batch_size, *spec.shape)
+        if self.random:
+            value = spec.rand()
+        else:
+            default = self.default_value
+            if isinstance(default, Mapping):
+                default = default[key]
+            if callable(default):
+                value = torch.as_tensor(default(), dtype=spec.dtype).expand(spec.shape).clone()
+            else:
+                value = torch.full(spec.shape, default, dtype=spec.dtype)
+        return value.to(device) if device is not None else value
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        for key, spec in self.__dict__["_specs"].items():
+            tensordict_reset.set(key, self._value(key, spec, tensordict_reset.batch_size, tensordict_reset.device))
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for key in self.__dict__["_specs"]:
+            if next_tensordict.get(key, None) is None:
+                value = tensordict.get(key, None)
+                if value is not None:
+                    next_tensordict.set(key, value)
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Offline: fills the missing primer entries (batch dims of the data)."""
+        for key, spec in self.__dict__["_specs"].items():
+            if tensordict.get(key, None) is None:
+                tensordict.set(key, self._value(key, spec, tensordict.batch_size, tensordict.device))
+        return tensordict
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        return next_tensordict
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(primers={list(self.primers)}, random={self.random})"
+
+
+class gSDENoise(TensorDictPrimer):  # noqa: N801 (TorchRL's name)
+    """Primes ``"_eps_gSDE"``: the gSDE exploration noise, drawn (randn) at reset.
+
+    Args:
+        state_dim: the feature dim of the state the noise multiplies.
+        action_dim: the action dim.
+        shape: leading shape of the noise (the env batch dims are added when missing).
+        **kwargs: passed to :class:`TensorDictPrimer` (``random`` defaults to ``True``).
+
+    The noise has shape ``(*shape, action_dim, state_dim)`` (``(*shape, 1)`` when a dim is not
+    given).
+
+    Examples:
+        >>> from gpusim.transforms import TransformedEnv
+        >>> from tests.envs.toy_envs import StatelessCounter
+        >>> env = TransformedEnv(StatelessCounter(batch_size=[4]), gSDENoise(state_dim=3, action_dim=2))
+        >>> env.reset()["_eps_gSDE"].shape
+        torch.Size([4, 2, 3])
+    """
+
+    def __init__(
+        self,
+        state_dim: int | None = None,
+        action_dim: int | None = None,
+        shape: tuple | torch.Size | None = None,
+        **kwargs: Any,
+    ) -> None:
+        shape = () if shape is None else tuple(shape)
+        tail = (1,) if state_dim is None or action_dim is None else (action_dim, state_dim)
+        random = kwargs.pop("random", True)
+        super().__init__(primers={"_eps_gSDE": Unbounded(shape=(*shape, *tail))}, random=random, **kwargs)

@@ -1,0 +1,149 @@
+"""``TimeMaxPool``: element-wise max of the last ``T`` observations.
+
+Each in_key has a buffer of the last ``T`` frames (``[*B, T, *feature]``, preallocated on the
+env device and updated in place by :func:`gpusim.kernels.cat_frames_update`); the output is its
+max over time. A reset refills the reset rows with the reset frame (so the output is the frame
+itself), the other rows keep their buffer.
+
+Examples:
+    >>> import torch
+    >>> from gpusim.transforms import TimeMaxPool, TransformedEnv
+    >>> from tests.envs.toy_envs import StatelessCounter
+    >>> env = TransformedEnv(StatelessCounter(batch_size=[1], max_count=100),
+    ...                      TimeMaxPool(in_keys=["observation"], out_keys=["pooled"], T=2))
+    >>> acts = iter([1, 0, 0])
+    >>> td = env.rollout(3, lambda td: td.set("action", torch.tensor([next(acts)])))
+    >>> td["next", "observation"].flatten().tolist(), td["next", "pooled"].flatten().tolist()
+    ([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs import _keys
+from gpusim.envs._keys import NestedKey
+from gpusim.kernels import cat_frames_update, masked_fill_rows_
+from gpusim.transforms._levels import default_levels, done_levels_of, level_for_key, reset_mask
+from gpusim.transforms.transform import Transform
+
+__all__ = ["TimeMaxPool"]
+
+
+class TimeMaxPool(Transform):
+    """Max-pools the last ``T`` values of each in_key over time.
+
+    Args:
+        in_keys: entries to pool (default ``["observation"]``).
+        out_keys: destinations (default: ``in_keys``).
+        T: window length (>= 1).
+        reset_key: a ``"_reset"`` key to read instead of the parent's done levels.
+
+    Raises:
+        ValueError: ``T < 1``.
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(
+        self,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+        T: int = 1,
+        reset_key: NestedKey | None = None,
+    ) -> None:
+        if isinstance(T, bool) or not isinstance(T, int) or T < 1:
+            raise ValueError(f"TimeMaxPool T must be an int >= 1, got {T!r}")
+        if in_keys is None:
+            in_keys = ["observation"]
+        super().__init__(in_keys=in_keys, out_keys=out_keys)
+        self._check_key_pairs()
+        self.T = T
+        self.reset_key = None if reset_key is None else _keys.unravel(reset_key)
+        self.__dict__["_levels"] = None
+        self.__dict__["_nbatch"] = None  # env batch ndim
+
+    def transform_output_spec(self, output_spec):
+        self.__dict__["_levels"] = done_levels_of(output_spec)
+        self.__dict__["_nbatch"] = len(output_spec.shape)
+        obs_spec = output_spec["full_observation_spec"]
+        for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
+            if in_key not in obs_spec.keys(True, True):
+                raise KeyError(f"TimeMaxPool: in_key {in_key!r} is not an observation key of the parent env")
+            spec = obs_spec[in_key]
+            if out_key != in_key:
+                obs_spec[out_key] = spec.clone()
+            nb = len(output_spec.shape)
+            self._ensure_buffer(i, (*spec.shape[:nb], self.T, *spec.shape[nb:]), spec.dtype, spec.device)
+        return output_spec
+
+    def _ensure_buffer(self, i: int, shape, dtype, device) -> tuple[torch.Tensor, bool]:
+        name = f"_pool_buffer_{i}"
+        buf = self._buffers.get(name)
+        if buf is not None and buf.shape == torch.Size(shape) and buf.dtype == dtype and buf.device == torch.device(device):
+            return buf, False
+        buf = torch.zeros(shape, dtype=dtype, device=device)
+        self.register_buffer(name, buf, persistent=False)
+        return buf, True
+
+    def _frame(self, x: torch.Tensor, nb: int) -> tuple[torch.Tensor, int]:
+        """``x`` with a time dim inserted after the batch dims, and that dim (negative)."""
+        d = -(x.ndim - nb) - 1
+        return x.unsqueeze(d), d
+
+    def _nb(self, tensordict: TensorDictBase) -> int:
+        nb = self.__dict__["_nbatch"]
+        return tensordict.batch_dims if nb is None else nb
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        nb = self._nb(tensordict_reset)
+        levels = self.__dict__["_levels"] or default_levels(tensordict_reset.batch_size)
+        for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
+            x = tensordict_reset.get(in_key, None)
+            if x is None:
+                continue
+            frame, d = self._frame(x, nb)
+            buf, _ = self._ensure_buffer(i, (*x.shape[:nb], self.T, *x.shape[nb:]), x.dtype, x.device)
+            refill = frame.expand_as(buf)
+            if self.reset_key is not None:
+                mask = tensordict.get(self.reset_key, None)
+                mask = None if mask is None else mask.bool().reshape(x.shape[:nb])
+            else:
+                level = level_for_key(levels, in_key) or levels[0]
+                mask = reset_mask(tensordict, level)
+            if mask is None:
+                buf.copy_(refill)
+                tensordict_reset.set(out_key, x.clone())
+            else:
+                masked_fill_rows_([buf], [refill.contiguous()], [mask])
+                tensordict_reset.set(out_key, buf.amax(d))
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        nb = self._nb(next_tensordict)
+        for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
+            x = next_tensordict.get(in_key, None)
+            if x is None:
+                continue
+            frame, d = self._frame(x, nb)
+            buf, new = self._ensure_buffer(i, (*x.shape[:nb], self.T, *x.shape[nb:]), x.dtype, x.device)
+            if new:
+                buf.copy_(frame.expand_as(buf))
+            stacked = cat_frames_update(buf, frame, None, d, "same", 0.0)
+            next_tensordict.set(out_key, stacked.amax(d))
+        return next_tensordict
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        return self._step(next_tensordict, next_tensordict)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(
+            "TimeMaxPool pools env steps; it has no offline forward. Use it in a TransformedEnv."
+        )
+
+    def __repr__(self) -> str:
+        return f"TimeMaxPool(in_keys={self.in_keys}, out_keys={self.out_keys}, T={self.T})"

@@ -1,0 +1,400 @@
+"""``VecNorm``: on-the-fly normalization with running (decayed) statistics.
+
+For every in_key the transform keeps three statistics (in a TensorDict, so they can be saved,
+loaded and shared between workers): ``<key>_sum`` (decayed sum of x), ``<key>_ssq`` (decayed sum
+of x**2) and ``<key>_count`` (decayed number of rows). Each step updates them with the batch of
+new values and normalizes with the updated values (:func:`gpusim.kernels.vecnorm_update_normalize_`,
+one fused op)::
+
+    sum   = decay * sum   + x.sum(batch dims)
+    ssq   = decay * ssq   + (x ** 2).sum(batch dims)
+    count = decay * count + n_rows
+    mean  = sum / count;  var = ssq / count - mean ** 2
+    y     = (x - mean) / sqrt(max(var, eps))
+
+With ``decay=1.0`` this is the exact running mean and the biased (population) standard deviation
+of every value seen. ``eps`` floors the variance (so the std is at least ``sqrt(eps)``). The
+batch dims reduced over are the env's batch dims (per-agent statistics are kept for nested MARL
+keys). A reset adds the values of the reset rows only (read from the ``"_reset"`` masks,
+without decay) and normalizes; a frozen transform (``freeze()``, or ``eval()`` mode) only
+normalizes.
+
+Sharing: :meth:`VecNorm.build_td_for_shared_vecnorm` builds a statistics TensorDict in shared
+memory; every ``VecNorm(shared_td=td)`` (in this process or in workers) updates the same
+tensors in place. ``state_dict()``/``load_state_dict()`` save and restore the statistics
+(loading writes in place, so sharing survives).
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
+    >>> td = vn(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))
+    >>> td["obs"].flatten().tolist()
+    [-1.0, 1.0]
+    >>> vn.loc["obs"].tolist(), vn.scale["obs"].tolist()
+    ([2.0], [1.0])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from gpusim.envs import _keys
+from gpusim.envs._keys import NestedKey
+from gpusim.kernels import vecnorm_normalize, vecnorm_update_, vecnorm_update_normalize_
+from gpusim.specs import Unbounded
+from gpusim.transforms._levels import (
+    default_levels,
+    done_levels_of,
+    level_for_key,
+    reset_mask,
+    row_mask,
+)
+from gpusim.transforms.transform import Transform
+
+__all__ = ["VecNorm"]
+
+_SUFFIXES = ("_sum", "_ssq", "_count")
+
+
+def _stat_keys(key: NestedKey) -> tuple[NestedKey, NestedKey, NestedKey]:
+    t = _keys.as_tuple(key)
+    return tuple(_keys.unravel((*t[:-1], t[-1] + s)) for s in _SUFFIXES)  # type: ignore[return-value]
+
+
+def _zero_stats(shape, dtype, device) -> dict[str, torch.Tensor]:
+    return {
+        "_sum": torch.zeros(shape, dtype=dtype, device=device),
+        "_ssq": torch.zeros(shape, dtype=dtype, device=device),
+        "_count": torch.zeros((), dtype=dtype, device=device),
+    }
+
+
+def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+class VecNorm(Transform):
+    """Moving-average normalization of observations (and rewards).
+
+    Args:
+        in_keys: entries to normalize (default ``["observation", "reward"]``; in an env, those
+            the env does not have are ignored).
+        out_keys: destinations (default: ``in_keys``).
+        shared_td: a statistics TensorDict (see :meth:`build_td_for_shared_vecnorm`) to update
+            in place, typically in shared memory.
+        lock: a lock (e.g. ``multiprocessing.Lock()``) held while the statistics are updated.
+        decay: weight of the old statistics at each update, in ``(0, 1]``.
+        eps: variance floor (``std >= sqrt(eps)``), > 0.
+        shapes: feature shapes of the in_keys, to build the statistics without an env.
+
+    Raises:
+        ValueError: ``decay`` outside ``(0, 1]``, ``eps <= 0``, or ``shapes``/``shared_td`` that
+            do not match the keys.
+
+    Examples:
+        See the module docstring.
+    """
+
+    def __init__(
+        self,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+        shared_td: TensorDictBase | None = None,
+        lock: Any = None,
+        decay: float = 0.9999,
+        eps: float = 1e-4,
+        shapes: Sequence[Sequence[int]] | None = None,
+    ) -> None:
+        if not 0.0 < float(decay) <= 1.0:
+            raise ValueError(f"VecNorm decay must be in (0, 1], got {decay!r}")
+        if not float(eps) > 0.0:
+            raise ValueError(f"VecNorm eps must be > 0, got {eps!r}")
+        if in_keys is None:
+            in_keys = ["observation", "reward"]
+        super().__init__(in_keys=in_keys, out_keys=out_keys)
+        self._check_key_pairs()
+        self.decay = float(decay)
+        self.eps = float(eps)
+        self.lock = lock
+        self.frozen = False
+        self.__dict__["_td"] = None
+        self.__dict__["_levels"] = None
+        self.__dict__["_stats"] = {}  # in_key -> (sum, ssq, count), rebuilt from _td
+        if shared_td is not None:
+            for key in self.in_keys:
+                for sk in _stat_keys(key):
+                    if sk not in shared_td.keys(True, True):
+                        raise ValueError(f"VecNorm shared_td misses the statistic {sk!r} of in_key {key!r}")
+            self._set_td(shared_td)
+        elif shapes is not None:
+            shapes = list(shapes)
+            if len(shapes) != len(self.in_keys):
+                raise ValueError(
+                    f"VecNorm shapes has {len(shapes)} entries for {len(self.in_keys)} in_keys {self.in_keys}"
+                )
+            td = TensorDict({}, [])
+            for key, shape in zip(self.in_keys, shapes):
+                for sk, v in zip(_stat_keys(key), _zero_stats(torch.Size(shape), torch.float32, None).values()):
+                    td.set(sk, v)
+            self._set_td(td)
+
+    # ------------------------------------------------------------------ statistics storage
+    def _set_td(self, td: TensorDictBase | None) -> None:
+        self.__dict__["_td"] = td
+        stats = {}
+        if td is not None:
+            for key in self.in_keys:
+                sks = _stat_keys(key)
+                if all(sk in td.keys(True, True) for sk in sks):
+                    stats[key] = tuple(td.get(sk) for sk in sks)
+        self.__dict__["_stats"] = stats
+
+    def _add_stats(self, key: NestedKey, feature_shape, dtype, device) -> None:
+        td = self.__dict__["_td"]
+        if td is None:
+            td = TensorDict({}, [], device=device)
+        for sk, v in zip(_stat_keys(key), _zero_stats(feature_shape, _stat_dtype(dtype), device).values()):
+            td.set(sk, v)
+        self._set_td(td)
+
+    @property
+    def stats(self) -> TensorDictBase | None:
+        """The statistics TensorDict (``<key>_sum``, ``<key>_ssq``, ``<key>_count``)."""
+        return self.__dict__["_td"]
+
+    def _mean_std(self, key: NestedKey) -> tuple[torch.Tensor, torch.Tensor]:
+        s, ss, c = self.__dict__["_stats"][key]
+        mean = s / c
+        var = (ss / c - mean * mean).clamp_min(self.eps)
+        return mean, var.sqrt()
+
+    @property
+    def loc(self) -> TensorDictBase:
+        """The current means, one entry per in_key."""
+        return TensorDict({k: self._mean_std(k)[0] for k in self.__dict__["_stats"]}, [])
+
+    @property
+    def scale(self) -> TensorDictBase:
+        """The current standard deviations (``sqrt(max(var, eps))``), one entry per in_key."""
+        return TensorDict({k: self._mean_std(k)[1] for k in self.__dict__["_stats"]}, [])
+
+    @staticmethod
+    def build_td_for_shared_vecnorm(
+        env, keys: Sequence[NestedKey] | None = None, memmap: bool = False
+    ) -> TensorDictBase:
+        """Builds zeroed statistics for ``keys`` of ``env`` in shared memory (or memory-mapped).
+
+        Args:
+            env: the env whose specs give the feature shapes.
+            keys: the entries (default ``["observation", "reward"]``, those the env has).
+            memmap: memory-map the statistics instead of placing them in shared memory.
+
+        Returns:
+            A TensorDict to pass as ``shared_td`` to several ``VecNorm`` transforms.
+
+        Examples:
+            >>> from tests.envs.toy_envs import StatelessCounter
+            >>> td = VecNorm.build_td_for_shared_vecnorm(StatelessCounter(batch_size=[4]))
+            >>> sorted(td.keys()), td.is_shared()
+            (['observation_count', 'observation_ssq', 'observation_sum', 'reward_count', 'reward_ssq', 'reward_sum'], True)
+        """
+        specs = {}
+        for full in ("full_observation_spec", "full_reward_spec"):
+            spec = env.output_spec[full]
+            for k in _keys.leaf_keys(spec):
+                specs[k] = spec[k]
+        if keys is None:
+            keys = [k for k in ("observation", "reward") if k in specs]
+        nb = len(env.batch_size)
+        td = TensorDict({}, [])
+        for key in keys:
+            key = _keys.unravel(key)
+            if key not in specs:
+                raise KeyError(f"build_td_for_shared_vecnorm: the env has no observation/reward {key!r}")
+            spec = specs[key]
+            for sk, v in zip(_stat_keys(key), _zero_stats(spec.shape[nb:], _stat_dtype(spec.dtype), "cpu").values()):
+                td.set(sk, v)
+        return td.memmap_() if memmap else td.share_memory_()
+
+    # ------------------------------------------------------------------ specs
+    def transform_output_spec(self, output_spec):
+        self.__dict__["_levels"] = done_levels_of(output_spec)
+        nb = len(output_spec.shape)
+        stats = self.__dict__["_stats"]
+        for full in ("full_observation_spec", "full_reward_spec"):
+            spec = output_spec[full]
+            present = set(_keys.leaf_keys(spec))
+            for in_key, out_key in zip(self.in_keys, self.out_keys):
+                if in_key not in present:
+                    continue
+                leaf = spec[in_key]
+                if in_key not in stats:
+                    self._add_stats(in_key, leaf.shape[nb:], leaf.dtype, leaf.device)
+                    stats = self.__dict__["_stats"]
+                elif tuple(stats[in_key][0].shape) != tuple(leaf.shape[nb:]):
+                    raise ValueError(
+                        f"VecNorm statistics of {in_key!r} have shape {list(stats[in_key][0].shape)}, "
+                        f"the env gives features of shape {list(leaf.shape[nb:])}"
+                    )
+                dtype = torch.result_type(torch.zeros((), dtype=leaf.dtype), stats[in_key][0])
+                spec[out_key] = Unbounded(shape=leaf.shape, dtype=dtype, device=leaf.device)
+        return output_spec
+
+    # ------------------------------------------------------------------ data
+    def freeze(self) -> "VecNorm":
+        """Stops updating the statistics (normalization only); returns ``self``."""
+        self.frozen = True
+        return self
+
+    def unfreeze(self) -> "VecNorm":
+        """Resumes updating the statistics; returns ``self``."""
+        self.frozen = False
+        return self
+
+    def _updating(self) -> bool:
+        return self.training and not self.frozen
+
+    def _stats_for(self, key: NestedKey, x: torch.Tensor, batch_ndim: int):
+        stats = self.__dict__["_stats"]
+        if key not in stats:  # used without an env: statistics follow the first data seen
+            self._add_stats(key, x.shape[batch_ndim:], x.dtype, x.device)
+            stats = self.__dict__["_stats"]
+        return stats[key]
+
+    def _normalize_step(self, key: NestedKey, x: torch.Tensor, batch_ndim: int | None = None) -> torch.Tensor:
+        if batch_ndim is None:
+            s = self.__dict__["_stats"].get(key)
+            batch_ndim = x.ndim - s[0].ndim if s is not None else x.ndim - 1
+        s, ss, c = self._stats_for(key, x, batch_ndim)
+        if not self._updating():
+            return vecnorm_normalize(x, s, ss, c, self.eps)
+        if self.lock is not None:
+            with self.lock:
+                return vecnorm_update_normalize_(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
+        return vecnorm_update_normalize_(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            x = next_tensordict.get(in_key, None)
+            if x is None:
+                continue
+            next_tensordict.set(out_key, self._normalize_step(in_key, x, next_tensordict.batch_dims))
+        return next_tensordict
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            x = next_tensordict.get(in_key, None)
+            if x is None:
+                continue
+            next_tensordict.set(out_key, self._normalize_step(in_key, x))
+        return next_tensordict
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        levels = self.__dict__["_levels"] or default_levels(tensordict_reset.batch_size)
+        nb = tensordict_reset.batch_dims
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            x = tensordict_reset.get(in_key, None)
+            if x is None:
+                continue
+            s, ss, c = self._stats_for(in_key, x, nb)
+            batch_ndim = x.ndim - s.ndim
+            if self._updating():
+                level = level_for_key(levels, in_key) or levels[0]
+                mask = reset_mask(tensordict, level)
+                if self.lock is not None:
+                    with self.lock:
+                        self._reset_update(x, s, ss, c, mask, batch_ndim)
+                else:
+                    self._reset_update(x, s, ss, c, mask, batch_ndim)
+            tensordict_reset.set(out_key, vecnorm_normalize(x, s, ss, c, self.eps))
+        return tensordict_reset
+
+    @staticmethod
+    def _reset_update(x, s, ss, c, mask, batch_ndim: int) -> None:
+        """Adds the reset rows (all rows when ``mask`` is None) to the sums, without decay."""
+        if mask is None:
+            vecnorm_update_(x, s, ss, c, 1.0, batch_ndim)
+            return
+        w = row_mask(mask, x.shape[:batch_ndim]).to(s.dtype)
+        xw = x.to(s.dtype)
+        wb = w.reshape(*w.shape, *([1] * (x.ndim - w.ndim)))
+        dims = tuple(range(batch_ndim))
+        s.add_((xw * wb).sum(dims))
+        ss.add_((xw * xw * wb).sum(dims))
+        c.add_(w.sum())
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Offline use: updates (unless frozen) and normalizes over all batch dims of the data."""
+        return self._call(tensordict)
+
+    # ------------------------------------------------------------------ state
+    def get_extra_state(self) -> Any:
+        td = self.__dict__["_td"]
+        return {"stats": None if td is None else td.clone(), "frozen": self.frozen}
+
+    def set_extra_state(self, state: Any) -> None:
+        if not state:
+            return
+        self.frozen = bool(state.get("frozen", self.frozen))
+        loaded = state.get("stats")
+        if loaded is None:
+            return
+        td = self.__dict__["_td"]
+        if td is None:
+            self._set_td(loaded.clone())
+            return
+        for key, value in loaded.items(True, True):
+            if key in td.keys(True, True):
+                td.get(key).copy_(value)  # in place: shared statistics stay shared
+            else:
+                td.set(key, value.clone())
+        self._set_td(td)
+
+    def _apply(self, fn, recurse: bool = True):
+        out = super()._apply(fn, recurse)
+        td = self.__dict__["_td"]
+        if td is not None:
+            self._set_td(td.apply(fn))
+        return out
+
+    def frozen_copy(self) -> "VecNorm":
+        """A frozen copy with its own (cloned) statistics, detached from any env or sharing."""
+        out = self.clone()
+        td = self.__dict__["_td"]
+        out._set_td(None if td is None else td.clone())
+        out.lock = None
+        out.frozen = True
+        return out
+
+    def to_observation_norm(self) -> Transform:
+        """A static ``ObservationNorm`` (``standard_normal=True``) with the current mean/std
+        (a ``Compose`` of them when there are several keys)."""
+        from gpusim.transforms.normalization import ObservationNorm
+
+        norms = []
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            if in_key not in self.__dict__["_stats"]:
+                continue
+            mean, std = self._mean_std(in_key)
+            norms.append(
+                ObservationNorm(
+                    loc=mean.clone(), scale=std.clone(), in_keys=[in_key], out_keys=[out_key], standard_normal=True
+                )
+            )
+        if len(norms) == 1:
+            return norms[0]
+        from gpusim.transforms.compose import Compose
+
+        return Compose(*norms)
+
+    def clone(self) -> "VecNorm":
+        out = super().clone()
+        out.__dict__["_stats"] = dict(self.__dict__["_stats"])
+        return out
+
+    def __repr__(self) -> str:
+        return f"VecNorm(in_keys={self.in_keys}, decay={self.decay}, eps={self.eps}, frozen={self.frozen})"
