@@ -19,3 +19,23 @@ from gpusim.transforms.primer import TensorDictPrimer, gSDENoise
 from gpusim.transforms.end_of_life import EndOfLifeTransform
 from gpusim.transforms.noop_reset import NoopResetEnv
 from gpusim.transforms.frame_skip import FrameSkipTransform
+from gpusim.transforms.normalization import (
+    BinarizeReward,
+    ClipTransform,
+    ObservationNorm,
+    RewardClipping,
+    RewardScaling,
+)
+from gpusim.transforms.dtype_device import (
+    DeviceCastTransform,
+    DoubleToFloat,
+    DTypeCastTransform,
+    PinMemoryTransform,
+)
+from gpusim.transforms.keys import CatTensors, ExcludeTransform, RenameTransform, SelectTransform
+from gpusim.transforms.shape import (
+    FlattenObservation,
+    PermuteTransform,
+    SqueezeTransform,
+    UnsqueezeTransform,
+)
