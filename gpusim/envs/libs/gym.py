@@ -163,17 +163,13 @@ class GymWrapper(EnvBase):
             frame = self._first_frame()
             obs_spec["pixels"] = Bounded(0, 255, shape=(*B, *frame.shape[len(B):]), dtype=torch.uint8, device=device)
         self.__dict__["_obs_leaves"] = obs_leaves
-        if isinstance(act_space, gym.spaces.Dict):
-            act_spec, act_leaves = space_to_spec(
-                act_space, batch_size=B, device=device, key=("action",),
-                categorical_action_encoding=self.categorical_action_encoding,
-            )
+        act_spec, act_leaves = space_to_spec(
+            act_space, batch_size=B, device=device, key=("action",),
+            categorical_action_encoding=self.categorical_action_encoding,
+        )
+        if isinstance(act_spec, Composite):  # Dict / Tuple action spaces nest under "action"
             self.full_action_spec = Composite(action=act_spec, shape=B, device=device)
         else:
-            act_spec, act_leaves = space_to_spec(
-                act_space, batch_size=B, device=device, key=("action",),
-                categorical_action_encoding=self.categorical_action_encoding,
-            )
             self.action_spec = act_spec
         self.__dict__["_act_leaves"] = act_leaves
         self.__dict__["_single_action_space"] = act_space

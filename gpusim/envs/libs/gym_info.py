@@ -114,7 +114,7 @@ class default_info_dict_reader(BaseInfoDictReader):  # noqa: N801 (TorchRL's nam
                 tensordict.set(key, zero.clone() if zero is not None else spec.zero(batch))
                 continue
             t = torch.as_tensor(np.asarray(value), dtype=spec.dtype)
-            tensordict.set(key, t.reshape(*batch, *spec.shape))
+            tensordict.set(key, t.reshape((*batch, *spec.shape)))
         return tensordict
 
     def __repr__(self) -> str:

@@ -17,8 +17,10 @@ the next root. Gymnasium 1.x vector envs follow one of three ``AutoresetMode``s:
   or an adapter registered in :data:`MASKED_RESETS` (gymnasium's numpy ``CartPoleVectorEnv``,
   whose masked reset redraws the selected rows the way its own autoreset does).
 
-Stepping a vector env whose done rows were not reset raises (gymnasium would silently autoreset
-or assert): use ``step_and_maybe_reset`` / ``rollout``, or ``reset`` with ``"_reset"``.
+Stepping a vector env whose done rows were not reset (a plain ``step`` loop) first resets those
+rows, like gymnasium's autoreset: the action then applies to the new episode. Use
+``step_and_maybe_reset`` / ``rollout`` (or ``reset`` with ``"_reset"``) to see the reset
+observations.
 
 Examples:
     >>> import gymnasium as gym
@@ -164,11 +166,9 @@ class VectorAdapter:
     def step(self, action: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """One step; done rows carry their final observation."""
         if not self._same_step and self._pending.any():
-            rows = np.flatnonzero(self._pending)[:8].tolist()
-            raise RuntimeError(
-                f"the vector env has done rows that were not reset (e.g. rows {rows}): reset them with "
-                "env.reset(td) and a '_reset' mask, or use env.step_and_maybe_reset / env.rollout"
-            )
+            # done rows stepped without a reset (e.g. a plain ``step`` loop): start their next
+            # episode first, as gymnasium's own autoreset would, instead of stepping a finished env
+            self.reset(self._pending.copy())
         obs, reward, terminated, truncated, info = self.env.step(action)
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
