@@ -594,10 +594,19 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             for _, _, flag in flags:
                 any_done = any_done or bool(flag.any())
             if not any_done:
+                self._reset_skipped()
                 return tensordict
         for _, node, flag in flags:
             fast_set(node, "_reset", flag)
         return self.reset(tensordict)
+
+    def _reset_skipped(self) -> None:
+        """Called when ``maybe_reset`` skips the reset call because nothing is done (CPU path).
+
+        Envs whose reset draws from a counter-based stream advance it here, so that the stream
+        (and thus a seeded rollout) is the same whether or not the reset was skipped — eager CPU
+        rollouts and compiled or device rollouts (which always reset through masks) match.
+        """
 
     def _may_branch(self) -> bool:
         if not (self._cpu_backed or self._device.type == "cpu"):
@@ -671,6 +680,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return_contiguous: bool = True,
         tensordict: TensorDictBase | None = None,
         set_truncated: bool = False,
+        compile: bool | dict = False,
     ) -> TensorDictBase:
         """Runs ``max_steps`` steps with ``policy`` (random actions when ``None``).
 
@@ -687,6 +697,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             return_contiguous: stack into a contiguous tensordict (else a lazy stack).
             tensordict: initial data (required when ``auto_reset=False``).
             set_truncated: mark the last step as truncated (requires a ``truncated`` entry).
+            compile: run ``policy + step_and_maybe_reset`` through ``torch.compile(fullgraph=True)``
+                (a dict is forwarded to :meth:`compile`); non-stop rollouts only
+                (``break_when_any_done=False``), without callback or ``set_truncated``. The
+                compiled function is cached on the env for this policy.
 
         Returns:
             A tensordict of shape ``[*batch_size, T]`` whose last dim is named ``"time"``.
@@ -697,6 +711,21 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             break_when_any_done = not break_when_all_done
         if break_when_any_done and break_when_all_done:
             raise ValueError("break_when_any_done and break_when_all_done cannot both be True")
+        if compile:
+            bad = {
+                "break_when_any_done": break_when_any_done,
+                "break_when_all_done": bool(break_when_all_done),
+                "callback": callback is not None,
+                "set_truncated": set_truncated,
+            }
+            bad = [name for name, value in bad.items() if value]
+            if bad:
+                raise ValueError(
+                    f"rollout(compile=True) runs non-stop rollouts only: unset {bad} "
+                    "(and pass break_when_any_done=False)"
+                )
+            runner = self.compile(policy, **(compile if isinstance(compile, dict) else {}))
+            return runner(max_steps, tensordict=tensordict, auto_reset=auto_reset)
         if auto_reset:
             tensordict = self.reset(tensordict)
         elif tensordict is None:
@@ -780,6 +809,24 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 continue
             node.set("truncated", torch.ones_like(trunc))
             node.set("done", torch.ones_like(node.get("done")))
+
+    def compile(self, policy: Callable[[TensorDictBase], TensorDictBase] | None = None, **kwargs) -> "CompiledRollout":
+        """A compiled ``policy + step_and_maybe_reset`` loop, cached per policy and options.
+
+        The returned :class:`~gpusim.envs.compiled.CompiledRollout` is called as
+        ``runner(max_steps)`` for a ``[*B, T]`` rollout, or ``runner.step(td)`` for one compiled
+        step. Keyword arguments are those of ``CompiledRollout`` (``steps_per_call``, ``mode``,
+        ``torch.compile`` options).
+        """
+        from gpusim.envs.compiled import CompiledRollout
+
+        cache = self.__dict__.setdefault("_compiled_rollouts", {})
+        key = (id(policy), tuple(sorted(kwargs.items())))
+        runner = cache.get(key)
+        if runner is None or runner.policy is not (policy or runner.policy):
+            runner = CompiledRollout(self, policy, **kwargs)
+            cache[key] = runner
+        return runner
 
     # ------------------------------------------------------------------ misc
     def to(self, *args, **kwargs) -> "EnvBase":

@@ -65,6 +65,11 @@ class NativeEnv(EnvBase):
         )
         self._set_seed(seed)
 
+    def _reset_skipped(self) -> None:
+        # keep the noise stream aligned with the masked (always-reset) path
+        if self._rng is not None:
+            self._rng.counter.add_(1)
+
     def _noise(self) -> torch.Tensor:
         return self._rng.uniform()
 
