@@ -39,3 +39,6 @@ from gpusim.transforms.shape import (
     SqueezeTransform,
     UnsqueezeTransform,
 )
+from gpusim.transforms.actions import ActionMask, DiscreteActionProjection
+from gpusim.transforms.checks import FiniteTensorDictCheck
+from gpusim.transforms.crop import RandomCropTensorDict
