@@ -42,3 +42,4 @@ from gpusim.transforms.shape import (
 from gpusim.transforms.actions import ActionMask, DiscreteActionProjection
 from gpusim.transforms.checks import FiniteTensorDictCheck
 from gpusim.transforms.crop import RandomCropTensorDict
+from gpusim.transforms.pixels import CenterCrop, GrayScale, Resize, ToTensorImage
