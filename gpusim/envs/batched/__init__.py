@@ -14,12 +14,16 @@ Examples:
 from gpusim.envs.batched.base import BatchedEnvBase
 from gpusim.envs.batched.env_creator import EnvCreator
 from gpusim.envs.batched.metadata import EnvMetaData, get_env_metadata
+from gpusim.envs.batched.parallel import ParallelEnv, WorkerError, WorkerTimeoutError
 from gpusim.envs.batched.serial import SerialEnv
 
 __all__ = [
     "BatchedEnvBase",
     "EnvCreator",
     "EnvMetaData",
+    "ParallelEnv",
     "SerialEnv",
+    "WorkerError",
+    "WorkerTimeoutError",
     "get_env_metadata",
 ]

@@ -93,10 +93,38 @@ def _done_shape(meta: EnvMetaData, level: DoneLevel) -> torch.Size:
     return meta.tensordict.get(level.keys[0]).shape
 
 
-def _select_leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> TensorDict:
-    out = td.empty(recurse=True)
-    for key in keys:
-        out.set(key, td.get(key))
+_ALIGN = 64
+
+
+def _flat_leaves(shapes_dtypes: Sequence[tuple[torch.Size, torch.dtype]], device: torch.device, share_memory: bool) -> list[torch.Tensor]:
+    """Zero-filled tensors carved from one byte buffer (one shared-memory segment per buffer)."""
+    offsets, total = [], 0
+    for shape, dtype in shapes_dtypes:
+        nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
+        offsets.append((total, nbytes))
+        total += -(-max(nbytes, 1) // _ALIGN) * _ALIGN
+    flat = torch.zeros(max(total, _ALIGN), dtype=torch.uint8, device=device)
+    if share_memory and device.type == "cpu":
+        flat.share_memory_()
+    out = []
+    for (shape, dtype), (offset, nbytes) in zip(shapes_dtypes, offsets):
+        out.append(flat[offset : offset + nbytes].view(dtype).view(shape))
+    return out
+
+
+def _buffer(
+    template: TensorDictBase,
+    keys: Sequence[NestedKey],
+    tensors: Sequence[torch.Tensor],
+    share_memory: bool,
+) -> TensorDict:
+    """A tensordict with the structure of ``template`` whose leaves ``keys`` are fresh zeros
+    shaped like ``tensors``, all in one (shared) memory block."""
+    device = tensors[0].device if tensors else torch.device("cpu")
+    flat = _flat_leaves([(t.shape, t.dtype) for t in tensors], device, share_memory)
+    out = template.empty(recurse=True)
+    for key, value in zip(keys, flat):
+        out.set(key, value)
     return out
 
 
@@ -189,16 +217,20 @@ class Buffers:
         cls, plan: KeyPlan, meta: EnvMetaData, num_workers: int, share_memory: bool
     ) -> "Buffers":
         """Zero-filled buffers on the worker device, in shared memory when ``share_memory``."""
-        fake = meta.tensordict.expand(num_workers, *meta.batch_size).clone()
-        inputs = _select_leaves(fake, plan.input_keys)
-        for level, key in zip(plan.done_levels, plan.reset_mask_keys):
-            shape = _done_shape(meta, level)
-            inputs.set(key, torch.zeros((num_workers, *shape), dtype=torch.bool, device=meta.device))
-        reset_out = _select_leaves(fake, plan.reset_out_keys)
-        next_out = _select_leaves(fake.get("next"), plan.next_keys)
-        if share_memory:
-            for td in (inputs, reset_out, next_out):
-                td.share_memory_()
+        fake = meta.tensordict.expand(num_workers, *meta.batch_size)
+        masks = [
+            torch.zeros((num_workers, *_done_shape(meta, level)), dtype=torch.bool, device=meta.device)
+            for level in plan.done_levels
+        ]
+        inputs = _buffer(
+            fake,
+            [*plan.input_keys, *plan.reset_mask_keys],
+            [*leaves(fake, plan.input_keys), *masks],
+            share_memory,
+        )
+        reset_out = _buffer(fake, plan.reset_out_keys, leaves(fake, plan.reset_out_keys), share_memory)
+        next_fake = fake.get("next")
+        next_out = _buffer(next_fake, plan.next_keys, leaves(next_fake, plan.next_keys), share_memory)
         return cls.from_tensordicts(plan, inputs, reset_out, next_out)
 
     @classmethod

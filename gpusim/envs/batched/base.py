@@ -208,6 +208,8 @@ class BatchedEnvBase(EnvBase):
             finally:
                 self.__dict__["_started"] = False
                 self.__dict__["_exchange"] = None
+                self.__dict__["_builder_cache"] = None
+                self.__dict__["_staging"] = {}
         super().close()
 
     # ------------------------------------------------------------------ worker commands

@@ -1,0 +1,162 @@
+"""The loop of a ``ParallelEnv`` worker process, and the wire format of its pipe.
+
+Messages are bytes. The hot commands are single bytes (``b"s"``: step every input entry;
+answer ``b"k"``); every other command or answer is a pickled tuple (pickles never start with
+``b"s"`` or ``b"k"``):
+
+* ``("step", present)``, ``("reset", present, kwargs)``, ``("seed", seed, static_seed)``,
+  ``("getattr", name)``, ``("call", name, args, kwargs)``, ``("close",)``;
+* answers ``("ok", value)`` or ``("error", pickled_exception_or_None, type_name, message,
+  traceback)``.
+
+The worker exits when told to close, when its pipe closes, or when its parent process is gone
+(checked every second while idle), so it never outlives the main process for long.
+
+Examples:
+    >>> encode(("seed", 0, False))[:1] != STEP
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import traceback
+from typing import Any
+
+import torch
+
+from gpusim.envs.batched import _serialize
+
+__all__ = ["worker_main", "PickledFactory", "encode", "decode", "STEP", "ACK"]
+
+STEP = b"s"
+ACK = b"k"
+_IDLE_CHECK_S = 1.0
+
+
+def encode(message: tuple) -> bytes:
+    """Pickles a command or answer."""
+    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(data: bytes) -> tuple:
+    """Unpickles a command or answer."""
+    return pickle.loads(data)
+
+
+class PickledFactory:
+    """An env factory (with its kwargs) carried as cloudpickle bytes, for spawned workers.
+
+    Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> PickledFactory(lambda **kw: CartPoleEnv(**kw), {"batch_size": [2]})().batch_size
+        torch.Size([2])
+    """
+
+    def __init__(self, fn: Any, kwargs: dict | None = None) -> None:
+        self.payload = _serialize.dumps((fn, dict(kwargs or {})))
+
+    def __call__(self) -> Any:
+        fn, kwargs = _serialize.loads(self.payload)
+        return fn(**kwargs)
+
+
+def _error(err: BaseException) -> bytes:
+    tb = traceback.format_exc()
+    try:
+        exc: bytes | None = pickle.dumps(err)
+    except Exception:
+        exc = None
+    return encode(("error", exc, type(err).__name__, str(err), tb))
+
+
+def worker_main(
+    index: int,
+    conn: Any,
+    factory: Any,
+    plan: Any,
+    buffers: tuple,
+    num_threads: int,
+    parent_pid: int,
+    close_fds: list,
+) -> None:
+    """Body of worker ``index``: builds the env, then serves commands until closed.
+
+    Args:
+        index: the worker's row in the shared buffers.
+        conn: the worker end of its pipe.
+        factory: a no-argument callable returning the env.
+        plan: the batched env's :class:`~gpusim.envs.batched._shared.KeyPlan`.
+        buffers: the shared ``(inputs, reset_out, next_out)`` tensordicts.
+        num_threads: torch threads of this worker.
+        parent_pid: pid of the main process (the worker exits when it disappears).
+        close_fds: pipe ends inherited from the parent (forked workers) to close here.
+    """
+    from gpusim.envs.batched._runner import WorkerRunner
+    from gpusim.envs.batched._shared import Buffers
+
+    for other in close_fds:
+        try:
+            other.close()
+        except OSError:
+            pass
+    torch.set_num_threads(num_threads)
+    runner = None
+    try:
+        env = factory()
+        runner = WorkerRunner(env, plan, Buffers.from_tensordicts(plan, *buffers), index)
+    except BaseException as err:  # report the failure, then exit
+        conn.send_bytes(_error(err))
+        conn.close()
+        return
+    conn.send_bytes(encode(("ok", None)))
+    send, recv, poll = conn.send_bytes, conn.recv_bytes, conn.poll
+    try:
+        while True:
+            if not poll(_IDLE_CHECK_S):
+                if os.getppid() != parent_pid:
+                    break
+                continue
+            data = recv()
+            if data == STEP:
+                try:
+                    runner.step(None)
+                except BaseException as err:
+                    send(_error(err))
+                    continue
+                send(ACK)
+                continue
+            message = decode(data)
+            command = message[0]
+            if command == "close":
+                try:
+                    runner.close()
+                except BaseException as err:
+                    send(_error(err))
+                    break
+                send(encode(("ok", None)))
+                break
+            try:
+                if command == "step":
+                    runner.step(message[1])
+                    value = None
+                elif command == "reset":
+                    runner.reset(message[1], message[2])
+                    value = None
+                elif command == "seed":
+                    value = runner.set_seed(message[1], message[2])
+                elif command == "getattr":
+                    value = runner.getattr(message[1])
+                elif command == "call":
+                    value = runner.call(message[1], message[2], message[3])
+                else:
+                    raise ValueError(f"unknown worker command {command!r}")
+                answer = encode(("ok", value))
+            except BaseException as err:
+                answer = _error(err)
+            send(answer)
+    except (EOFError, OSError, KeyboardInterrupt):  # pipe closed or interrupted: just exit
+        pass
+    finally:
+        conn.close()

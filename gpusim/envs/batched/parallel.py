@@ -1,0 +1,478 @@
+"""``ParallelEnv``: a batch of envs, one worker process each, exchanging data in shared memory.
+
+The thin CPU fallback for envs that are not tensor programs (gymnasium): each worker runs its
+env in its own process; actions are written by the main process into shared-memory buffers
+allocated from the specs, observations are written there by the workers, and the main process
+copies them out with one transfer per step (to the env device when it is not the CPU).
+
+Failure modes are bounded: a worker that raises, dies or does not answer within
+``BATCHED_PIPE_TIMEOUT`` seconds (environment variable, read when the workers start; default
+10000) makes the call raise in the main process; every worker is then stopped, and the env
+restarts fresh on next use.
+
+Examples:
+    >>> from gpusim.envs.batched import ParallelEnv
+    >>> from gpusim.envs.native import CartPoleEnv
+    >>> env = ParallelEnv(2, CartPoleEnv)
+    >>> env.rollout(3, break_when_any_done=False).shape
+    torch.Size([2, 3])
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import select
+import sys
+import time
+import warnings
+import weakref
+from typing import Any, Callable, Sequence
+
+import torch
+
+from gpusim.envs.batched import _worker
+from gpusim.envs.batched._shared import Buffers
+from gpusim.envs.batched.base import BatchedEnvBase
+from gpusim.envs.batched.env_creator import EnvCreator
+from gpusim.envs.common import EnvBase
+
+__all__ = ["ParallelEnv", "WorkerError", "WorkerTimeoutError", "DEFAULT_PIPE_TIMEOUT"]
+
+DEFAULT_PIPE_TIMEOUT = 10000.0
+_START_TIMEOUT = 120.0
+_CLOSE_TIMEOUT = 5.0
+
+
+class WorkerError(RuntimeError):
+    """A ``ParallelEnv`` worker raised, died or timed out.
+
+    Attributes:
+        worker: the index of the failing worker.
+        remote_type: the name of the exception type raised in the worker (``None`` if it died).
+        remote_traceback: the worker-side traceback (``None`` if it died).
+    """
+
+    def __init__(self, message: str, worker: int, remote_type: str | None = None, remote_traceback: str | None = None) -> None:
+        super().__init__(message)
+        self.worker = worker
+        self.remote_type = remote_type
+        self.remote_traceback = remote_traceback
+
+
+class WorkerTimeoutError(WorkerError, TimeoutError):
+    """A ``ParallelEnv`` worker did not answer within ``BATCHED_PIPE_TIMEOUT`` seconds."""
+
+
+def _read_timeout() -> float:
+    raw = os.environ.get("BATCHED_PIPE_TIMEOUT")
+    if raw is None or raw == "":
+        return DEFAULT_PIPE_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"BATCHED_PIPE_TIMEOUT must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"BATCHED_PIPE_TIMEOUT must be positive, got {raw!r}")
+    return value
+
+
+def _default_start_method() -> str:
+    return "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+def _stop_processes(procs: list, conns: list, graceful: bool) -> None:
+    """Stops worker processes: a close command first when ``graceful``, then SIGTERM, SIGKILL.
+
+    Never raises; safe to call twice (the finalizer of a ``ParallelEnv`` runs it).
+    """
+    if graceful:
+        payload = _worker.encode(("close",))
+        for proc, conn in zip(procs, conns):
+            if proc.is_alive():
+                try:
+                    conn.send_bytes(payload)
+                except (OSError, ValueError):
+                    pass
+        deadline = time.monotonic() + _CLOSE_TIMEOUT
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(1.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
+    for conn in conns:
+        try:
+            conn.close()
+        except OSError:
+            pass
+    for proc in procs:
+        try:
+            proc.close()
+        except ValueError:
+            pass
+    procs.clear()
+    conns.clear()
+
+
+class ParallelEnv(BatchedEnvBase):
+    """Runs ``num_workers`` envs in worker processes, as one env of batch
+    ``[num_workers, *sub_batch]``.
+
+    Arguments are those of :class:`~gpusim.envs.batched.base.BatchedEnvBase`, plus:
+
+    Keyword Args:
+        mp_start_method: ``"fork"`` (default on Linux), ``"spawn"`` (default elsewhere) or
+            ``"forkserver"``. Fork is never used once CUDA is initialised: a defaulted fork falls
+            back to spawn (with a warning), an explicit one raises. Spawned workers receive
+            their factory pickled (cloudpickle: lambdas are fine).
+        shared_memory: the exchange buffers live in shared memory (the only mode).
+        memmap: memory-mapped buffers (not supported: ``ValueError`` when ``True``).
+
+    The workers start on first use (or :meth:`start`); :meth:`configure_parallel` changes
+    their settings before that. :meth:`close` stops them and releases the shared memory; the
+    env is also cleaned up when garbage collected and at interpreter exit.
+
+    Examples:
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> env = ParallelEnv(2, PendulumEnv, {"g": 9.81})
+        >>> env.g
+        [9.81, 9.81]
+        >>> env.close()
+    """
+
+    def __init__(
+        self,
+        num_workers: int,
+        create_env_fn: Callable[..., EnvBase] | Sequence[Callable[..., EnvBase]],
+        create_env_kwargs: dict | Sequence[dict] | None = None,
+        *,
+        mp_start_method: str | None = None,
+        shared_memory: bool = True,
+        memmap: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(num_workers, create_env_fn, create_env_kwargs, **kwargs)
+        self.__dict__["_procs"] = []
+        self.__dict__["_conns"] = []
+        self.__dict__["_finalizer"] = None
+        self.__dict__["_poller"] = None
+        self.__dict__["_timeout"] = None
+        self.__dict__["mp_start_method"] = None
+        self.configure_parallel(mp_start_method=mp_start_method, shared_memory=shared_memory, memmap=memmap)
+
+    # ------------------------------------------------------------------ configuration
+    def configure_parallel(
+        self,
+        *,
+        mp_start_method: str | None = None,
+        num_threads: int | None = None,
+        num_sub_threads: int | None = None,
+        non_blocking: bool | None = None,
+        pin_memory: bool | None = None,
+        shared_memory: bool | None = None,
+        memmap: bool | None = None,
+        use_buffers: bool | None = None,
+    ) -> "ParallelEnv":
+        """Changes worker settings; only before the workers start.
+
+        Raises:
+            RuntimeError: when the workers are running (call :meth:`close` first).
+            ValueError: for an unknown start method or an unsupported buffer mode.
+        """
+        if self._started:
+            raise RuntimeError(
+                "configure_parallel must be called before the ParallelEnv starts (first reset, "
+                "step, seeding or attribute access); close() it first"
+            )
+        if mp_start_method is not None:
+            if mp_start_method not in mp.get_all_start_methods():
+                raise ValueError(
+                    f"mp_start_method must be one of {mp.get_all_start_methods()}, got {mp_start_method!r}"
+                )
+            if mp_start_method == "fork" and torch.cuda.is_initialized():
+                raise RuntimeError(
+                    "mp_start_method='fork' is unsafe once CUDA is initialised in this process; "
+                    "use 'spawn'"
+                )
+            self.__dict__["mp_start_method"] = mp_start_method
+        if num_threads is not None:
+            if not isinstance(num_threads, int) or num_threads < 1:
+                raise ValueError(f"num_threads must be a positive int, got {num_threads!r}")
+            self.__dict__["num_threads"] = num_threads
+        if num_sub_threads is not None:
+            if not isinstance(num_sub_threads, int) or num_sub_threads < 1:
+                raise ValueError(f"num_sub_threads must be a positive int, got {num_sub_threads!r}")
+            self.__dict__["num_sub_threads"] = num_sub_threads
+        if non_blocking is not None:
+            self.__dict__["non_blocking"] = bool(non_blocking)
+        if pin_memory is not None:
+            self.__dict__["pin_memory"] = bool(pin_memory)
+        if shared_memory is not None and not shared_memory:
+            raise ValueError("ParallelEnv only supports shared_memory=True (buffers in shared memory)")
+        if memmap:
+            raise ValueError("ParallelEnv does not support memmap=True; its buffers live in shared memory")
+        if use_buffers is not None and not use_buffers:
+            raise ValueError("ParallelEnv always exchanges data through buffers (use_buffers=True)")
+        return self
+
+    def _start_method(self) -> str:
+        method = self.mp_start_method
+        if method is None:
+            method = _default_start_method()
+            if method == "fork" and torch.cuda.is_initialized():
+                warnings.warn(
+                    "CUDA is initialised in this process: ParallelEnv starts its workers with "
+                    "'spawn' instead of 'fork'",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+                method = "spawn"
+        elif method == "fork" and torch.cuda.is_initialized():
+            raise RuntimeError(
+                "ParallelEnv(mp_start_method='fork') cannot start: CUDA is initialised in this "
+                "process, and forking it corrupts the GPU state of the children. Use 'spawn'."
+            )
+        return method
+
+    # ------------------------------------------------------------------ lifecycle
+    def _start_workers(self) -> None:
+        timeout = _read_timeout()
+        method = self._start_method()
+        ctx = mp.get_context(method)
+        buffers = Buffers.allocate(self._plan, self.meta_data, self.num_workers, share_memory=True)
+        tds = (buffers.inputs, buffers.reset_out, buffers.next_out)
+        procs: list = []
+        conns: list = []
+        d = self.__dict__
+        d["_procs"], d["_conns"], d["_timeout"] = procs, conns, timeout
+        # the finalizer holds the process list, not the env: it runs on garbage collection and
+        # at interpreter exit
+        d["_finalizer"] = weakref.finalize(self, _stop_processes, procs, conns, True)
+        try:
+            for i in range(self.num_workers):
+                parent_conn, child_conn = ctx.Pipe(duplex=True)
+                factory = self._worker_factory(i, method)
+                # a forked child inherits every parent end opened so far: it closes them
+                inherited = [*conns, parent_conn] if method == "fork" else []
+                proc = ctx.Process(
+                    target=_worker.worker_main,
+                    name=f"gpusim-ParallelEnv-worker-{i}",
+                    args=(i, child_conn, factory, self._plan, tds, self.num_sub_threads, os.getpid(), inherited),
+                    daemon=True,
+                )
+                proc.start()
+                child_conn.close()
+                procs.append(proc)
+                conns.append(parent_conn)
+            d["_exchange"] = buffers
+            self._build_poller()
+            self._gather(list(range(self.num_workers)), "start", max(timeout, _START_TIMEOUT))
+        except BaseException:
+            self._abort()
+            raise
+
+    def _worker_factory(self, i: int, method: str) -> Callable[[], EnvBase]:
+        fn, kwargs = self.create_env_fn[i], self.create_env_kwargs[i]
+        if method == "fork":
+            return lambda: fn(**kwargs)
+        if isinstance(fn, EnvCreator):
+            return _CreatorCall(fn, kwargs)
+        return _worker.PickledFactory(fn, kwargs)
+
+    def _build_poller(self) -> None:
+        fd_map = {}
+        poller = None
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            for i, (conn, proc) in enumerate(zip(self._conns, self._procs)):
+                poller.register(conn.fileno(), select.POLLIN)
+                poller.register(proc.sentinel, select.POLLIN)
+                fd_map[conn.fileno()] = ("conn", i)
+                fd_map[proc.sentinel] = ("proc", i)
+        self.__dict__["_poller"] = (poller, fd_map)
+
+    def _shutdown_workers(self) -> None:
+        finalizer = self.__dict__.get("_finalizer")
+        if finalizer is not None:
+            finalizer()  # graceful close, then terminate/kill; idempotent
+        self.__dict__["_finalizer"] = None
+        self.__dict__["_poller"] = None
+
+    def _abort(self) -> None:
+        """Stops every worker at once (after a failure) and forgets the buffers."""
+        finalizer = self.__dict__.get("_finalizer")
+        if finalizer is not None:
+            finalizer.detach()
+        _stop_processes(self._procs, self._conns, graceful=False)
+        d = self.__dict__
+        d["_finalizer"] = None
+        d["_poller"] = None
+        d["_exchange"] = None
+        d["_started"] = False
+        d["_builder_cache"] = None
+        d["_staging"] = {}
+
+    # ------------------------------------------------------------------ messaging
+    def _send(self, workers: Sequence[int], payload: bytes, command: str) -> None:
+        conns = self._conns
+        for i in workers:
+            try:
+                conns[i].send_bytes(payload)
+            except (OSError, ValueError) as err:
+                self._fail(i, command, f"its pipe is closed ({err}); it is probably dead")
+
+    def _gather(self, workers: Sequence[int], command: str, timeout: float | None = None) -> list:
+        """Waits for one answer from each of ``workers``; returns their values in order."""
+        timeout = self._timeout if timeout is None else timeout
+        conns, procs = self._conns, self._procs
+        pending = set(workers)
+        values: dict[int, Any] = {}
+        deadline = time.monotonic() + timeout
+        poller, fd_map = self._poller
+        errors: list[tuple[int, tuple]] = []
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                i = min(pending)
+                self._abort_and_raise(
+                    WorkerTimeoutError(
+                        f"ParallelEnv worker {i} did not answer {command!r} within {timeout:g} s "
+                        f"(BATCHED_PIPE_TIMEOUT); all workers were stopped",
+                        i,
+                    )
+                )
+            if poller is not None:
+                events = poller.poll(remaining * 1000.0)
+                ready = [fd_map[fd] for fd, _ in events]
+            else:  # pragma: no cover - Windows
+                objs = [conns[i] for i in pending] + [procs[i].sentinel for i in pending]
+                got = mp.connection.wait(objs, timeout=remaining)
+                ready = [("conn", i) for i in pending if conns[i] in got]
+                ready += [("proc", i) for i in pending if procs[i].sentinel in got]
+            died = []
+            for kind, i in ready:
+                if i not in pending:
+                    continue
+                if kind == "proc":
+                    died.append(i)
+                    continue
+                try:
+                    data = conns[i].recv_bytes()
+                except (EOFError, OSError):
+                    died.append(i)
+                    continue
+                pending.discard(i)
+                if data == _worker.ACK:
+                    values[i] = None
+                    continue
+                answer = _worker.decode(data)
+                if answer[0] == "error":
+                    errors.append((i, answer))
+                    continue
+                values[i] = answer[1]
+            for i in died:
+                if i in pending and not conns[i].poll(0):
+                    procs[i].join(0.5)
+                    code = procs[i].exitcode
+                    self._fail(i, command, f"died (exit code {code})")
+        if errors:
+            self._raise_remote(*errors[0], command=command)
+        return [values[i] for i in workers]
+
+    def _fail(self, i: int, command: str, what: str) -> None:
+        pid = None
+        try:
+            pid = self._procs[i].pid
+        except (IndexError, ValueError):
+            pass
+        self._abort_and_raise(
+            WorkerError(
+                f"ParallelEnv worker {i} (pid {pid}) {what} during {command!r}; all workers were "
+                "stopped",
+                i,
+            )
+        )
+
+    def _raise_remote(self, i: int, answer: tuple, command: str) -> None:
+        _, exc_bytes, type_name, message, tb = answer
+        exc = None
+        if exc_bytes is not None:
+            try:
+                exc = _worker.decode(exc_bytes)
+            except Exception:  # the exception type may not exist in this process
+                exc = None
+        err = WorkerError(
+            f"ParallelEnv worker {i} raised {type_name}: {message} during {command!r}; all workers "
+            f"were stopped.\nWorker traceback:\n{tb}",
+            i,
+            type_name,
+            tb,
+        )
+        if type_name == "AttributeError" and command.startswith("getattr"):
+            # attribute access keeps Python's contract (hasattr/getattr default)
+            raise AttributeError(message) from None
+        try:
+            self._abort_and_raise(err, cause=exc)
+        finally:
+            err = exc = None
+
+    def _abort_and_raise(self, err: BaseException, cause: BaseException | None = None) -> None:
+        self._abort()
+        try:
+            if cause is not None:
+                raise err from cause
+            raise err
+        finally:  # no exception <-> frame cycle: the buffers are freed with the exception
+            err = cause = None
+
+    # ------------------------------------------------------------------ commands
+    def _run_step(self, present: tuple | None) -> None:
+        workers = range(self.num_workers)
+        if present is None:
+            self._send(workers, _worker.STEP, "step")
+        else:
+            self._send(workers, _worker.encode(("step", present)), "step")
+        self._gather(workers, "step")
+
+    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
+        self._send(workers, _worker.encode(("reset", present, kwargs)), "reset")
+        self._gather(workers, "reset")
+
+    def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
+        for i in range(self.num_workers):
+            self._send([i], _worker.encode(("seed", seed, static_seed)), "set_seed")
+            (seed,) = self._gather([i], "set_seed")
+        return seed
+
+    def _run_getattr(self, name: str) -> list[tuple[bool, Any]]:
+        workers = range(self.num_workers)
+        self._send(workers, _worker.encode(("getattr", name)), f"getattr({name!r})")
+        return self._gather(workers, f"getattr({name!r})")
+
+    def _run_call(self, name: str, args: tuple, kwargs: dict) -> list:
+        workers = range(self.num_workers)
+        self._send(workers, _worker.encode(("call", name, args, kwargs)), f"{name}()")
+        return self._gather(workers, f"{name}()")
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """The pids of the running workers (empty when not started)."""
+        return [proc.pid for proc in self._procs] if self._started else []
+
+
+class _CreatorCall:
+    """``EnvCreator`` plus kwargs, callable without arguments (keeps the creator picklable with
+    its shared tensors sent by handle)."""
+
+    def __init__(self, creator: EnvCreator, kwargs: dict) -> None:
+        self.creator = creator
+        self.kwargs = kwargs
+
+    def __call__(self) -> EnvBase:
+        return self.creator(**self.kwargs)
