@@ -624,7 +624,3 @@ def is_index(key: Any) -> bool:
         return not all(isinstance(k, (str, tuple)) and not is_index(k) for k in key)
     return isinstance(key, _INDEX_TYPES) or isinstance(key, np.integer)
 
-
-def normalize_dims(shape: Sequence[int]) -> torch.Size:
-    """Alias of :func:`as_size` for sequences."""
-    return as_size(shape)

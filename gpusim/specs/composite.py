@@ -251,8 +251,8 @@ class Composite:
                 f"start with the Composite shape {tuple(self._shape)}"
             )
         if self._device is not None and value.device != self._device:
-            if isinstance(value, Composite):
-                value = value.to(self._device)
+            if isinstance(value, Composite) and not value.is_locked:
+                value.device = self._device  # in place: the caller's object is the one stored
             else:
                 value = value.to(self._device)
         if self._locked and isinstance(value, Composite):

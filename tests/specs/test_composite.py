@@ -222,3 +222,12 @@ def test_equality() -> None:
     assert make((2,)) != other
     with pytest.raises(AttributeError, match="obs"):
         other.obs = Unbounded()
+
+
+def test_nested_composite_is_stored_by_reference() -> None:
+    parent = Composite(shape=(2,), device="cpu")
+    child = Composite(shape=(2,))
+    parent["child"] = child
+    assert parent["child"] is child and child.device == torch.device("cpu")
+    child["x"] = Unbounded(shape=(2,))
+    assert ("child", "x") in parent
