@@ -43,3 +43,4 @@ from gpusim.transforms.actions import ActionMask, DiscreteActionProjection
 from gpusim.transforms.checks import FiniteTensorDictCheck
 from gpusim.transforms.crop import RandomCropTensorDict
 from gpusim.transforms.pixels import CenterCrop, GrayScale, Resize, ToTensorImage
+from gpusim.transforms.rl_models import KLRewardTransform, R3MTransform, VC1Transform, VIPRewardTransform, VIPTransform
