@@ -175,7 +175,8 @@ def check_vecnorm_args(
         TypeError: statistics are not floating point.
 
     Examples:
-        >>> check_vecnorm_args(torch.zeros(4, 3), torch.zeros(3), torch.zeros(3), torch.zeros(()), 1)
+        >>> stats = (torch.zeros(3), torch.zeros(3), torch.zeros(()))
+        >>> check_vecnorm_args(torch.zeros(4, 3), *stats, 1)
     """
     for name, t in (("loc_sum", loc_sum), ("sq_sum", sq_sum), ("count", count)):
         if not t.is_floating_point():

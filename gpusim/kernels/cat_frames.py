@@ -133,7 +133,7 @@ def _cat_frames_update_op(
     padding: str,
     padding_value: float,
 ) -> torch.Tensor:
-    """``torch.ops.gpusim.cat_frames_update``: the Triton kernel on CUDA, the reference elsewhere."""
+    """``torch.ops.gpusim.cat_frames_update``: Triton on CUDA, the reference elsewhere."""
     if buffer.device.type == "cuda":
         from gpusim.kernels._dispatch import triton_available
 

@@ -18,13 +18,12 @@ Examples:
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 import triton
 import triton.language as tl
 
 from gpusim.kernels._checks import check_cat_frames_args, frame_layout
+from gpusim.kernels._host import cdiv, device_guard, next_pow2
 
 __all__ = ["cat_frames_update_triton"]
 
@@ -122,11 +121,10 @@ def cat_frames_update_triton(
         pad = int(bool(padding_value))
     else:
         pad = int(padding_value)
-    block_s = min(triton.next_power_of_2(slot), 1024)
+    block_s = min(next_pow2(slot), 1024)
     block_o = max(1, _TILE // block_s)
-    grid = (triton.cdiv(outer, block_o), triton.cdiv(slot, block_s))
-    on_cuda = buffer.device.type == "cuda"
-    with torch.cuda.device(buffer.device) if on_cuda else contextlib.nullcontext():
+    grid = (cdiv(outer, block_o), cdiv(slot, block_s))
+    with device_guard(buffer.device):
         _cat_frames_kernel[grid](
             buf_k,
             frame_k,

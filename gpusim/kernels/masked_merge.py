@@ -169,7 +169,7 @@ def _masked_merge_fake(
 def _masked_fill_rows_op(
     dst: list[torch.Tensor], src: list[torch.Tensor], masks: list[torch.Tensor]
 ) -> None:
-    """``torch.ops.gpusim.masked_fill_rows_``: the Triton kernel on CUDA, the reference elsewhere."""
+    """``torch.ops.gpusim.masked_fill_rows_``: Triton on CUDA, the reference elsewhere."""
     if len(dst) and dst[0].device.type == "cuda":
         from gpusim.kernels._dispatch import triton_available
 

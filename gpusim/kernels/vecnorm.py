@@ -341,6 +341,8 @@ def _vecnorm_update_normalize_op(
 
 
 @_vecnorm_update_normalize_op.register_fake
-def _vecnorm_update_normalize_fake(x, loc_sum, sq_sum, count, decay, eps, batch_ndim):  # noqa: ANN001, ANN202
+def _vecnorm_update_normalize_fake(  # noqa: ANN202
+    x, loc_sum, sq_sum, count, decay, eps, batch_ndim  # noqa: ANN001
+):
     check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
     return torch.empty(x.shape, dtype=_out_dtype(x, loc_sum), device=x.device)

@@ -23,7 +23,6 @@ Examples:
 
 from __future__ import annotations
 
-import contextlib
 import struct
 
 import torch
@@ -31,6 +30,7 @@ import triton
 import triton.language as tl
 
 from gpusim.kernels._checks import check_vecnorm_args
+from gpusim.kernels._host import cdiv, device_guard, next_pow2
 
 __all__ = [
     "vecnorm_update_triton_",
@@ -146,11 +146,11 @@ def _plan(x: torch.Tensor, loc_sum: torch.Tensor, batch_ndim: int) -> dict:
     rows = 1
     for s in x.shape[:batch_ndim]:
         rows *= s
-    feats = max(loc_sum.numel(), 1)
-    block_f = min(triton.next_power_of_2(feats), 128)
-    block_r = max(1, min(triton.next_power_of_2(max(rows, 1)), _TILE // block_f))
-    f_blocks = triton.cdiv(feats, block_f)
-    p = max(1, min(triton.cdiv(rows, block_r), _MAX_ROW_PROGRAMS, _MAX_PROGRAMS // f_blocks))
+    feats = loc_sum.numel()
+    block_f = min(next_pow2(feats), 128)
+    block_r = max(1, min(next_pow2(max(rows, 1)), _TILE // block_f))
+    f_blocks = cdiv(feats, block_f)
+    p = max(1, min(cdiv(rows, block_r), _MAX_ROW_PROGRAMS, _MAX_PROGRAMS // f_blocks))
     acc = tl.float64 if loc_sum.dtype == torch.float64 else tl.float32
     acc_torch = torch.float64 if loc_sum.dtype == torch.float64 else torch.float32
     return dict(
@@ -161,10 +161,6 @@ def _plan(x: torch.Tensor, loc_sum: torch.Tensor, batch_ndim: int) -> dict:
 
 def _flat(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().reshape(-1)
-
-
-def _device_ctx(t: torch.Tensor):
-    return torch.cuda.device(t.device) if t.device.type == "cuda" else contextlib.nullcontext()
 
 
 def _update(
@@ -195,6 +191,24 @@ def _out_dtype(x: torch.Tensor, loc_sum: torch.Tensor) -> torch.dtype:
     return torch.promote_types(x.dtype, loc_sum.dtype)
 
 
+def _run_reference(
+    x: torch.Tensor,
+    loc_sum: torch.Tensor,
+    sq_sum: torch.Tensor,
+    count: torch.Tensor,
+    decay: float | None,
+    eps: float | None,
+    batch_ndim: int,
+) -> torch.Tensor | None:
+    from gpusim.kernels import vecnorm as ref
+
+    if decay is not None:
+        ref.vecnorm_update_reference_(x, loc_sum, sq_sum, count, decay, batch_ndim)
+    if eps is not None:
+        return ref.vecnorm_normalize_reference(x, loc_sum, sq_sum, count, eps)
+    return None
+
+
 def _run(
     x: torch.Tensor,
     loc_sum: torch.Tensor,
@@ -206,6 +220,8 @@ def _run(
 ) -> torch.Tensor | None:
     """Update (``decay`` given) and/or normalize (``eps`` given) in at most two launches."""
     check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
+    if loc_sum.numel() == 0:  # no features: nothing for a kernel to do
+        return _run_reference(x, loc_sum, sq_sum, count, decay, eps, batch_ndim)
     plan = _plan(x, loc_sum, batch_ndim)
     x2 = _flat(x)
     loc, sq, cnt = _flat(loc_sum), _flat(sq_sum), _flat(count)
@@ -214,7 +230,7 @@ def _run(
     if eps is not None:
         out = torch.empty(x.shape, dtype=_out_dtype(x, loc_sum), device=x.device)
         out2 = out.reshape(-1)
-    with _device_ctx(x):
+    with device_guard(x.device):
         ws = loc
         if decay is not None:
             ws = _update(x2, loc, sq, cnt, decay, plan)
@@ -313,7 +329,8 @@ def vecnorm_update_normalize_triton_(
 
     Examples:
         >>> loc, sq, cnt = torch.zeros(2), torch.zeros(2), torch.zeros(())
-        >>> y = vecnorm_update_normalize_triton_(torch.randn(5, 2), loc, sq, cnt, 1.0, 1e-4, 1)  # doctest: +SKIP
+        >>> x = torch.randn(5, 2)
+        >>> y = vecnorm_update_normalize_triton_(x, loc, sq, cnt, 1.0, 1e-4, 1)  # doctest: +SKIP
     """
     out = _run(x, loc_sum, sq_sum, count, decay, eps, batch_ndim)
     assert out is not None

@@ -119,6 +119,19 @@ def test_kernel_mixed_dtypes_and_noncontiguous(spy_kernel):
     assert stats_k[2].item() == 9
 
 
+def test_kernel_empty_features_and_rows(spy_kernel):
+    from gpusim.kernels.vecnorm_triton import vecnorm_update_normalize_triton_
+
+    spy_kernel(KMOD, "_vecnorm_partial_kernel")
+    loc, sq, cnt = _stats((0,))
+    y = vecnorm_update_normalize_triton_(torch.zeros(5, 0), loc, sq, cnt, 0.5, EPS, 1)
+    assert y.shape == (5, 0) and cnt.item() == 5
+    loc, sq, cnt = torch.ones(3), torch.full((3,), 2.0), torch.full((), 1.0)
+    y = vecnorm_update_normalize_triton_(torch.zeros(0, 3), loc, sq, cnt, 0.5, EPS, 1)
+    assert y.shape == (0, 3) and cnt.item() == 0.5
+    assert torch.equal(loc, torch.full((3,), 0.5)) and torch.equal(sq, torch.ones(3))
+
+
 def test_dispatch_and_ops_on_cpu():
     gen = torch.Generator().manual_seed(12)
     x = torch.randn(33, 3, generator=gen)
