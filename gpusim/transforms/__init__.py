@@ -44,3 +44,5 @@ from gpusim.transforms.checks import FiniteTensorDictCheck
 from gpusim.transforms.crop import RandomCropTensorDict
 from gpusim.transforms.pixels import CenterCrop, GrayScale, Resize, ToTensorImage
 from gpusim.transforms.rl_models import KLRewardTransform, R3MTransform, VC1Transform, VIPRewardTransform, VIPTransform
+from gpusim.transforms.loggers import CSVLogger, Logger
+from gpusim.transforms.recorders import TensorDictRecorder, VideoRecorder
