@@ -37,7 +37,7 @@ class NativeEnv(EnvBase):
     """Base of the native envs: owns a :class:`CounterRNG` for reset noise and its seeding.
 
     Subclasses call ``super().__init__(batch_size, device, seed, num_noise=...)`` and draw their
-    start states from :meth:`_noise` (``[*B, num_noise]`` uniforms in ``[0, 1)``). The counter
+    start states from :meth:`_noise` (``[*B, num_noise]`` uniforms in ``[low, high]``). The counter
     that makes consecutive resets differ is a device buffer advanced in place.
 
     Args:
@@ -70,8 +70,9 @@ class NativeEnv(EnvBase):
         if self._rng is not None:
             self._rng.counter.add_(1)
 
-    def _noise(self) -> torch.Tensor:
-        return self._rng.uniform()
+    def _noise(self, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
+        """``[*B, num_noise]`` float32 uniforms in ``[low, high]`` (advances the counter)."""
+        return self._rng.uniform_range(low, high)
 
     def _set_seed(self, seed: int | None) -> None:
         if self._rng is not None:

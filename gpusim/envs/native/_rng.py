@@ -7,11 +7,12 @@ call). The only mutable state is a one-element ``int64`` counter tensor that liv
 device and is incremented in place at each draw: no Python value changes between calls, so a
 compiled graph is never recompiled and no host-device synchronisation happens.
 
-The hash is Chris Wellons' ``lowbias32`` (xor-shift / multiply, found with hash-prospector),
-written with ``int64`` tensors holding 32-bit values: every product is split so that it never
-overflows 63 bits, every right shift is of a non-negative value (so arithmetic and logical
-shifts agree), and results are masked back to 32 bits. These integer ops work in eager and
-compiled mode on CPU and CUDA.
+The hash is a two-round xorshift-multiply bijection of 32-bit integers (shifts 15, 12, 15 and
+multipliers ``0x2c1b3c6d``, ``0x297a2d39``, a parameter set from Chris Wellons' hash-prospector
+search), written with ``int64`` tensors holding 32-bit values: both multipliers are below
+``2**30``, so no product of a 32-bit value overflows 63 bits; every right shift is of a
+non-negative value (arithmetic and logical shifts agree); products are masked back to 32 bits.
+These integer ops work in eager and compiled mode on CPU and CUDA.
 
 Each 32-bit hash yields either two 16-bit uniforms (``bits=16``, the cheap default for reset
 noise: one hash per two numbers) or one 24-bit uniform (``bits=24``, the full precision of a
@@ -28,21 +29,13 @@ __all__ = ["CounterRNG", "hash32", "seed_to_key"]
 
 _MASK32 = 0xFFFFFFFF
 _MASK16 = 0xFFFF
-# lowbias32 multipliers, each split into 16-bit halves so that x * half < 2**48.
-_C1 = 0x7FEB352D
-_C2 = 0x846CA68B
-_GOLDEN = 0x9E3779B9  # 2**32 / phi, decorrelates consecutive counters
-
-
-def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
-    """``(x * c) mod 2**32`` for ``x`` in ``[0, 2**32)`` without int64 overflow."""
-    lo = x * (c & _MASK16)
-    hi = ((x * (c >> 16)) & _MASK16) << 16
-    return (lo + hi) & _MASK32
+_C1 = 0x2C1B3C6D  # < 2**30: x * C1 < 2**62 for any 32-bit x
+_C2 = 0x297A2D39  # < 2**30
+_GOLDEN = 0x61C88647  # 2**32 - 2**32 / phi (odd, < 2**31): spreads consecutive counters
 
 
 def hash32(x: torch.Tensor) -> torch.Tensor:
-    """The ``lowbias32`` bijection of ``[0, 2**32)``, on ``int64`` tensors.
+    """A bijection of ``[0, 2**32)`` with good avalanche, on ``int64`` tensors.
 
     Args:
         x: an ``int64`` tensor with values in ``[0, 2**32)``.
@@ -53,13 +46,13 @@ def hash32(x: torch.Tensor) -> torch.Tensor:
     Examples:
         >>> import torch
         >>> hash32(torch.tensor([0, 1, 2])).tolist()
-        [0, 1753845952, 3507691905]
+        [0, 3979630085, 65356255]
     """
-    x = x ^ (x >> 16)
-    x = _mul32(x, _C1)
     x = x ^ (x >> 15)
-    x = _mul32(x, _C2)
-    return x ^ (x >> 16)
+    x = (x * _C1) & _MASK32
+    x = x ^ (x >> 12)
+    x = (x * _C2) & _MASK32
+    return x ^ (x >> 15)
 
 
 def seed_to_key(seed: int) -> int:
@@ -155,11 +148,20 @@ class CounterRNG(torch.nn.Module):
     def bits32(self) -> torch.Tensor:
         """Draw raw 32-bit hashes, ``[*batch_size, num_hashes]`` int64, and advance the counter."""
         counter = self.counter
-        # one scalar per call: depends on (key, counter) only
-        base = hash32(self.key ^ _mul32(counter & _MASK32, _GOLDEN))
-        base = hash32(base ^ ((counter >> 32) & _MASK32))
+        # one scalar per call, from (key, counter); XOR keeps lane ids distinct within a call
+        base = hash32(self.key ^ (((counter & _MASK32) * _GOLDEN) & _MASK32))
         counter.add_(1)
-        return hash32((self.lanes + base) & _MASK32)
+        return hash32(self.lanes ^ base)
+
+    def _ints(self) -> tuple[torch.Tensor, float]:
+        """Integer draws ``[*batch_size, num]`` (as int64) and the scale that maps them to [0, 1)."""
+        h = self.bits32()
+        if self.bits == 16:
+            u = torch.cat((h & _MASK16, h >> 16), dim=-1)
+            if u.shape[-1] != self.num:
+                u = u[..., : self.num]
+            return u, 1.0 / 65536.0
+        return h >> 8, 1.0 / 16777216.0
 
     def uniform(self) -> torch.Tensor:
         """Draw ``[*batch_size, num]`` float32 numbers in ``[0, 1)`` and advance the counter.
@@ -167,20 +169,15 @@ class CounterRNG(torch.nn.Module):
         Returns:
             A float32 tensor on the generator's device.
         """
-        h = self.bits32()
-        if self.bits == 16:
-            u = torch.stack((h & _MASK16, h >> 16), dim=-1).flatten(-2)
-            if u.shape[-1] != self.num:
-                u = u[..., : self.num]
-            return u.to(torch.float32) * (1.0 / 65536.0)
-        return (h >> 8).to(torch.float32) * (1.0 / 16777216.0)
+        ints, scale = self._ints()
+        return ints.to(torch.float32).mul_(scale)
 
-    def uniform_range(self, low: torch.Tensor | float, high: torch.Tensor | float) -> torch.Tensor:
-        """Draw ``[*batch_size, num]`` numbers uniform in ``[low, high]`` (broadcast over lanes).
+    def uniform_range(self, low: float, high: float) -> torch.Tensor:
+        """Draw ``[*batch_size, num]`` float32 numbers uniform in ``[low, high]``.
 
         Args:
-            low: lower bound(s), a float or a tensor broadcastable to ``[num]``.
-            high: upper bound(s), same rules.
+            low: the lower bound (a Python float, the same for every lane).
+            high: the upper bound.
 
         Returns:
             A float32 tensor ``low + (high - low) * u``.
@@ -191,4 +188,5 @@ class CounterRNG(torch.nn.Module):
             >>> bool(((x >= -0.05) & (x <= 0.05)).all())
             True
         """
-        return self.uniform() * (high - low) + low
+        ints, scale = self._ints()
+        return ints.to(torch.float32).mul_((high - low) * scale).add_(low)

@@ -154,7 +154,7 @@ class AcrobotEnv(NativeEnv):
         return torch.cat((c[..., 0:1], s[..., 0:1], c[..., 1:2], s[..., 1:2], state[..., 2:4]), -1)
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        state = self._noise() * 0.2 - 0.1
+        state = self._noise(-0.1, 0.1)
         done, terminated = self._flags()
         return self._out(observation=self._obs(state), state=state, done=done, terminated=terminated)
 

@@ -141,7 +141,7 @@ class CartPoleEnv(NativeEnv):
         return self.masspole * self.length
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        state = self._noise() * 0.1 - 0.05
+        state = self._noise(-0.05, 0.05)
         done, terminated = self._flags()
         return self._out(observation=state, state=state, done=done, terminated=terminated)
 

@@ -96,7 +96,7 @@ class _MountainCarBase(NativeEnv):
         self.full_done_spec = done_spec(B, dev)
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        position = self._noise() * 0.2 - 0.6
+        position = self._noise(-0.6, -0.4)
         state = torch.cat((position, torch.zeros_like(position)), -1)
         done, terminated = self._flags()
         return self._out(observation=state, state=state, done=done, terminated=terminated)

@@ -119,7 +119,7 @@ class PendulumEnv(NativeEnv):
         return torch.stack((torch.cos(theta), torch.sin(theta), theta_dot), -1)
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        state = (self._noise() * 2.0 - 1.0) * self._reset_high
+        state = self._noise(-1.0, 1.0) * self._reset_high
         done, terminated = self._flags()
         theta, theta_dot = state.unbind(-1)
         return self._out(observation=self._obs(theta, theta_dot), state=state, done=done, terminated=terminated)

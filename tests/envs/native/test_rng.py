@@ -10,21 +10,35 @@ import torch
 from gpusim.envs.native._rng import CounterRNG, hash32, seed_to_key
 
 
-def _lowbias32(x: int) -> int:
+def _reference_hash(x: int) -> int:
     m = 0xFFFFFFFF
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & m
     x ^= x >> 15
-    x = (x * 0x846CA68B) & m
-    return x ^ (x >> 16)
+    x = (x * 0x2C1B3C6D) & m
+    x ^= x >> 12
+    x = (x * 0x297A2D39) & m
+    return x ^ (x >> 15)
 
 
 def test_hash32_matches_python_reference_on_full_32bit_range() -> None:
     rnd = random.Random(0)
     xs = [0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF] + [rnd.getrandbits(32) for _ in range(2000)]
     out = hash32(torch.tensor(xs, dtype=torch.int64))
-    assert out.tolist() == [_lowbias32(x) for x in xs]
+    assert out.tolist() == [_reference_hash(x) for x in xs]
     assert int(out.min()) >= 0 and int(out.max()) <= 0xFFFFFFFF
+
+
+def test_hash32_avalanche() -> None:
+    """Flipping any input bit flips each output bit with probability close to 1/2."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 2**32, (20000,), generator=g, dtype=torch.int64)
+    base = hash32(x)
+    bits = torch.arange(32)
+    worst = 0.0
+    for b in range(32):
+        diff = base ^ hash32(x ^ (1 << b))
+        p = ((diff.unsqueeze(-1) >> bits) & 1).double().mean(0)
+        worst = max(worst, float((p - 0.5).abs().max()))
+    assert worst < 0.02, worst
 
 
 def test_seed_to_key_separates_seeds_and_validates() -> None:
