@@ -178,18 +178,42 @@ class TDBuilder:
 
 
 def leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> list[torch.Tensor]:
-    """The tensors of ``keys`` in ``td``.
+    """The tensors of ``keys`` in ``td`` (plain tensordicts are read without validation).
 
     Raises:
         KeyError: naming the first missing key.
     """
+    plain = type(td) is TensorDict
     out = []
     for key in keys:
-        value = td.get(key, None)
+        value = None
+        if plain:
+            if isinstance(key, str):
+                value = td._tensordict.get(key)
+            else:
+                node = td
+                for part in key:
+                    if type(node) is not TensorDict:
+                        node = node.get(part, None) if node is not None else None
+                    else:
+                        node = node._tensordict.get(part)
+                    if node is None:
+                        break
+                value = node
+        else:
+            value = td.get(key, None)
         if value is None:
             raise KeyError(f"the tensordict has no entry {key!r} (keys: {list(td.keys(True, True))})")
         out.append(value)
     return out
+
+
+def maybe_leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> list[torch.Tensor | None]:
+    """Like :func:`leaves`, with ``None`` for missing entries."""
+    if type(td) is TensorDict and all(isinstance(k, str) for k in keys):
+        get = td._tensordict.get
+        return [get(k) for k in keys]
+    return [td.get(k, None) for k in keys]
 
 
 @dataclass

@@ -1,10 +1,10 @@
 """The loop of a ``ParallelEnv`` worker process, and the wire format of its pipe.
 
-Messages are bytes. The hot commands are single bytes (``b"s"``: step every input entry;
-answer ``b"k"``); every other command or answer is a pickled tuple (pickles never start with
-``b"s"`` or ``b"k"``):
+Messages are bytes. The hot commands are single bytes: ``b"s"`` steps on every input entry,
+``b"S"`` steps and resets the env if a row is done; answers ``b"k"`` (no reset) or ``b"r"``
+(reset). Every other command or answer is a pickled tuple (pickles start with ``b"\\x80"``):
 
-* ``("step", present)``, ``("reset", present, kwargs)``, ``("seed", seed, static_seed)``,
+* ``("step", present, auto_reset)``, ``("reset", present, kwargs)``, ``("seed", seed, static_seed)``,
   ``("getattr", name)``, ``("call", name, args, kwargs)``, ``("close",)``;
 * answers ``("ok", value)`` or ``("error", pickled_exception_or_None, type_name, message,
   traceback)``.
@@ -28,10 +28,12 @@ import torch
 
 from gpusim.envs.batched import _serialize
 
-__all__ = ["worker_main", "PickledFactory", "encode", "decode", "STEP", "ACK"]
+__all__ = ["worker_main", "PickledFactory", "encode", "decode", "STEP", "STEP_RESET", "ACK", "ACK_RESET"]
 
 STEP = b"s"
+STEP_RESET = b"S"
 ACK = b"k"
+ACK_RESET = b"r"
 _IDLE_CHECK_S = 1.0
 
 
@@ -119,13 +121,13 @@ def worker_main(
                     break
                 continue
             data = recv()
-            if data == STEP:
+            if data == STEP or data == STEP_RESET:
                 try:
-                    runner.step(None)
+                    did_reset = runner.step(None, data == STEP_RESET)
                 except BaseException as err:
                     send(_error(err))
                     continue
-                send(ACK)
+                send(ACK_RESET if did_reset else ACK)
                 continue
             message = decode(data)
             command = message[0]
@@ -139,8 +141,7 @@ def worker_main(
                 break
             try:
                 if command == "step":
-                    runner.step(message[1])
-                    value = None
+                    value = runner.step(message[1], message[2])
                 elif command == "reset":
                     runner.reset(message[1], message[2])
                     value = None

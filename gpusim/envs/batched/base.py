@@ -31,9 +31,11 @@ from typing import Any, Callable, Sequence
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.batched._shared import KeyPlan, TDBuilder
+from gpusim.envs._fasttd import fast_set
+from gpusim.envs.batched._shared import KeyPlan, TDBuilder, leaves, maybe_leaves
 from gpusim.envs.batched.metadata import EnvMetaData, get_env_metadata
 from gpusim.envs.common import EnvBase
+from gpusim.kernels.masked_merge import masked_merge
 
 __all__ = ["BatchedEnvBase"]
 
@@ -75,6 +77,20 @@ def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
                     return f"{name}[{key!r}]: {sb[key]} vs {sa[key]}"
             return name
     return None
+
+
+def _set_unshared(td: TensorDictBase, key: tuple, value: torch.Tensor, copied: set) -> None:
+    """Sets a nested entry after replacing the nested nodes on its path by shallow copies (the
+    nodes of a ``step_mdp`` output may be shared with the ``"next"`` entry of the step)."""
+    node = td
+    for part in key[:-1]:
+        child = node.get(part)
+        if id(child) not in copied:
+            child = child.copy()
+            copied.add(id(child))
+            node.set(part, child)
+        node = child
+    node.set(key[-1], value)
 
 
 class BatchedEnvBase(EnvBase):
@@ -214,9 +230,11 @@ class BatchedEnvBase(EnvBase):
 
     # ------------------------------------------------------------------ worker commands
     @abc.abstractmethod
-    def _run_step(self, present: tuple | None) -> None:
+    def _run_step(self, present: tuple | None, auto_reset: bool = False) -> list[bool]:
         """Every worker steps on its input row (the ``present`` entries of ``plan.input_keys``,
-        ``None``: all) and writes its ``"next"`` row."""
+        ``None``: all) and writes its ``"next"`` row; with ``auto_reset``, a worker with a done
+        row also resets and writes its next root into the reset row. Returns, per worker,
+        whether it reset."""
 
     @abc.abstractmethod
     def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
@@ -311,22 +329,64 @@ class BatchedEnvBase(EnvBase):
         return self._output(b.reset_out_leaves, self._builders["reset"])
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._step_workers(tensordict, auto_reset=False)[0]
+
+    def _step_proc(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # the workers' outputs are complete (done levels, echoed state): no completion pass
+        next_td = self._step(tensordict)
+        if self.run_type_checks:
+            self._type_check(next_td)
+        return next_td
+
+    def _reset_proc(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        return self._reset(tensordict, **kwargs)
+
+    def _step_workers(self, tensordict: TensorDictBase, auto_reset: bool) -> tuple[TensorDictBase, list[bool]]:
         self._ensure_started()
         self._wait_transfers()
         b = self._exchange
         plan = self._plan
-        values = [tensordict.get(k, None) for k in plan.input_keys]
+        values = maybe_leaves(tensordict, plan.input_keys)
         if all(v is not None for v in values):
             torch._foreach_copy_(b.input_leaves, values)
-            self._run_step(None)
+            did_reset = self._run_step(None, auto_reset)
         else:
             for key, v in zip(plan.action_keys, values):
                 if v is None:
                     raise KeyError(f"the input tensordict has no action entry {key!r}")
             present = tuple(i for i, v in enumerate(values) if v is not None)
             torch._foreach_copy_([b.input_leaves[i] for i in present], [values[i] for i in present])
-            self._run_step(present)
-        return self._output(b.next_leaves, self._builders["next"])
+            did_reset = self._run_step(present, auto_reset)
+        return self._output(b.next_leaves, self._builders["next"]), did_reset
+
+    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        """Steps, builds the next root and resets the done rows, in one round of worker calls.
+
+        Each worker with a done row resets right after its step (its own ``step_mdp`` and
+        ``maybe_reset``) and hands back its next root; the rows of the other workers come from
+        ``step_mdp`` of the step output, as in :meth:`EnvBase.step_and_maybe_reset`.
+        """
+        self._check_batch(tensordict)
+        next_td, did_reset = self._step_workers(tensordict, auto_reset=True)
+        if self.run_type_checks:
+            self._type_check(next_td)
+        fast_set(tensordict, "next", next_td)
+        tensordict_ = self._step_mdp(tensordict)
+        if any(did_reset):
+            b = self._exchange
+            keys = self._plan.reset_out_keys
+            reset_leaves = self._output(b.reset_out_leaves, self._builders["reset"])
+            old = leaves(tensordict_, keys)
+            new = leaves(reset_leaves, keys)
+            mask = torch.tensor(did_reset, device=self.device)
+            merged = masked_merge(new, old, [mask] * len(keys))
+            copied: set = set()
+            for key, value in zip(keys, merged):
+                if isinstance(key, str):
+                    fast_set(tensordict_, key, value)
+                else:
+                    _set_unshared(tensordict_, key, value, copied)
+        return tensordict, tensordict_
 
     def _set_seed(self, seed: int | None) -> None:
         self.set_seed(seed)

@@ -369,7 +369,10 @@ class ParallelEnv(BatchedEnvBase):
                     continue
                 pending.discard(i)
                 if data == _worker.ACK:
-                    values[i] = None
+                    values[i] = False
+                    continue
+                if data == _worker.ACK_RESET:
+                    values[i] = True
                     continue
                 answer = _worker.decode(data)
                 if answer[0] == "error":
@@ -432,13 +435,13 @@ class ParallelEnv(BatchedEnvBase):
             err = cause = None
 
     # ------------------------------------------------------------------ commands
-    def _run_step(self, present: tuple | None) -> None:
+    def _run_step(self, present: tuple | None, auto_reset: bool = False) -> list[bool]:
         workers = range(self.num_workers)
         if present is None:
-            self._send(workers, _worker.STEP, "step")
+            self._send(workers, _worker.STEP_RESET if auto_reset else _worker.STEP, "step")
         else:
-            self._send(workers, _worker.encode(("step", present)), "step")
-        self._gather(workers, "step")
+            self._send(workers, _worker.encode(("step", present, auto_reset)), "step")
+        return [bool(v) for v in self._gather(workers, "step")]
 
     def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
         self._send(workers, _worker.encode(("reset", present, kwargs)), "reset")
