@@ -87,4 +87,12 @@ class NativeEnv(EnvBase):
         )
 
     def _out(self, **entries: torch.Tensor) -> TensorDict:
+        """A flat tensordict of freshly computed tensors (already on the env device, with the
+        env batch dims), built without per-key validation when tensordict allows it."""
+        if _new_unsafe is not None and not torch.compiler.is_compiling():
+            return _new_unsafe(entries, batch_size=self.batch_size, device=self.device)
         return TensorDict(entries, batch_size=self.batch_size, device=self.device)
+
+
+# tensordict's validation-free constructor (private; fall back to the checked one without it)
+_new_unsafe = getattr(TensorDict, "_new_unsafe", None)
