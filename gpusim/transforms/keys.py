@@ -34,6 +34,21 @@ __all__ = ["CatTensors", "RenameTransform", "ExcludeTransform", "SelectTransform
 _REQUIRED_DONE = ("done", "terminated")
 
 
+def _drop(td: TensorDictBase, keys) -> TensorDictBase:
+    """Deletes ``keys`` from ``td`` in place, then any nested tensordict they leave empty (as
+    the specs do)."""
+    td.exclude(*keys, inplace=True)
+    for key in keys:
+        parts = as_tuple(key)
+        for depth in range(len(parts) - 1, 0, -1):
+            sub = td.get(unravel(parts[:depth]), None)
+            if isinstance(sub, TensorDictBase) and sub.is_empty():
+                td.exclude(unravel(parts[:depth]), inplace=True)
+            else:
+                break
+    return td
+
+
 def _sort_key(key: NestedKey) -> tuple:
     return as_tuple(key)
 
@@ -110,7 +125,7 @@ class CatTensors(Transform):
         if self.del_keys:
             drop = [k for k in self.in_keys if k != self.out_key]
             if drop:
-                next_tensordict.exclude(*drop, inplace=True)
+                _drop(next_tensordict, drop)
         next_tensordict.set(self.out_key, out)
         return next_tensordict
 
@@ -216,7 +231,7 @@ class RenameTransform(Transform):
                 continue
             td.set(dst, value)
             if not self.create_copy:
-                td.exclude(src, inplace=True)
+                _drop(td, [src])
         return td
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
@@ -300,12 +315,12 @@ class ExcludeTransform(Transform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         if self.inverse or not self.excluded_keys:
             return next_tensordict
-        return next_tensordict.exclude(*self.excluded_keys, inplace=True)
+        return _drop(next_tensordict, self.excluded_keys)
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not self.inverse or not self.excluded_keys:
             return tensordict
-        return tensordict.exclude(*self.excluded_keys, inplace=True)
+        return _drop(tensordict, self.excluded_keys)
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         if self.inverse:
