@@ -188,10 +188,11 @@ class CatFrames(Transform):
             mask = self._mask_for(tensordict, in_key, tensordict_reset.batch_size)
             if mask is None:
                 buf.copy_(refill)
-                out = refill
             else:
                 masked_fill_rows_([buf], [refill], [mask])
-                out = buf.clone()
+            # rows not reset take their previous stack from the input (the reset merge), which
+            # equals their buffer: the output only has to be right on the reset rows
+            out = refill
             tensordict_reset.set(out_key, out)
         return tensordict_reset
 

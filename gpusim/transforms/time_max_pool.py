@@ -117,10 +117,11 @@ class TimeMaxPool(Transform):
                 mask = reset_mask(tensordict, level)
             if mask is None:
                 buf.copy_(refill)
-                tensordict_reset.set(out_key, x.clone())
             else:
                 masked_fill_rows_([buf], [refill.contiguous()], [mask])
-                tensordict_reset.set(out_key, buf.amax(d))
+            # reset rows: the max of T copies of the frame; the other rows take their previous
+            # value from the input (the reset merge)
+            tensordict_reset.set(out_key, x if out_key == in_key else x.clone())
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:

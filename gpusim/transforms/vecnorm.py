@@ -319,12 +319,10 @@ class VecNorm(Transform):
         if mask is None:
             vecnorm_update_(x, s, ss, c, 1.0, batch_ndim)
             return
-        w = row_mask(mask, x.shape[:batch_ndim]).to(s.dtype)
-        xw = x.to(s.dtype)
-        wb = w.reshape(*w.shape, *([1] * (x.ndim - w.ndim)))
-        dims = tuple(range(batch_ndim))
-        s.add_((xw * wb).sum(dims))
-        ss.add_((xw * xw * wb).sum(dims))
+        w = row_mask(mask, x.shape[:batch_ndim]).to(s.dtype).reshape(-1)
+        x2 = x.to(s.dtype).reshape(w.shape[0], -1)
+        s.add_((w @ x2).reshape(s.shape))
+        ss.add_((w @ (x2 * x2)).reshape(ss.shape))
         c.add_(w.sum())
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
