@@ -41,7 +41,7 @@ from gpusim.envs.libs.gym_backend import import_gymnasium
 from gpusim.envs.libs.gym_info import BaseInfoDictReader, default_info_dict_reader
 from gpusim.envs.libs.gym_specs import GymLeaf, is_image_space, read_leaves, space_to_spec, write_actions
 from gpusim.envs.libs.gym_vector import VectorAdapter
-from gpusim.specs import Bounded, Categorical, Composite, Unbounded
+from gpusim.specs import Bounded, Categorical, Composite, NonTensor, Unbounded
 
 __all__ = ["GymWrapper", "GymEnv"]
 
@@ -163,6 +163,9 @@ class GymWrapper(EnvBase):
             frame = self._first_frame()
             obs_spec["pixels"] = Bounded(0, 255, shape=(*B, *frame.shape[len(B):]), dtype=torch.uint8, device=device)
         self.__dict__["_obs_leaves"] = obs_leaves
+        self.__dict__["_flat_obs"] = all(len(leaf.key) == 1 for leaf in obs_leaves) and all(
+            not isinstance(leaf.spec, NonTensor) for leaf in obs_leaves
+        )
         act_spec, act_leaves = space_to_spec(
             act_space, batch_size=B, device=device, key=("action",),
             categorical_action_encoding=self.categorical_action_encoding,
@@ -298,38 +301,62 @@ class GymWrapper(EnvBase):
                 self._pin = False
         return td.to(self.device, non_blocking=True)
 
-    def _output(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict) -> TensorDictBase:
-        """The output tensordict of a step (``reward`` given) or a reset (``reward=None``)."""
-        B = self.batch_size
-        src = read_leaves(self._obs_leaves, obs, {})
+    def _read_obs(self, obs: Any) -> dict:
+        leaves = self._obs_leaves
+        if len(leaves) == 1 and not leaves[0].path:  # the common case: one array
+            leaf = leaves[0]
+            src = {leaf.key[0]: leaf.to_torch(obs)} if len(leaf.key) == 1 else read_leaves(leaves, obs, {})
+        else:
+            src = read_leaves(leaves, obs, {})
         if self.from_pixels:
             src["pixels"] = torch.from_numpy(self._render())
-        if self._is_vector:
-            term = np.asarray(terminated, dtype=bool)
-            trunc = np.asarray(truncated, dtype=bool)
-            shape = (*B, 1)
-            if reward is not None:
-                src["reward"] = torch.from_numpy(np.asarray(reward, dtype=np.float32)).view(shape)
-            src["terminated"] = torch.from_numpy(term).view(shape)
-            src["truncated"] = torch.from_numpy(trunc).view(shape)
-            src["done"] = torch.from_numpy(term | trunc).view(shape)
-        else:
-            term, trunc = bool(terminated), bool(truncated)
-            if reward is not None:
-                src["reward"] = torch.tensor([float(reward)], dtype=torch.float32)
-            src["terminated"] = torch.tensor([term])
-            src["truncated"] = torch.tensor([trunc])
-            src["done"] = torch.tensor([term or trunc])
-        td = _new_td(src, B, None)
+        return src
+
+    def _finish(self, src: dict, info: dict) -> TensorDictBase:
+        td = _new_td(src, self.batch_size, None)
         for reader in self._info_readers:
             reader(info, td)
         return self._to_device(td)
 
+    def _step_output(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict) -> TensorDictBase:
+        """The ``"next"`` data of a step: one ``from_numpy`` per leaf for vector envs."""
+        src = self._read_obs(obs)
+        if self._is_vector:
+            # the adapter hands out bool arrays; one reshape (a numpy view) + from_numpy per leaf
+            shape = self._flag_shape
+            if reward.dtype != np.float32:
+                reward = reward.astype(np.float32)
+            src["reward"] = torch.from_numpy(reward.reshape(shape))
+            src["terminated"] = torch.from_numpy(terminated.reshape(shape))
+            src["truncated"] = torch.from_numpy(truncated.reshape(shape))
+            src["done"] = torch.from_numpy((terminated | truncated).reshape(shape))
+        else:
+            term, trunc = bool(terminated), bool(truncated)
+            src["reward"] = torch.tensor([float(reward)], dtype=torch.float32)
+            src["terminated"] = torch.tensor([term])
+            src["truncated"] = torch.tensor([trunc])
+            src["done"] = torch.tensor([term or trunc])
+        return self._finish(src, info)
+
+    def _reset_output(self, obs: Any, info: dict) -> TensorDictBase:
+        """The data of a reset (all rows): observations and False done flags."""
+        src = self._read_obs(obs)
+        flags = torch.from_numpy(np.zeros((3, *self._flag_shape), dtype=bool))  # one allocation
+        src["terminated"], src["truncated"], src["done"] = flags[0], flags[1], flags[2]
+        return self._finish(src, info)
+
+    @property
+    def _flag_shape(self) -> tuple:
+        return self._cached("gym_flag_shape", lambda: (*self.batch_size, 1))
+
     # ------------------------------------------------------------------ EnvBase hooks
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+    def _reset_readers(self) -> None:
         for reader in self._info_readers:
             if hasattr(reader, "reset"):
                 reader.reset()
+
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        self._reset_readers()
         if self._is_vector:
             mask = None
             if tensordict is not None:
@@ -337,11 +364,9 @@ class GymWrapper(EnvBase):
                 if reset is not None:
                     mask = reset.reshape(self.batch_size).cpu().numpy()
             obs, info = self._adapter.reset(mask)
-            false = np.zeros(self.batch_size, dtype=bool)
         else:
             obs, info = self._env.reset()
-            false = False
-        return self._output(obs, None, false, false, info)
+        return self._reset_output(obs, info)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = write_actions(self._act_leaves, tensordict, self._single_action_space)
@@ -354,7 +379,76 @@ class GymWrapper(EnvBase):
                     break
                 obs, r, terminated, truncated, info = self._env.step(action)
                 reward = reward + r
-        return self._output(obs, reward, terminated, truncated, info)
+        return self._step_output(obs, reward, terminated, truncated, info)
+
+    def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Resets the rows whose ``done``/``terminated``/``truncated`` flag is set.
+
+        For a vector env this runs without the generic masked merge (see :meth:`_reset_rows`).
+        """
+        if not self._is_vector or torch.compiler.is_compiling():
+            return super().maybe_reset(tensordict)
+        flags = None
+        for name in ("done", "terminated", "truncated"):
+            value = tensordict.get(name, None)
+            if value is not None:
+                flags = value if flags is None else flags | value
+        mask = flags.reshape(self.batch_size)
+        mask_np = mask.numpy() if mask.device.type == "cpu" else mask.cpu().numpy()
+        if not mask_np.any():
+            return tensordict
+        return self._reset_rows(tensordict, mask_np.copy())
+
+    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        """Step, ``step_mdp`` and reset of the rows that just finished.
+
+        For a vector env the rows to reset are the ones the gymnasium step reported done (the
+        flags just written under ``"next"``), read from the numpy arrays without a tensor op.
+        """
+        if not self._is_vector or torch.compiler.is_compiling():
+            return super().step_and_maybe_reset(tensordict)
+        tensordict = self.step(tensordict)
+        tensordict_ = self._step_mdp(tensordict)
+        adapter = self._adapter
+        if adapter.has_pending:
+            tensordict_ = self._reset_rows(tensordict_, None)
+        return tensordict, tensordict_
+
+    def _reset_rows(self, tensordict: TensorDictBase, mask_np: np.ndarray | None) -> TensorDictBase:
+        """Resets the rows of ``mask_np`` and writes the result into ``tensordict``.
+
+        No generic masked merge is needed: gymnasium's masked reset returns the current
+        observation of every row that is not reset (the observation the input holds, as it comes
+        from the step just taken), and every flagged row is reset, so all done flags become False.
+        Only info-reader entries are merged row by row.
+        """
+        self._reset_readers()
+        if mask_np is None:  # the rows the last step reported done
+            mask_np = self._adapter.pending
+            obs, info = self._adapter.reset_pending()
+        else:
+            obs, info = self._adapter.reset(mask_np)
+        out = self._reset_output(obs, info)
+        if self._info_readers:
+            mask = torch.from_numpy(mask_np).to(self.device)
+            for key in self._info_keys():
+                new = out.get(key)
+                old = tensordict.get(key, None)
+                if isinstance(new, torch.Tensor) and isinstance(old, torch.Tensor):
+                    row = mask.reshape(*mask.shape, *([1] * (new.dim() - mask.dim())))
+                    out.set(key, torch.where(row, new, old.to(new.dtype)))
+        if self._flat_obs and type(tensordict) is TensorDict and type(out) is TensorDict and not tensordict.is_locked:
+            # plain containers and root-level tensors only: write the entries (shapes checked
+            # at construction) without tensordict's per-key validation
+            tensordict._tensordict.update(out._tensordict)
+            return tensordict
+        return tensordict.update(out)
+
+    def _info_keys(self) -> list:
+        return self._cached(
+            "gym_info_keys",
+            lambda: [k for r in self._info_readers for k in r.info_spec.keys(True, True)],
+        )
 
     def _set_seed(self, seed: int | None) -> None:
         if self._is_vector:

@@ -86,6 +86,15 @@ def is_image_space(space: Any) -> bool:
     )
 
 
+def _numpy(value: torch.Tensor) -> np.ndarray:
+    """``value`` as a numpy array: a view for CPU tensors, one device-to-host copy otherwise."""
+    if value.device.type != "cpu":
+        value = value.cpu()
+    if value.requires_grad:
+        value = value.detach()
+    return value.numpy()
+
+
 def _torch_dtype(np_dtype: Any) -> torch.dtype:
     try:
         return torch.from_numpy(np.zeros((), dtype=np_dtype)).dtype
@@ -116,7 +125,7 @@ def _box(space, B, device, copy):
         return torch.from_numpy(arr).view(torch_shape)
 
     def to_numpy(value: torch.Tensor):
-        arr = value.detach().cpu().numpy()
+        arr = _numpy(value)
         return arr if arr.dtype == np_dtype else arr.astype(np_dtype)
 
     return spec, to_torch, to_numpy
@@ -134,7 +143,7 @@ def _discrete(space, B, device, categorical):
             return t - start if start else t
 
         def to_numpy(value: torch.Tensor):
-            arr = value.detach().cpu().numpy()
+            arr = _numpy(value)
             return arr + start if start else arr
 
     else:
@@ -147,7 +156,7 @@ def _discrete(space, B, device, categorical):
             return torch.nn.functional.one_hot(t, n)
 
         def to_numpy(value: torch.Tensor):
-            arr = value.argmax(-1).detach().cpu().numpy()
+            arr = _numpy(value.argmax(-1))
             return arr + start if start else arr
 
     return spec, to_torch, to_numpy

@@ -52,11 +52,12 @@ def register_masked_reset(cls: type, fn: Callable[[Any, np.ndarray], tuple[Any, 
 
 
 def _cartpole_vector_masked_reset(env: Any, mask: np.ndarray) -> tuple[np.ndarray, dict]:
-    # Redraws the selected rows exactly as CartPoleVectorEnv's own autoreset does in ``step``.
-    n = int(mask.sum())
-    env.state[:, mask] = env.np_random.uniform(low=env.low, high=env.high, size=(4, n))
-    env.steps[mask] = 0
-    env.prev_done[mask] = False
+    # Redraws the selected rows with the same draw as CartPoleVectorEnv's own autoreset in ``step``
+    # (one uniform of shape (4, n) from its generator), then clears their step counters and flags.
+    rows = np.flatnonzero(mask)
+    env.state[:, rows] = env.np_random.uniform(low=env.low, high=env.high, size=(4, rows.size))
+    env.steps[rows] = 0
+    env.prev_done[rows] = False
     return env.state.T.astype(np.float32), {}
 
 
@@ -133,47 +134,66 @@ class VectorAdapter:
                 "register a masked reset with gpusim.envs.libs.gym_vector.register_masked_reset"
             )
         self._same_step = self.mode == modes.SAME_STEP
-        self._pending = np.zeros(self.num_envs, dtype=bool)
+        self.pending = np.zeros(self.num_envs, dtype=bool)  # done rows not reset yet
+        self.has_pending = False
         self._reset_obs: Any = None
         self.last_obs: Any = None
 
     # -------------------------------------------------------------- reset
     def reset(self, mask: np.ndarray | None = None, seed: int | None = None) -> tuple[Any, dict]:
-        """Resets every env (``mask=None``) or the rows of ``mask`` (a bool array of shape (N,))."""
+        """Resets every env (``mask=None``) or the rows of ``mask`` (a bool array of shape (N,));
+        returns the observations of ALL rows (the current ones for rows not reset)."""
         if mask is None or mask.all():
             obs, info = self.env.reset(seed=seed)
-            self._pending[:] = False
+            self.pending[:] = False
             self._reset_obs = None
         elif not mask.any():
             return self.last_obs, {}
         elif self._same_step:
-            extra = mask & ~self._pending
+            extra = mask & ~self.pending
             if extra.any():
                 obs, info = self.env.reset(options={"reset_mask": extra})
             else:
                 obs, info = self._reset_obs, {}
-            self._pending &= ~mask
+            self.pending = self.pending & ~mask
         elif self._adapter is not None:
             obs, info = self._adapter(self.env.unwrapped, mask)
-            self._pending &= ~mask
+            self.pending = self.pending & ~mask
         else:
             obs, info = self.env.reset(options={"reset_mask": mask})
-            self._pending &= ~mask
+            self.pending = self.pending & ~mask
+        self.has_pending = bool(self.pending.any())
+        self.last_obs = obs
+        return obs, info
+
+    def reset_pending(self) -> tuple[Any, dict]:
+        """Resets the rows that the last step reported done (at least one); the per-step path."""
+        mask = self.pending
+        if self._same_step:
+            obs, info = self._reset_obs, {}
+        elif self._adapter is not None:
+            obs, info = self._adapter(self.env.unwrapped, mask)
+        else:
+            obs, info = self.env.reset(options={"reset_mask": mask})
+        self.pending = np.zeros_like(mask)
+        self.has_pending = False
         self.last_obs = obs
         return obs, info
 
     # -------------------------------------------------------------- step
     def step(self, action: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """One step; done rows carry their final observation."""
-        if not self._same_step and self._pending.any():
+        if self.has_pending and not self._same_step:
             # done rows stepped without a reset (e.g. a plain ``step`` loop): start their next
             # episode first, as gymnasium's own autoreset would, instead of stepping a finished env
-            self.reset(self._pending.copy())
+            self.reset(self.pending.copy())
         obs, reward, terminated, truncated, info = self.env.step(action)
+        reward = np.asarray(reward)
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
         done = terminated | truncated
-        if self._same_step:
+        self.has_pending = bool(done.any())
+        if self._same_step and self.has_pending:
             final_mask = info.get("_final_obs", None)
             if final_mask is not None and np.any(final_mask):
                 self._reset_obs = obs
@@ -181,8 +201,6 @@ class VectorAdapter:
                 finals = info["final_obs"]
                 for i in np.flatnonzero(final_mask):
                     _set_row(obs, int(i), finals[i])
-            self._pending = done
-        else:
-            self._pending = done
+        self.pending = done
         self.last_obs = obs
         return obs, reward, terminated, truncated, info
