@@ -65,20 +65,23 @@ class TimeMaxPool(Transform):
         self.T = T
         self.reset_key = None if reset_key is None else _keys.unravel(reset_key)
         self.__dict__["_levels"] = None
-        self.__dict__["_nbatch"] = None  # env batch ndim
+        self.__dict__["_nbatch"] = {}  # in_key -> batch ndim of its Composite
 
     def transform_output_spec(self, output_spec):
         self.__dict__["_levels"] = done_levels_of(output_spec)
-        self.__dict__["_nbatch"] = len(output_spec.shape)
         obs_spec = output_spec["full_observation_spec"]
+        nbatch = {}
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
             if in_key not in obs_spec.keys(True, True):
                 raise KeyError(f"TimeMaxPool: in_key {in_key!r} is not an observation key of the parent env")
             spec = obs_spec[in_key]
             if out_key != in_key:
                 obs_spec[out_key] = spec.clone()
-            nb = len(output_spec.shape)
+            prefix = _keys.as_tuple(in_key)[:-1]
+            nb = len(obs_spec[prefix].shape) if prefix else len(obs_spec.shape)
+            nbatch[in_key] = nb
             self._ensure_buffer(i, (*spec.shape[:nb], self.T, *spec.shape[nb:]), spec.dtype, spec.device)
+        self.__dict__["_nbatch"] = nbatch
         return output_spec
 
     def _ensure_buffer(self, i: int, shape, dtype, device) -> tuple[torch.Tensor, bool]:
@@ -95,17 +98,21 @@ class TimeMaxPool(Transform):
         d = -(x.ndim - nb) - 1
         return x.unsqueeze(d), d
 
-    def _nb(self, tensordict: TensorDictBase) -> int:
-        nb = self.__dict__["_nbatch"]
-        return tensordict.batch_dims if nb is None else nb
+    def _nb(self, tensordict: TensorDictBase, key: NestedKey) -> int:
+        nb = self.__dict__["_nbatch"].get(key)
+        if nb is None:
+            prefix = _keys.as_tuple(key)[:-1]
+            node = tensordict.get(prefix) if prefix else tensordict
+            nb = node.batch_dims
+        return nb
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        nb = self._nb(tensordict_reset)
         levels = self.__dict__["_levels"] or default_levels(tensordict_reset.batch_size)
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
             x = tensordict_reset.get(in_key, None)
             if x is None:
                 continue
+            nb = self._nb(tensordict_reset, in_key)
             frame, d = self._frame(x, nb)
             buf, _ = self._ensure_buffer(i, (*x.shape[:nb], self.T, *x.shape[nb:]), x.dtype, x.device)
             refill = frame.expand_as(buf)
@@ -125,11 +132,11 @@ class TimeMaxPool(Transform):
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        nb = self._nb(next_tensordict)
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
             x = next_tensordict.get(in_key, None)
             if x is None:
                 continue
+            nb = self._nb(next_tensordict, in_key)
             frame, d = self._frame(x, nb)
             buf, new = self._ensure_buffer(i, (*x.shape[:nb], self.T, *x.shape[nb:]), x.dtype, x.device)
             if new:
