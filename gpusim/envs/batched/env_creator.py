@@ -11,6 +11,9 @@ Opting in: a module (transform) of the env defines
 * ``_shared_state() -> dict[str, Tensor | TensorDictBase]``: the live tensors to share, and
 * ``_load_shared_state(state) -> None``: adopt the given tensors in place of its own (no copy).
 
+``VecNorm`` (statistics in its ``stats`` tensordict, adopted through ``_set_td``) is recognised
+as such without defining them.
+
 The creator pickles its factory with cloudpickle (or a small fallback), so lambdas and
 closures can be sent to spawned workers; the shared tensors travel by shared-memory handle.
 
@@ -55,6 +58,22 @@ def _share(value: Any, where: str) -> Any:
     )
 
 
+def _protocol(module: nn.Module) -> tuple[Callable[[], dict], Callable[[dict], None]] | None:
+    """The ``(get, load)`` shared-state functions of ``module``, or ``None`` if it shares nothing.
+
+    Modules implement ``_shared_state``/``_load_shared_state``; transforms that keep their
+    running statistics in a ``stats`` tensordict adopted through ``_set_td`` (``VecNorm``) are
+    recognised without them.
+    """
+    cls = type(module)
+    if callable(getattr(cls, "_shared_state", None)) and callable(getattr(cls, "_load_shared_state", None)):
+        return module._shared_state, module._load_shared_state
+    if isinstance(getattr(cls, "stats", None), property) and callable(getattr(cls, "_set_td", None)):
+        if isinstance(module.stats, TensorDictBase):
+            return (lambda: {"stats": module.stats}), (lambda state: module._set_td(state["stats"]))
+    return None
+
+
 def collect_shared_state(env: nn.Module) -> SharedState:
     """Moves the opted-in state of every module of ``env`` to shared memory and returns it.
 
@@ -65,10 +84,10 @@ def collect_shared_state(env: nn.Module) -> SharedState:
     """
     state: SharedState = {}
     for name, module in env.named_modules():
-        getter = getattr(type(module), "_shared_state", None)
-        if getter is None or not callable(getter):
+        protocol = _protocol(module)
+        if protocol is None:
             continue
-        entries = module._shared_state()
+        entries = protocol[0]()
         if not isinstance(entries, dict):
             raise TypeError(f"{type(module).__name__}._shared_state() must return a dict")
         where = f"{type(module).__name__} ({name or 'root'})"
@@ -88,12 +107,13 @@ def load_shared_state(env: nn.Module, state: SharedState) -> None:
     modules = dict(env.named_modules())
     for name, entries in state.items():
         module = modules.get(name)
-        if module is None or not callable(getattr(module, "_load_shared_state", None)):
+        protocol = None if module is None else _protocol(module)
+        if protocol is None:
             raise KeyError(
                 f"the env built by the factory has no module {name!r} able to load shared state "
                 f"(modules: {sorted(modules)})"
             )
-        module._load_shared_state(entries)
+        protocol[1](entries)
 
 
 def _rebuild(payload: bytes, meta_data: EnvMetaData, shared_state: SharedState, share_memory: bool) -> "EnvCreator":

@@ -355,38 +355,37 @@ class ParallelEnv(BatchedEnvBase):
                 got = mp.connection.wait(objs, timeout=remaining)
                 ready = [("conn", i) for i in pending if conns[i] in got]
                 ready += [("proc", i) for i in pending if procs[i].sentinel in got]
-            died = []
             for kind, i in ready:
-                if i not in pending:
+                if i not in pending:  # a worker outside this command: only its death matters
+                    if not procs[i].is_alive():
+                        self._fail_dead(i, command)
                     continue
-                if kind == "proc":
-                    died.append(i)
-                    continue
+                conn = conns[i]
+                if kind == "proc" and not conn.poll(0):
+                    self._fail_dead(i, command)
                 try:
-                    data = conns[i].recv_bytes()
+                    data = conn.recv_bytes()
                 except (EOFError, OSError):
-                    died.append(i)
-                    continue
+                    self._fail_dead(i, command)
                 pending.discard(i)
                 if data == _worker.ACK:
                     values[i] = False
-                    continue
-                if data == _worker.ACK_RESET:
+                elif data == _worker.ACK_RESET:
                     values[i] = True
-                    continue
-                answer = _worker.decode(data)
-                if answer[0] == "error":
-                    errors.append((i, answer))
-                    continue
-                values[i] = answer[1]
-            for i in died:
-                if i in pending and not conns[i].poll(0):
-                    procs[i].join(0.5)
-                    code = procs[i].exitcode
-                    self._fail(i, command, f"died (exit code {code})")
+                else:
+                    answer = _worker.decode(data)
+                    if answer[0] == "error":
+                        errors.append((i, answer))
+                    else:
+                        values[i] = answer[1]
         if errors:
             self._raise_remote(*errors[0], command=command)
         return [values[i] for i in workers]
+
+    def _fail_dead(self, i: int, command: str) -> None:
+        proc = self._procs[i]
+        proc.join(0.5)
+        self._fail(i, command, f"died (exit code {proc.exitcode})")
 
     def _fail(self, i: int, command: str, what: str) -> None:
         pid = None
