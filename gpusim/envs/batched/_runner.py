@@ -8,10 +8,7 @@ shared-memory buffers).
 Examples:
     >>> from gpusim.envs.native import CartPoleEnv
     >>> from gpusim.envs.batched.metadata import get_env_metadata
-    >>> from gpusim.envs import _keys
-from gpusim.envs._fasttd import fast_set
-from gpusim.envs.common import EnvBase
-from gpusim.envs.batched._shared import Buffers, KeyPlan
+    >>> from gpusim.envs.batched._shared import Buffers, KeyPlan
     >>> meta = get_env_metadata(CartPoleEnv)
     >>> plan = KeyPlan.from_metadata(meta)
     >>> buffers = Buffers.allocate(plan, meta, 1, share_memory=False)
