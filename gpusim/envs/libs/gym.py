@@ -381,6 +381,29 @@ class GymWrapper(EnvBase):
                 reward = reward + r
         return self._step_output(obs, reward, terminated, truncated, info)
 
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Writes a random action from the action spec (one leaf: written directly)."""
+        leaves = self._act_leaves
+        if tensordict is None or len(leaves) != 1 or len(leaves[0].key) != 1 or type(tensordict) is not TensorDict:
+            return super().rand_action(tensordict)
+        leaf = leaves[0]
+        tensordict.set(leaf.key[0], leaf.spec.rand())
+        return tensordict
+
+    def _step_proc(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # the step output always carries done/terminated/truncated and a gym env has no state
+        # entries to echo, so the generic completion is skipped unless the specs were extended
+        if self._plain_outputs and not self.run_type_checks:
+            return self._step(tensordict)
+        return super()._step_proc(tensordict)
+
+    @property
+    def _plain_outputs(self) -> bool:
+        return self._cached(
+            "gym_plain_outputs",
+            lambda: not self.state_keys and [lvl.prefix for lvl in self.done_levels] == [()],
+        )
+
     def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Resets the rows whose ``done``/``terminated``/``truncated`` flag is set.
 

@@ -86,6 +86,25 @@ def is_image_space(space: Any) -> bool:
     )
 
 
+class _OneHotIndex:
+    """One-hot (last dim ``n``) -> index, as one product with ``arange(n)``: cheaper than
+    ``argmax`` at large batch (no per-row reduction kernel); exact for one-hot inputs."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._aranges: dict = {}
+
+    def __call__(self, value: torch.Tensor) -> torch.Tensor:
+        if value.dtype == torch.bool:
+            value = value.to(torch.int64)
+        key = (value.dtype, value.device)
+        arange = self._aranges.get(key)
+        if arange is None:
+            arange = self._aranges[key] = torch.arange(self.n, dtype=value.dtype, device=value.device)
+        idx = value @ arange
+        return idx if idx.dtype == torch.int64 else idx.round().to(torch.int64)
+
+
 def _numpy(value: torch.Tensor) -> np.ndarray:
     """``value`` as a numpy array: a view for CPU tensors, one device-to-host copy otherwise."""
     if value.device.type != "cpu":
@@ -155,8 +174,10 @@ def _discrete(space, B, device, categorical):
                 t = t - start
             return torch.nn.functional.one_hot(t, n)
 
+        index = _OneHotIndex(n)
+
         def to_numpy(value: torch.Tensor):
-            arr = _numpy(value.argmax(-1))
+            arr = _numpy(index(value))
             return arr + start if start else arr
 
     return spec, to_torch, to_numpy
