@@ -36,7 +36,7 @@ from gpusim.envs import _keys
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs.batched.metadata import EnvMetaData
 
-__all__ = ["KeyPlan", "Buffers", "TDBuilder", "leaves"]
+__all__ = ["KeyPlan", "Buffers", "FlatLayout", "TDBuilder", "leaves", "maybe_leaves"]
 
 
 def _tensor_keys(td: TensorDictBase) -> list[NestedKey]:
@@ -96,20 +96,38 @@ def _done_shape(meta: EnvMetaData, level: DoneLevel) -> torch.Size:
 _ALIGN = 64
 
 
-def _flat_leaves(shapes_dtypes: Sequence[tuple[torch.Size, torch.dtype]], device: torch.device, share_memory: bool) -> list[torch.Tensor]:
-    """Zero-filled tensors carved from one byte buffer (one shared-memory segment per buffer)."""
-    offsets, total = [], 0
-    for shape, dtype in shapes_dtypes:
-        nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
-        offsets.append((total, nbytes))
-        total += -(-max(nbytes, 1) // _ALIGN) * _ALIGN
-    flat = torch.zeros(max(total, _ALIGN), dtype=torch.uint8, device=device)
-    if share_memory and device.type == "cpu":
-        flat.share_memory_()
-    out = []
-    for (shape, dtype), (offset, nbytes) in zip(shapes_dtypes, offsets):
-        out.append(flat[offset : offset + nbytes].view(dtype).view(shape))
-    return out
+class FlatLayout:
+    """Where each leaf of a buffer lives in its single byte block (64-byte aligned).
+
+    One block per buffer means one shared-memory segment per buffer, and one copy to move a
+    whole buffer to another device.
+
+    Examples:
+        >>> layout = FlatLayout([(torch.Size([2, 3]), torch.float32), (torch.Size([2]), torch.bool)])
+        >>> a, b = layout.views(layout.allocate(torch.device("cpu"), share_memory=False))
+        >>> a.shape, b.dtype
+        (torch.Size([2, 3]), torch.bool)
+    """
+
+    def __init__(self, shapes_dtypes: Sequence[tuple[torch.Size, torch.dtype]]) -> None:
+        self.entries = []
+        total = 0
+        for shape, dtype in shapes_dtypes:
+            nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
+            self.entries.append((total, nbytes, dtype, torch.Size(shape)))
+            total += -(-max(nbytes, 1) // _ALIGN) * _ALIGN
+        self.nbytes = max(total, _ALIGN)
+
+    def allocate(self, device: torch.device, share_memory: bool) -> torch.Tensor:
+        """A zero-filled byte block (in shared memory when asked, on the CPU)."""
+        flat = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
+        if share_memory and flat.device.type == "cpu":
+            flat.share_memory_()
+        return flat
+
+    def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        """The typed leaf views of a block (any device)."""
+        return [flat[o : o + n].view(dtype).view(shape) for o, n, dtype, shape in self.entries]
 
 
 def _buffer(
@@ -117,15 +135,17 @@ def _buffer(
     keys: Sequence[NestedKey],
     tensors: Sequence[torch.Tensor],
     share_memory: bool,
-) -> TensorDict:
+) -> tuple[TensorDict, torch.Tensor, FlatLayout]:
     """A tensordict with the structure of ``template`` whose leaves ``keys`` are fresh zeros
-    shaped like ``tensors``, all in one (shared) memory block."""
+    shaped like ``tensors``, all in one (shared) byte block; returns it with the block and its
+    layout."""
     device = tensors[0].device if tensors else torch.device("cpu")
-    flat = _flat_leaves([(t.shape, t.dtype) for t in tensors], device, share_memory)
+    layout = FlatLayout([(t.shape, t.dtype) for t in tensors])
+    flat = layout.allocate(device, share_memory)
     out = template.empty(recurse=True)
-    for key, value in zip(keys, flat):
+    for key, value in zip(keys, layout.views(flat)):
         out.set(key, value)
-    return out
+    return out, flat, layout
 
 
 class TDBuilder:
@@ -224,8 +244,10 @@ class Buffers:
         inputs: actions, state and ``"_reset"`` masks ``[W, *sub]``.
         reset_out: reset outputs ``[W, *sub]``.
         next_out: step outputs (the ``"next"`` entries) ``[W, *sub]``.
-        input_views / reset_mask_views / reset_out_views / next_views: per worker, the leaf views
-            of the buffers in the order of the plan's key lists.
+        input_leaves / reset_mask_leaves / reset_out_leaves / next_leaves: the leaves of the
+            buffers in the order of the plan's key lists.
+        blocks: ``{"reset" | "next": (byte block, FlatLayout)}`` of the output buffers (main
+            process only), for one-copy device transfers.
     """
 
     inputs: TensorDict
@@ -235,6 +257,7 @@ class Buffers:
     reset_mask_leaves: list
     reset_out_leaves: list
     next_leaves: list
+    blocks: dict | None = None
 
     @classmethod
     def allocate(
@@ -246,16 +269,22 @@ class Buffers:
             torch.zeros((num_workers, *_done_shape(meta, level)), dtype=torch.bool, device=meta.device)
             for level in plan.done_levels
         ]
-        inputs = _buffer(
+        inputs, _, _ = _buffer(
             fake,
             [*plan.input_keys, *plan.reset_mask_keys],
             [*leaves(fake, plan.input_keys), *masks],
             share_memory,
         )
-        reset_out = _buffer(fake, plan.reset_out_keys, leaves(fake, plan.reset_out_keys), share_memory)
+        reset_out, reset_flat, reset_layout = _buffer(
+            fake, plan.reset_out_keys, leaves(fake, plan.reset_out_keys), share_memory
+        )
         next_fake = fake.get("next")
-        next_out = _buffer(next_fake, plan.next_keys, leaves(next_fake, plan.next_keys), share_memory)
-        return cls.from_tensordicts(plan, inputs, reset_out, next_out)
+        next_out, next_flat, next_layout = _buffer(
+            next_fake, plan.next_keys, leaves(next_fake, plan.next_keys), share_memory
+        )
+        out = cls.from_tensordicts(plan, inputs, reset_out, next_out)
+        out.blocks = {"reset": (reset_flat, reset_layout), "next": (next_flat, next_layout)}
+        return out
 
     @classmethod
     def from_tensordicts(

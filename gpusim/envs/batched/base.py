@@ -253,29 +253,30 @@ class BatchedEnvBase(EnvBase):
         """Calls method ``name`` on every worker."""
 
     # ------------------------------------------------------------------ data movement
-    def _output(self, buffer_leaves: list[torch.Tensor], builder: TDBuilder) -> TensorDictBase:
-        """A fresh tensordict on the env device holding a copy of the buffer leaves."""
+    def _output(self, which: str) -> TensorDictBase:
+        """A fresh tensordict on the env device holding a copy of output buffer ``which``
+        (``"next"`` or ``"reset"``): per-leaf clones on the worker device, else one copy of
+        the buffer's byte block (through pinned memory with ``pin_memory`` on CUDA)."""
+        b = self._exchange
+        builder = self._builders[which]
         device = self.device
         if device == self._worker_device:
-            return builder([t.clone() for t in buffer_leaves], device=device)
+            src = b.next_leaves if which == "next" else b.reset_out_leaves
+            return builder([t.clone() for t in src], device=device)
+        flat, layout = b.blocks[which]
         if self.pin_memory and device.type == "cuda":
-            staging = self._pinned_staging(builder, buffer_leaves)
-            torch._foreach_copy_(staging, buffer_leaves)
-            moved = [t.to(device, non_blocking=True) for t in staging]
+            staging = self.__dict__.setdefault("_staging", {}).get(which)
+            if staging is None:
+                staging = torch.empty_like(flat).pin_memory()
+                self.__dict__["_staging"][which] = staging
+            staging.copy_(flat)
+            moved = staging.to(device, non_blocking=True)
             event = torch.cuda.Event()
             event.record()
-            self.__dict__["_transfer_event"] = event
+            self.__dict__["_transfer_event"] = event  # the staging block is reused after it
         else:
-            moved = [t.to(device, non_blocking=self.non_blocking) for t in buffer_leaves]
-        return builder(moved, device=device)
-
-    def _pinned_staging(self, builder: TDBuilder, buffer_leaves: list[torch.Tensor]) -> list[torch.Tensor]:
-        cache = self.__dict__.setdefault("_staging", {})
-        staging = cache.get(id(builder))
-        if staging is None:
-            staging = [torch.empty_like(t).pin_memory() for t in buffer_leaves]
-            cache[id(builder)] = staging
-        return staging
+            moved = flat.to(device, non_blocking=self.non_blocking)
+        return builder(layout.views(moved), device=device)
 
     def _wait_transfers(self) -> None:
         event = self._transfer_event
@@ -326,7 +327,7 @@ class BatchedEnvBase(EnvBase):
                 workers = [i for i, s in enumerate(selected.tolist()) if s]
         if workers:
             self._run_reset(workers, present, kwargs)
-        return self._output(b.reset_out_leaves, self._builders["reset"])
+        return self._output("reset")
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         return self._step_workers(tensordict, auto_reset=False)[0]
@@ -357,7 +358,7 @@ class BatchedEnvBase(EnvBase):
             present = tuple(i for i, v in enumerate(values) if v is not None)
             torch._foreach_copy_([b.input_leaves[i] for i in present], [values[i] for i in present])
             did_reset = self._run_step(present, auto_reset)
-        return self._output(b.next_leaves, self._builders["next"]), did_reset
+        return self._output("next"), did_reset
 
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """Steps, builds the next root and resets the done rows, in one round of worker calls.
@@ -373,9 +374,8 @@ class BatchedEnvBase(EnvBase):
         fast_set(tensordict, "next", next_td)
         tensordict_ = self._step_mdp(tensordict)
         if any(did_reset):
-            b = self._exchange
             keys = self._plan.reset_out_keys
-            reset_leaves = self._output(b.reset_out_leaves, self._builders["reset"])
+            reset_leaves = self._output("reset")
             old = leaves(tensordict_, keys)
             new = leaves(reset_leaves, keys)
             mask = torch.tensor(did_reset, device=self.device)
