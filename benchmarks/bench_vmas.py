@@ -1,0 +1,106 @@
+"""VMAS ``simple_spread``: raw VMAS step loop vs gpusim ``VmasEnv`` rollout vs TorchRL 0.14.1's
+``VmasEnv`` rollout, measured alternately in one run (median of ``--repeats``), env-steps/s.
+
+* raw: ``env.step(env.get_random_actions())`` on ``vmas.make_env("simple_spread", num_envs=N)``
+  (VMAS's own random actions, no auto-reset: simple_spread never ends without ``max_steps``);
+* gpusim / torchrl: ``env.rollout(T, break_when_any_done=False)`` with random actions from the
+  action spec (the data of every step is kept and stacked into ``[N, T]``).
+
+BENCHMARKS.md holds the peer table measured on this machine. Under heavy load, two torch threads
+on a 2-core machine make small torch ops spin in OpenMP (a 64-env VMAS step took 100 ms instead
+of 4 ms), so the default here is one thread for every contender.
+
+Usage::
+
+    python benchmarks/bench_vmas.py [--num-envs 1 64 1024 8192] [--repeats 3] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+import torch
+import vmas
+
+from gpusim.envs.libs import VmasEnv
+
+DEFAULT_STEPS = {1: 100, 64: 60, 1024: 40, 8192: 20}
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def timed(fn, steps: int, n: int, device: str) -> tuple[float, float]:
+    _sync(device)
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    _sync(device)
+    w1, c1 = time.perf_counter(), time.process_time()
+    return n * steps / (w1 - w0), n * steps / max(c1 - c0, 1e-9)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 64, 1024, 8192])
+    parser.add_argument("--steps", type=int, default=None, help="steps per measurement (default: by num_envs)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--no-torchrl", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore")
+    if not args.no_torchrl:
+        from torchrl.envs.libs.vmas import VmasEnv as TorchRLVmasEnv
+
+    rows = []
+    for n in args.num_envs:
+        steps = args.steps or DEFAULT_STEPS.get(n, 20)
+        raw = vmas.make_env("simple_spread", num_envs=n, device=args.device, seed=0)
+        raw.reset()
+        ours = VmasEnv("simple_spread", num_envs=n, device=args.device, seed=0)
+        contenders = {
+            "raw": lambda raw=raw, steps=steps: [raw.step(raw.get_random_actions()) for _ in range(steps)],
+            "gpusim": lambda env=ours, steps=steps: env.rollout(steps, break_when_any_done=False),
+        }
+        if not args.no_torchrl:
+            theirs = TorchRLVmasEnv("simple_spread", num_envs=n, device=args.device, seed=0)
+            contenders["torchrl"] = lambda env=theirs, steps=steps: env.rollout(steps, break_when_any_done=False)
+        for fn in contenders.values():
+            fn()  # warm-up
+        res = {k: [] for k in contenders}
+        for _ in range(args.repeats):
+            for name, fn in contenders.items():
+                res[name].append(timed(fn, steps, n, args.device))
+        rows.append((n, steps, res))
+        _print_row(n, steps, res)
+
+    print(f"\nsimple_spread (3 agents), device={args.device}, torch threads={args.threads}, median of "
+          f"{args.repeats}, wall-clock env-steps/s (process-CPU in brackets)")
+    names = list(rows[0][2])
+    print("| num_envs | " + " | ".join(names) + " | gpusim/raw | torchrl/raw | gpusim/torchrl |")
+    print("| ---: " * (len(names) + 4) + "|")
+    for n, steps, res in rows:
+        med = {k: statistics.median(w for w, _ in v) for k, v in res.items()}
+        medc = {k: statistics.median(c for _, c in v) for k, v in res.items()}
+        cells = [f"{_fmt(med[k])} ({_fmt(medc[k])})" for k in names]
+        r = lambda a, b: statistics.median(x[0] / y[0] for x, y in zip(res[a], res[b])) if a in res and b in res else float("nan")  # noqa: E731
+        print(f"| {n} | " + " | ".join(cells) + f" | {r('gpusim', 'raw'):.2f} | {r('torchrl', 'raw'):.2f} | {r('gpusim', 'torchrl'):.2f} |")
+
+
+def _fmt(x: float) -> str:
+    return f"{x / 1e6:.2f} M" if x >= 1e6 else f"{x / 1e3:.1f} k" if x >= 1e3 else f"{x:.0f}"
+
+
+def _print_row(n, steps, res) -> None:
+    parts = ", ".join(f"{k} {_fmt(statistics.median(w for w, _ in v))}" for k, v in res.items())
+    print(f"num_envs={n} ({steps} steps): {parts}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
