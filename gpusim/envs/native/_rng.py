@@ -48,11 +48,15 @@ def hash32(x: torch.Tensor) -> torch.Tensor:
         >>> hash32(torch.tensor([0, 1, 2])).tolist()
         [0, 3979630085, 65356255]
     """
-    x = x ^ (x >> 15)
-    x = (x * _C1) & _MASK32
-    x = x ^ (x >> 12)
-    x = (x * _C2) & _MASK32
-    return x ^ (x >> 15)
+    return _hash32_(x ^ (x >> 15))
+
+
+def _hash32_(x: torch.Tensor) -> torch.Tensor:
+    """The rest of :func:`hash32` after its first xorshift, in place on a fresh tensor ``x``."""
+    x.mul_(_C1).bitwise_and_(_MASK32)
+    x.bitwise_xor_(x >> 12)
+    x.mul_(_C2).bitwise_and_(_MASK32)
+    return x.bitwise_xor_(x >> 15)
 
 
 def seed_to_key(seed: int) -> int:
@@ -151,13 +155,14 @@ class CounterRNG(torch.nn.Module):
         # one scalar per call, from (key, counter); XOR keeps lane ids distinct within a call
         base = hash32(self.key ^ (((counter & _MASK32) * _GOLDEN) & _MASK32))
         counter.add_(1)
-        return hash32(self.lanes ^ base)
+        x = self.lanes ^ base
+        return _hash32_(x.bitwise_xor_(x >> 15))
 
     def _ints(self) -> tuple[torch.Tensor, float]:
         """Integer draws ``[*batch_size, num]`` (as int64) and the scale that maps them to [0, 1)."""
         h = self.bits32()
         if self.bits == 16:
-            u = torch.cat((h & _MASK16, h >> 16), dim=-1)
+            u = torch.cat((h & _MASK16, h.bitwise_right_shift_(16)), dim=-1)
             if u.shape[-1] != self.num:
                 u = u[..., : self.num]
             return u, 1.0 / 65536.0
