@@ -172,3 +172,30 @@ def test_step_and_maybe_reset_vector_loop():
         seen.append(td["observation"][:, 1].tolist())
     assert seen == [[1, 1], [0, 2], [1, 0], [0, 1], [1, 2], [0, 0]]
     assert isinstance(td, TensorDict) or hasattr(td, "batch_size")
+
+
+@pytest.mark.parametrize("mode", ["SAME_STEP", "NEXT_STEP"])
+def test_gym_env_sync_autoreset_modes_keep_final_observations(mode):
+    env = GymEnv(
+        "CartPole-v1", num_envs=4, vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": getattr(gym.vector.AutoresetMode, mode)},
+    )
+    assert env.env.autoreset_mode.name == mode
+    env.set_seed(0)
+    _check_cartpole_transitions(env.rollout(80, break_when_any_done=False))
+
+
+def test_async_vector_env_partial_reset_and_close():
+    env = GymEnv("CartPole-v1", num_envs=2, vectorization_mode="async")
+    try:
+        assert isinstance(env.env, gym.vector.AsyncVectorEnv)
+        check_env_specs(env, seed=0)
+        td = env._step_mdp(env.rand_step(env.reset()))
+        before = td["observation"].clone()
+        td["_reset"] = torch.tensor([[False], [True]])
+        out = env.reset(td)
+        assert torch.equal(out["observation"][0], before[0])
+        assert (out["observation"][1].abs() <= 0.05).all()
+    finally:
+        env.close()
+    assert env.is_closed and all(p.exitcode is not None for p in env.env.processes)
