@@ -351,7 +351,11 @@ class PinMemoryTransform(Transform):
         self._pin = torch.cuda.is_available()
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        if not self._pin:
+            return next_tensordict
         device = next_tensordict.device
-        if self._pin and device is not None and device.type == "cpu":
+        if device is None:  # mixed or unset: pin the CPU entries only
+            return next_tensordict.apply(lambda x: x.pin_memory() if x.device.type == "cpu" else x)
+        if device.type == "cpu":
             return next_tensordict.pin_memory()
         return next_tensordict

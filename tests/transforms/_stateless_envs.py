@@ -138,8 +138,8 @@ class MaskedEnv(_Recording):
     ``one_hot=True`` uses a ``OneHot`` action spec.
     """
 
-    def __init__(self, batch_size=(), n=4, grow=True, one_hot=False):
-        super().__init__(batch_size=batch_size)
+    def __init__(self, batch_size=(), n=4, grow=True, one_hot=False, device=None):
+        super().__init__(batch_size=batch_size, device=device)
         B = self.batch_size
         self.n, self.grow, self.one_hot = n, grow, one_hot
         self.action_spec = OneHot(n, shape=(*B, n)) if one_hot else Categorical(n, shape=B)
@@ -149,13 +149,15 @@ class MaskedEnv(_Recording):
         self.done_spec = Composite(done=_flag((*B, 1)), shape=B)
 
     def _mask_for(self, t):
-        return torch.arange(self.n) <= t
+        return torch.arange(self.n, device=self.device) <= t
 
     def _reset(self, td):
         B = self.batch_size
-        t = torch.zeros(*B, 1, dtype=torch.int64)
-        mask = self._mask_for(t) if self.grow else torch.ones(*B, self.n, dtype=torch.bool)
-        return TensorDict({"action_mask": mask, "t": t, "done": torch.zeros(*B, 1, dtype=torch.bool)}, B)
+        dev = self.device
+        t = torch.zeros(*B, 1, dtype=torch.int64, device=dev)
+        mask = self._mask_for(t) if self.grow else torch.ones(*B, self.n, dtype=torch.bool, device=dev)
+        done = torch.zeros(*B, 1, dtype=torch.bool, device=dev)
+        return TensorDict({"action_mask": mask, "t": t, "done": done}, B, device=dev)
 
     def _step(self, td):
         self._record(td)
@@ -170,6 +172,7 @@ class MaskedEnv(_Recording):
             mask = td["action_mask"].scatter(-1, action.unsqueeze(-1), False)
             done = ~mask.any(-1, keepdim=True)
         return TensorDict(
-            {"action_mask": mask, "t": t, "reward": torch.zeros(*self.batch_size, 1), "done": done},
+            {"action_mask": mask, "t": t, "reward": torch.zeros(*self.batch_size, 1, device=self.device), "done": done},
             self.batch_size,
+            device=self.device,
         )
