@@ -4,10 +4,13 @@ Each contender is built once, warmed up, then timed on ``rollout(steps,
 break_when_any_done=False)`` (random actions, auto-reset) in alternating rounds; the script
 reports the median env-steps/s of each and the gpusim/TorchRL ratios.
 
+TorchRL's ParallelEnv is started with ``fork`` like gpusim's (its own default is ``spawn``;
+``--torchrl-start-method spawn`` measures that instead).
+
 Usage::
 
     python benchmarks/bench_batched.py [--workers 2] [--steps 1000] [--repeats 5]
-        [--only serial|parallel]
+        [--only serial|parallel] [--torchrl-start-method fork|spawn]
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import warnings
 
 import torch
 
@@ -27,13 +31,13 @@ def make_gpusim(kind: str, workers: int):
     return cls(workers, lambda: GymEnv("CartPole-v1"))
 
 
-def make_torchrl(kind: str, workers: int):
-    from torchrl.envs import GymEnv, ParallelEnv, SerialEnv
+def make_torchrl(kind: str, workers: int, start_method: str):
+    from torchrl.envs import EnvCreator, GymEnv, ParallelEnv, SerialEnv
 
+    factory = EnvCreator(lambda: GymEnv("CartPole-v1"))
     if kind == "serial":
-        return SerialEnv(workers, lambda: GymEnv("CartPole-v1"))
-    # torchrl defaults to spawn; fork is the fair comparison with gpusim's Linux default
-    return ParallelEnv(workers, lambda: GymEnv("CartPole-v1"), mp_start_method="fork")
+        return SerialEnv(workers, factory)
+    return ParallelEnv(workers, factory, mp_start_method=start_method)
 
 
 def rate(env, steps: int) -> float:
@@ -49,12 +53,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=["serial", "parallel"], default=None)
+    parser.add_argument("--torchrl-start-method", choices=["fork", "spawn"], default="fork")
     args = parser.parse_args()
+    warnings.filterwarnings("ignore")
     torch.set_num_threads(2)
     kinds = [args.only] if args.only else ["serial", "parallel"]
     results: dict = {}
     for kind in kinds:
-        envs = {"gpusim": make_gpusim(kind, args.workers), "torchrl": make_torchrl(kind, args.workers)}
+        envs = {
+            "gpusim": make_gpusim(kind, args.workers),
+            "torchrl": make_torchrl(kind, args.workers, args.torchrl_start_method),
+        }
         for env in envs.values():
             env.rollout(100, break_when_any_done=False)  # start workers, warm up
         rates: dict = {name: [] for name in envs}
@@ -64,7 +73,10 @@ def main() -> None:
         for name, env in envs.items():
             env.close()
             results[(kind, name)] = statistics.median(rates[name])
-    print(f"CartPole-v1 (gymnasium), {args.workers} workers, rollout({args.steps}), median of {args.repeats}")
+    print(
+        f"CartPole-v1 (gymnasium), {args.workers} workers, rollout({args.steps}), median of "
+        f"{args.repeats}; torchrl ParallelEnv start method: {args.torchrl_start_method}"
+    )
     print(f"{'env':<10} {'gpusim':>14} {'torchrl 0.14':>14} {'ratio':>7}")
     for kind in kinds:
         g, t = results[(kind, "gpusim")], results[(kind, "torchrl")]

@@ -112,6 +112,17 @@ def test_env_creator_validation():
         EnvCreator(lambda: object())
 
 
+def test_batched_env_reads_the_creator_metadata_without_building_envs():
+    ClosingCounter.closed_count = 0
+    built = []
+    creator = EnvCreator(lambda: built.append(1) or ClosingCounter())
+    assert len(built) == 1 and ClosingCounter.closed_count == 1  # the shadow env, closed
+    env = SerialEnv(3, creator)
+    assert len(built) == 1  # specs from the creator's metadata
+    env.reset()
+    assert len(built) == 4  # one per worker, on first use
+
+
 def test_env_creator_shares_opted_in_state_in_process():
     creator = EnvCreator(counting_env_with_shared_counter)
     (name, state), = creator.shared_state.items()
