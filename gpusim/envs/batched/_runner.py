@@ -57,6 +57,11 @@ class WorkerRunner:
         self._next_keys = plan.next_keys
         self._reset_out_keys = plan.reset_out_keys
         self._plain_step = type(env).step is EnvBase.step
+        self._scalar_flags = all(
+            self.views.next_out[plan.next_keys.index(k)].numel() == 1
+            for level in plan.done_levels
+            for k in level.keys
+        )
         # the entries whose OR marks a row to reset after a step (done, and truncated if any)
         self._flag_keys = [
             level.key(name)
@@ -96,10 +101,11 @@ class WorkerRunner:
         torch._foreach_copy_(self.views.next_out, leaves(next_td, self._next_keys))
         if not auto_reset:
             return False
-        for flag in leaves(next_td, self._flag_keys):
-            if flag.any():
-                break
-        else:
+        flags = leaves(next_td, self._flag_keys)
+        if self._scalar_flags:  # one row per worker: read the flags directly
+            if not any(flag.item() for flag in flags):
+                return False
+        elif not any(bool(flag.any()) for flag in flags):
             return False
         fast_set(td, "next", next_td)
         root = self.env.maybe_reset(self.env._step_mdp(td))
