@@ -4,7 +4,7 @@ A gymnasium env runs on the CPU in numpy, outside torch: the wrapper is the edge
 changes hands. Per step it converts the action once (``.cpu().numpy()`` per action leaf),
 steps the env, wraps each output array with one ``torch.from_numpy`` (no Python loop over the
 envs of a vector env), and, for ``device="cuda"``, moves the whole output tensordict to the
-device in one pinned, non-blocking transfer.
+device in one packed, pinned, non-blocking copy (:mod:`gpusim.envs.libs._edge`).
 
 Specs are built from the spaces once (see :mod:`gpusim.envs.libs.gym_specs`): a non-dict
 observation lives under ``"observation"`` (``"pixels"`` for images), ``Dict`` keys are kept;
@@ -37,6 +37,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs.common import EnvBase
+from gpusim.envs.libs._edge import EdgeTransfer
 from gpusim.envs.libs.gym_backend import import_gymnasium
 from gpusim.envs.libs.gym_info import BaseInfoDictReader, default_info_dict_reader
 from gpusim.envs.libs.gym_specs import GymLeaf, is_image_space, read_leaves, space_to_spec, write_actions
@@ -132,7 +133,7 @@ class GymWrapper(EnvBase):
         self.from_pixels = from_pixels
         self.pixels_only = pixels_only
         self.frame_skip = frame_skip
-        self._pin = self.device.type == "cuda"
+        self.__dict__["_edge"] = EdgeTransfer(self.device)
         self._build_specs(gym, env, is_vector, B)
 
     # ------------------------------------------------------------------ specs
@@ -294,12 +295,7 @@ class GymWrapper(EnvBase):
     def _to_device(self, td: TensorDict) -> TensorDictBase:
         if self.device.type == "cpu":
             return td
-        if self._pin:
-            try:
-                td = td.pin_memory()
-            except RuntimeError:  # no CUDA runtime for pinned memory
-                self._pin = False
-        return td.to(self.device, non_blocking=True)
+        return self._edge(td)
 
     def _read_obs(self, obs: Any) -> dict:
         leaves = self._obs_leaves

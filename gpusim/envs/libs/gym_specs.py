@@ -87,14 +87,17 @@ def is_image_space(space: Any) -> bool:
 
 
 class _OneHotIndex:
-    """One-hot (last dim ``n``) -> index, as one product with ``arange(n)``: cheaper than
-    ``argmax`` at large batch (no per-row reduction kernel); exact for one-hot inputs."""
+    """One-hot (last dim ``n``) -> index. On CPU one product with ``arange(n)``: cheaper than
+    ``argmax`` at large batch (no per-row reduction kernel); exact for one-hot inputs. On other
+    devices ``argmax`` (CUDA has no integer matmul)."""
 
     def __init__(self, n: int) -> None:
         self.n = n
         self._aranges: dict = {}
 
     def __call__(self, value: torch.Tensor) -> torch.Tensor:
+        if value.device.type != "cpu":  # no integer matmul on CUDA; argmax before the one copy back
+            return value.argmax(-1)
         if value.dtype == torch.bool:
             value = value.to(torch.int64)
         key = (value.dtype, value.device)
