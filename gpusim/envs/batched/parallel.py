@@ -348,7 +348,11 @@ class ParallelEnv(BatchedEnvBase):
                     )
                 )
             if poller is not None:
-                events = poller.poll(remaining * 1000.0)
+                try:
+                    events = poller.poll(remaining * 1000.0)
+                except KeyboardInterrupt:  # the workers are mid-command: their answers would
+                    self._abort()  # desynchronise the pipes, so stop them all
+                    raise
                 ready = [fd_map[fd] for fd, _ in events]
             else:  # pragma: no cover - Windows
                 objs = [conns[i] for i in pending] + [procs[i].sentinel for i in pending]
