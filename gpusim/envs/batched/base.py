@@ -307,20 +307,18 @@ class BatchedEnvBase(EnvBase):
         workers = list(range(self.num_workers))
         present: tuple = ()
         if tensordict is not None:
-            masks = []
-            root = tensordict.get(plan.reset_mask_keys[0], None) if plan.reset_mask_keys else None
-            entries = [*plan.reset_mask_keys, *plan.state_keys]
-            values = [tensordict.get(k, None) for k in entries]
-            if plan.done_levels and plan.done_levels[0].prefix == () and root is not None:
-                # a root "_reset" annihilates the nested ones
-                for i in range(1, len(plan.reset_mask_keys)):
+            n_masks = len(plan.reset_mask_keys)
+            values = [tensordict.get(k, None) for k in (*plan.reset_mask_keys, *plan.state_keys)]
+            if n_masks and plan.done_levels[0].prefix == () and values[0] is not None:
+                for i in range(1, n_masks):  # a root "_reset" annihilates the nested ones
                     values[i] = None
             present = tuple(i for i, v in enumerate(values) if v is not None)
-            masks = [values[i] for i in present if i < len(plan.reset_mask_keys)]
+            masks = [values[i] for i in present if i < n_masks]
             dst = [*b.reset_mask_leaves, *[b.input_leaves[plan.input_keys.index(k)] for k in plan.state_keys]]
             if present:
                 torch._foreach_copy_([dst[i] for i in present], [values[i] for i in present])
             if masks:
+                # which workers to call is a host decision (this is the CPU fallback)
                 selected = masks[0].reshape(self.num_workers, -1).any(-1)
                 for mask in masks[1:]:
                     selected = selected | mask.reshape(self.num_workers, -1).any(-1)

@@ -159,3 +159,13 @@ def test_shared_counter_transform_is_a_plain_transform():
     env = TransformedEnv(CountingEnv(), SharedCounter())
     env.rollout(2, break_when_any_done=False)
     assert env.transform[0].calls.item() == 2
+
+
+def test_metadata_constructor_validates_its_arguments():
+    meta = get_env_metadata(CountingEnv)
+    rebuilt = EnvMetaData(meta.tensordict, meta.specs, meta.batch_size, "env", None)
+    assert rebuilt == meta and rebuilt.device == torch.device("cpu") and rebuilt.batch_locked
+    with pytest.raises(TypeError, match="tensordict"):
+        EnvMetaData({}, meta.specs, (), "env", None)
+    with pytest.raises(TypeError, match="input_spec"):
+        EnvMetaData(meta.tensordict, meta.input_spec, (), "env", None)
