@@ -159,14 +159,23 @@ class CounterRNG(torch.nn.Module):
         return _hash32_(x.bitwise_xor_(x >> 15))
 
     def _ints(self) -> tuple[torch.Tensor, float]:
-        """Integer draws ``[*batch_size, num]`` (as int64) and the scale that maps them to [0, 1)."""
+        """Integer draws ``[*batch_size, num]`` held in float32 (exact), and the scale that maps
+        them to ``[0, 1)``. Each hash gives its low then its high 16 bits (``bits=16``)."""
         h = self.bits32()
-        if self.bits == 16:
-            u = torch.cat((h & _MASK16, h.bitwise_right_shift_(16)), dim=-1)
-            if u.shape[-1] != self.num:
-                u = u[..., : self.num]
-            return u, 1.0 / 65536.0
-        return h >> 8, 1.0 / 16777216.0
+        if self.bits == 24:
+            return (h >> 8).to(torch.float32), 1.0 / 16777216.0
+        if torch.compiler.is_compiling() or h.device.type != "cpu":
+            u = torch.stack((h & _MASK16, h >> 16), dim=-1).to(torch.float32)
+        else:
+            # eager CPU: interleaving with stack/cat along a small last dim costs ~10 elementwise
+            # ops; writing each half through a strided ``out=`` view costs about one
+            u = torch.empty((*h.shape, 2), dtype=torch.float32, device=h.device)
+            torch.bitwise_and(h, _MASK16, out=u[..., 0])
+            torch.bitwise_right_shift(h, 16, out=u[..., 1])
+        u = u.flatten(-2)
+        if u.shape[-1] != self.num:
+            u = u[..., : self.num]
+        return u, 1.0 / 65536.0
 
     def uniform(self) -> torch.Tensor:
         """Draw ``[*batch_size, num]`` float32 numbers in ``[0, 1)`` and advance the counter.
@@ -175,7 +184,7 @@ class CounterRNG(torch.nn.Module):
             A float32 tensor on the generator's device.
         """
         ints, scale = self._ints()
-        return ints.to(torch.float32).mul_(scale)
+        return ints.mul_(scale)
 
     def uniform_range(self, low: float, high: float) -> torch.Tensor:
         """Draw ``[*batch_size, num]`` float32 numbers uniform in ``[low, high]``.
@@ -194,4 +203,4 @@ class CounterRNG(torch.nn.Module):
             True
         """
         ints, scale = self._ints()
-        return ints.to(torch.float32).mul_((high - low) * scale).add_(low)
+        return ints.mul_((high - low) * scale).add_(low)

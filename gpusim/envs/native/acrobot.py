@@ -46,7 +46,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._base import NativeEnv, done_spec, stack_last
 from gpusim.envs.native._checks import check_choice, check_number, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -142,21 +142,17 @@ class AcrobotEnv(NativeEnv):
         self.register_buffer(
             "_torques", torch.tensor(self.avail_torque, dtype=torch.float32, device=dev), persistent=False
         )
-        self.register_buffer(
-            "_max_vel", torch.tensor([self.max_vel_1, self.max_vel_2], dtype=torch.float32, device=dev),
-            persistent=False,
-        )
 
     @staticmethod
-    def _obs(state: torch.Tensor) -> torch.Tensor:
-        angles = state[..., 0:2]
-        c, s = torch.cos(angles), torch.sin(angles)
-        return torch.cat((c[..., 0:1], s[..., 0:1], c[..., 1:2], s[..., 1:2], state[..., 2:4]), -1)
+    def _obs(theta1: torch.Tensor, theta2: torch.Tensor, dtheta1: torch.Tensor, dtheta2: torch.Tensor) -> torch.Tensor:
+        return stack_last(
+            (torch.cos(theta1), torch.sin(theta1), torch.cos(theta2), torch.sin(theta2), dtheta1, dtheta2)
+        )
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
         state = self._noise(-0.1, 0.1)
         done, terminated = self._flags()
-        return self._out(observation=self._obs(state), state=state, done=done, terminated=terminated)
+        return self._out(observation=self._obs(*state.unbind(-1)), state=state, done=done, terminated=terminated)
 
     def _dsdt(self, s: torch.Tensor, torque: torch.Tensor) -> torch.Tensor:
         """Time derivative of ``s = [theta1, theta2, dtheta1, dtheta2]`` under ``torque``."""
@@ -181,7 +177,7 @@ class AcrobotEnv(NativeEnv):
         numerator = numerator - phi2
         ddtheta2 = numerator / (m2 * lc2**2 + i2 - d2.square() / d1)
         ddtheta1 = -(d2 * ddtheta2 + phi1) / d1
-        return torch.stack((dtheta1, dtheta2, ddtheta1, ddtheta2), -1)
+        return stack_last((dtheta1, dtheta2, ddtheta1, ddtheta2))
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         s = tensordict["state"]
@@ -192,11 +188,17 @@ class AcrobotEnv(NativeEnv):
         k3 = self._dsdt(s + dt / 2.0 * k2, torque)
         k4 = self._dsdt(s + dt * k3, torque)
         ns = s + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-        angles = wrap_angle(ns[..., 0:2], -math.pi, math.pi)
-        new_state = torch.cat((angles, ns[..., 2:4].clamp(-self._max_vel, self._max_vel)), -1)
-        terminated = (-torch.cos(angles[..., 0:1]) - torch.cos(angles[..., 1:2] + angles[..., 0:1])) > 1.0
+        theta1, theta2, dtheta1, dtheta2 = ns.unbind(-1)
+        theta1 = wrap_angle(theta1, -math.pi, math.pi)
+        theta2 = wrap_angle(theta2, -math.pi, math.pi)
+        dtheta1 = dtheta1.clamp(-self.max_vel_1, self.max_vel_1)
+        dtheta2 = dtheta2.clamp(-self.max_vel_2, self.max_vel_2)
+        terminated = ((-torch.cos(theta1) - torch.cos(theta2 + theta1)) > 1.0).unsqueeze(-1)
         reward = torch.where(terminated, 0.0, -1.0)
         return self._out(
-            observation=self._obs(new_state), state=new_state, reward=reward, done=terminated.clone(),
+            observation=self._obs(theta1, theta2, dtheta1, dtheta2),
+            state=stack_last((theta1, theta2, dtheta1, dtheta2)),
+            reward=reward,
+            done=terminated.clone(),
             terminated=terminated,
         )

@@ -46,7 +46,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._base import NativeEnv, done_spec, stack_last
 from gpusim.envs.native._checks import check_choice, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -158,12 +158,19 @@ class CartPoleEnv(NativeEnv):
             self.length * (4.0 / 3.0 - self.masspole * cos.square() / total_mass)
         )
         xacc = temp - pml * thetaacc * cos / total_mass
+        tau = self.tau
         if self.kinematics_integrator == "euler":
-            new_state = torch.add(state, torch.stack((x_dot, xacc, theta_dot, thetaacc), -1), alpha=self.tau)
+            if torch.compiler.is_compiling() or state.device.type != "cpu":
+                new_state = torch.add(state, torch.stack((x_dot, xacc, theta_dot, thetaacc), -1), alpha=tau)
+            else:  # eager CPU: write each column in place (see _base.stack_last)
+                new_state = torch.empty_like(state)
+                pairs = ((x, x_dot), (x_dot, xacc), (theta, theta_dot), (theta_dot, thetaacc))
+                for i, (value, rate) in enumerate(pairs):
+                    torch.add(value, rate, alpha=tau, out=new_state[..., i])
         else:
-            x_dot = x_dot + self.tau * xacc
-            theta_dot = theta_dot + self.tau * thetaacc
-            new_state = torch.stack((x + self.tau * x_dot, x_dot, theta + self.tau * theta_dot, theta_dot), -1)
+            x_dot = x_dot + tau * xacc
+            theta_dot = theta_dot + tau * thetaacc
+            new_state = stack_last((x + tau * x_dot, x_dot, theta + tau * theta_dot, theta_dot))
         x, theta = new_state[..., 0:1], new_state[..., 2:3]
         terminated = (x.abs() > self.x_threshold) | (theta.abs() > self.theta_threshold_radians)
         if self.sutton_barto_reward:

@@ -52,7 +52,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._base import NativeEnv, done_spec, stack_last
 from gpusim.envs.native._checks import check_increasing, check_number, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -96,19 +96,19 @@ class _MountainCarBase(NativeEnv):
         self.full_done_spec = done_spec(B, dev)
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        position = self._noise(-0.6, -0.4)
-        state = torch.cat((position, torch.zeros_like(position)), -1)
+        position = self._noise(-0.6, -0.4)[..., 0]
+        state = stack_last((position, torch.zeros_like(position)))
         done, terminated = self._flags()
         return self._out(observation=state, state=state, done=done, terminated=terminated)
 
     def _move(self, state: torch.Tensor, push: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One valley step: returns ``(new_state [*B, 2], terminated [*B, 1])``."""
-        position, velocity = state[..., 0:1], state[..., 1:2]
+        """One valley step (``push``: ``[*B]``): returns ``(new_state [*B, 2], terminated [*B, 1])``."""
+        position, velocity = state.unbind(-1)
         velocity = (velocity + (push - self.gravity * torch.cos(3.0 * position))).clamp(-self.max_speed, self.max_speed)
         position = (position + velocity).clamp(self.min_position, self.max_position)
         velocity = torch.where((position == self.min_position) & (velocity < 0), 0.0, velocity)
         terminated = (position >= self.goal_position) & (velocity >= self.goal_velocity)
-        return torch.cat((position, velocity), -1), terminated
+        return stack_last((position, velocity)), terminated.unsqueeze(-1)
 
 
 class MountainCarEnv(_MountainCarBase):
@@ -161,12 +161,12 @@ class MountainCarEnv(_MountainCarBase):
         self.action_spec = Categorical(3, shape=self.batch_size, device=self.device)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        push = (tensordict["action"].unsqueeze(-1) - 1).to(torch.float32) * self.force
+        push = (tensordict["action"] - 1).to(torch.float32) * self.force
         state, terminated = self._move(tensordict["state"], push)
         return self._out(
             observation=state,
             state=state,
-            reward=torch.full_like(push, -1.0),
+            reward=torch.full_like(terminated, -1.0, dtype=torch.float32),
             done=terminated.clone(),
             terminated=terminated,
         )
@@ -234,7 +234,7 @@ class MountainCarContinuousEnv(_MountainCarBase):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = tensordict["action"]
-        push = action.clamp(self.min_action, self.max_action) * self.power
+        push = action[..., 0].clamp(self.min_action, self.max_action) * self.power
         state, terminated = self._move(tensordict["state"], push)
         reward = torch.where(terminated, 100.0, 0.0) - 0.1 * action.square()
         return self._out(

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._base import NativeEnv, done_spec, stack_last
 from gpusim.envs.native._checks import check_positive
 from gpusim.specs import Bounded, Composite, Unbounded
 
@@ -116,7 +116,7 @@ class PendulumEnv(NativeEnv):
         )
 
     def _obs(self, theta: torch.Tensor, theta_dot: torch.Tensor) -> torch.Tensor:
-        return torch.stack((torch.cos(theta), torch.sin(theta), theta_dot), -1)
+        return stack_last((torch.cos(theta), torch.sin(theta), theta_dot))
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
         state = self._noise(-1.0, 1.0) * self._reset_high
@@ -134,7 +134,7 @@ class PendulumEnv(NativeEnv):
         done, terminated = self._flags()
         return self._out(
             observation=self._obs(new_theta, new_theta_dot),
-            state=torch.stack((new_theta, new_theta_dot), -1),
+            state=stack_last((new_theta, new_theta_dot)),
             reward=-costs.unsqueeze(-1),
             done=done,
             terminated=terminated,
