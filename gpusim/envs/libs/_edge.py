@@ -42,6 +42,15 @@ class _Layout:
             offset += -(-nbytes // _ALIGN) * _ALIGN
         self.total = max(offset, _ALIGN)
         self.buffers = [torch.empty(self.total, dtype=torch.uint8, pin_memory=pin) for _ in range(2)]
+        # typed views of each staging buffer, made once: a step only copies into them
+        self.views = [
+            [buf[off : off + nb].view(dtype).view(shape) for _, off, nb, shape, dtype in self.slots]
+            for buf in self.buffers
+        ]
+        self.sizes = []
+        for i, (_, off, nb, _, _) in enumerate(self.slots):
+            end = self.slots[i + 1][1] if i + 1 < len(self.slots) else self.total
+            self.sizes.append(end - off)
         self.events: list = [None, None]
         self.turn = 0
 
@@ -72,8 +81,8 @@ class EdgeTransfer:
         buf, event = layout.buffers[i], layout.events[i]
         if event is not None:
             event.synchronize()  # the copy that last read this buffer has finished
-        for (key, off, nbytes, shape, dtype), (_, value) in zip(layout.slots, leaves):
-            buf[off : off + nbytes].view(dtype).view(shape).copy_(value)
+        for view, (_, value) in zip(layout.views[i], leaves):
+            view.copy_(value)
         dev = torch.empty(layout.total, dtype=torch.uint8, device=self.device)
         dev.copy_(buf, non_blocking=True)
         if self.device.type == "cuda":
@@ -81,8 +90,9 @@ class EdgeTransfer:
             event.record()
             layout.events[i] = event
         source: dict = {}
-        for key, off, nbytes, shape, dtype in layout.slots:
-            view = dev[off : off + nbytes].view(dtype).view(shape)
+        chunks = dev.split(layout.sizes)
+        for (key, off, nbytes, shape, dtype), chunk in zip(layout.slots, chunks):
+            view = chunk[:nbytes].view(dtype).view(shape)
             if isinstance(key, tuple) and len(key) > 1:
                 node = source
                 for part in key[:-1]:
