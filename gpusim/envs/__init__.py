@@ -1,5 +1,7 @@
 """Environments: ``EnvBase``, helpers, native batched envs, batched CPU envs and wrappers."""
 
+# ruff: noqa: E402
+
 from gpusim.envs.checks import check_env_specs
 from gpusim.envs.common import EnvBase
 from gpusim.envs.utils import (
@@ -13,7 +15,19 @@ from gpusim.envs.utils import (
     terminated_or_truncated,
 )
 
+from gpusim.envs.compiled import CompiledRollout
+from gpusim.envs.batched import *  # noqa: F401,F403
+from gpusim.envs.batched import __all__ as _batched_all
+from gpusim.envs.libs import *  # noqa: F401,F403
+from gpusim.envs.libs import __all__ as _libs_all
+from gpusim.envs.native import *  # noqa: F401,F403
+from gpusim.envs.native import __all__ as _native_all
+
 __all__ = [
+    *_batched_all,
+    *_libs_all,
+    *_native_all,
+    "CompiledRollout",
     "EnvBase",
     "check_env_specs",
     "step_mdp",
