@@ -29,6 +29,17 @@ if TYPE_CHECKING:
 __all__ = ["CompiledRollout"]
 
 
+def _unaliased(leaves: tuple) -> tuple:
+    """Clones leaves that are the same tensor as an earlier one: aliasing between inputs is
+    guarded by the compiler, and whether a reset happened would otherwise pick the graph."""
+    seen: set[int] = set()
+    out = []
+    for leaf in leaves:
+        out.append(leaf.clone() if id(leaf) in seen else leaf)
+        seen.add(id(leaf))
+    return tuple(out)
+
+
 def _tensor_items(td: TensorDictBase) -> list[tuple]:
     return [(k, v) for k, v in td.items(True, True) if isinstance(v, torch.Tensor)]
 
@@ -79,15 +90,18 @@ class CompiledRollout:
 
     # ---------------------------------------------------------------- traced body
     def _body(self, k: int) -> Callable:
+        # everything the body reads is bound here, once per data layout: attributes read from
+        # ``self`` at call time would be guarded (and recompiled) on every new rollout
         env, policy = self.env, self.policy
+        root_spec, out_keys, root_keys = self._root_spec, tuple(self._out_keys), tuple(self._root_keys)
 
         def body(root_leaves: tuple, views: tuple) -> tuple:
-            td = pytree.tree_unflatten(list(root_leaves), self._root_spec)
+            td = pytree.tree_unflatten(list(root_leaves), root_spec)
             for i in range(k):
                 stepped, td = env.step_and_maybe_reset(policy(td))
-                for key, view in zip(self._out_keys, views):
+                for key, view in zip(out_keys, views):
                     view[i].copy_(stepped.get(key))
-            return tuple(td.get(key) for key in self._root_keys)
+            return tuple(td.get(key) for key in root_keys)
 
         return body
 
@@ -133,9 +147,11 @@ class CompiledRollout:
         root_keys = [k for k, _ in _tensor_items(td)]
         if self._out_keys is not None and (out_keys != self._out_keys or root_keys != self._root_keys):
             self._compiled.clear()  # the data layout changed (new transforms, other policy outputs)
-        self._out_keys, self._root_keys = out_keys, root_keys
-        leaves = tuple(td.get(k) for k in root_keys)
-        self._root_spec = pytree.tree_flatten(td.select(*root_keys))[1]
+        root_spec = pytree.tree_flatten(td.select(*root_keys))[1]
+        if self._root_spec is not None and root_spec != self._root_spec:
+            self._compiled.clear()
+        self._out_keys, self._root_keys, self._root_spec = out_keys, root_keys, root_spec
+        leaves = _unaliased(tuple(td.get(k) for k in root_keys))
         t, k = 1, self.steps_per_call
         while t < max_steps:
             n = k if max_steps - t >= k else 1

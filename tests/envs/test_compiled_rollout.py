@@ -45,6 +45,12 @@ def test_compiled_runner_is_cached_and_reused():
     b = env.rollout(8, policy, break_when_any_done=False)
     _assert_close(b, a)
     assert runner.compile_seconds > 0
+    from torch._dynamo.utils import counters
+
+    compiled_frames = counters["frames"]["ok"]
+    runner(8)
+    runner(5)
+    assert counters["frames"]["ok"] == compiled_frames  # no recompilation on later rollouts
     assert set(runner._compiled) == {1, 2}
 
 
