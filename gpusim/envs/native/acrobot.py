@@ -139,9 +139,6 @@ class AcrobotEnv(NativeEnv):
         self.action_spec = Categorical(3, shape=B, device=dev)
         self.reward_spec = Unbounded(shape=(*B, 1), dtype=torch.float32, device=dev)
         self.full_done_spec = done_spec(B, dev)
-        self.register_buffer(
-            "_torques", torch.tensor(self.avail_torque, dtype=torch.float32, device=dev), persistent=False
-        )
 
     @staticmethod
     def _obs(theta1: torch.Tensor, theta2: torch.Tensor, dtheta1: torch.Tensor, dtheta2: torch.Tensor) -> torch.Tensor:
@@ -181,7 +178,9 @@ class AcrobotEnv(NativeEnv):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         s = tensordict["state"]
-        torque = self._torques[tensordict["action"]]
+        action = tensordict["action"]
+        t0, t1, t2 = self.avail_torque
+        torque = torch.where(action == 0, t0, torch.where(action == 1, t1, t2))
         dt = self.dt
         k1 = self._dsdt(s, torque)
         k2 = self._dsdt(s + dt / 2.0 * k1, torque)

@@ -153,11 +153,14 @@ class CartPoleEnv(NativeEnv):
         pml = self.polemass_length
         force = torch.where(action == 1, self.force_mag, -self.force_mag)
         cos, sin = torch.cos(theta), torch.sin(theta)
-        temp = (force + pml * theta_dot.square() * sin) / total_mass
-        thetaacc = (self.gravity * sin - cos * temp) / (
-            self.length * (4.0 / 3.0 - self.masspole * cos.square() / total_mass)
-        )
-        xacc = temp - pml * thetaacc * cos / total_mass
+        # gymnasium's equations, with fused multiply-adds (in place on fresh intermediates):
+        # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass
+        temp = torch.addcmul(force, theta_dot.square(), sin, value=pml).div_(total_mass)
+        # thetaacc = (gravity * sin - cos * temp) / (length * (4/3 - masspole * cos^2 / total_mass))
+        denominator = cos.square().mul_(-self.length * self.masspole / total_mass).add_(self.length * 4.0 / 3.0)
+        thetaacc = torch.addcmul(sin * self.gravity, cos, temp, value=-1.0).div_(denominator)
+        # xacc = temp - polemass_length * thetaacc * cos / total_mass
+        xacc = torch.addcmul(temp, thetaacc, cos, value=-pml / total_mass)
         tau = self.tau
         if self.kinematics_integrator == "euler":
             if torch.compiler.is_compiling() or state.device.type != "cpu":
@@ -176,7 +179,7 @@ class CartPoleEnv(NativeEnv):
         if self.sutton_barto_reward:
             reward = torch.where(terminated, -1.0, 0.0)
         else:
-            reward = torch.ones_like(x)
+            reward = torch.ones_like(terminated, dtype=torch.float32)
         return self._out(
             observation=new_state, state=new_state, reward=reward, done=terminated.clone(), terminated=terminated
         )

@@ -252,3 +252,29 @@ def test_reset_distributions_ignore_torch_global_rng() -> None:
     b = env.reset()["state"]
     assert torch.equal(a, b)
     assert np.all(np.abs(a.numpy()) <= 0.05)
+
+
+@pytest.mark.parametrize(
+    "env_cls, name, value",
+    [
+        (CartPoleEnv, "gravity", 12.0),
+        (CartPoleEnv, "x_threshold", 0.01),
+        (PendulumEnv, "max_torque", 0.5),
+        (MountainCarEnv, "goal_position", -1.0),
+        (AcrobotEnv, "avail_torque", (-2.0, 0.5, 2.0)),
+    ],
+)
+def test_constants_changed_after_construction_take_effect(env_cls, name, value) -> None:
+    """Nothing derived from a constant is cached: the next step uses the new value."""
+    changed = env_cls(batch_size=[64], seed=0)
+    setattr(changed, name, value)
+    fresh = env_cls(batch_size=[64], seed=0, **{name: value})
+    default = env_cls(batch_size=[64], seed=0)
+    td = fresh.reset()
+    torch.manual_seed(0)
+    default.rand_action(td)  # the default bounds (wider than a reduced max_torque)
+    out_changed = changed.step(td.clone())["next"]
+    out_fresh = fresh.step(td.clone())["next"]
+    out_default = default.step(td.clone())["next"]
+    assert (out_changed == out_fresh).all()
+    assert not (out_default == out_fresh).all()
