@@ -236,6 +236,10 @@ class TransformedEnv(EnvBase):
             tensordict = TensorDict({}, batch_size=self.base_env.batch_size, device=self.base_env.device)
         return transform._reset(tensordict, tensordict_reset)
 
+    def _reset_skipped(self) -> None:
+        # keep the base env's counter-based reset stream aligned when maybe_reset skips a reset
+        self.base_env._reset_skipped()
+
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
         """Seeds the base env, then the transforms; returns the next seed."""
         if seed is not None and not isinstance(seed, int):

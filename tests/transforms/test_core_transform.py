@@ -236,3 +236,18 @@ def test_to_moves_buffers_and_state_dict_holds_transform_state():
     assert "transform.transforms.0.calls" in env.state_dict()
     env.to("cpu")
     assert env.device == torch.device("cpu") and env.transform[0].calls.device.type == "cpu"
+
+
+def test_transformed_native_env_keeps_the_seeded_reset_stream():
+    """Eager CPU rollouts skip resets when nothing is done; the base env's counter-based reset
+    stream must advance the same way under a TransformedEnv (``_reset_skipped`` is forwarded)."""
+    from gpusim.envs.native import CartPoleEnv
+
+    base = CartPoleEnv(batch_size=[16], seed=3)
+    env = TransformedEnv(CartPoleEnv(batch_size=[16], seed=3), StepCounter())
+    torch.manual_seed(0)
+    a = base.rollout(40, break_when_any_done=False)
+    torch.manual_seed(0)
+    b = env.rollout(40, break_when_any_done=False)
+    assert a["next", "done"].any()
+    assert torch.equal(a["observation"], b["observation"])
