@@ -27,9 +27,10 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs import _keys
+from gpusim.envs._fasttd import fast_get, fast_set
 from gpusim.envs._keys import DoneLevel, NestedKey
 
-__all__ = ["done_levels_of", "level_for_key", "reset_mask", "row_mask", "default_levels"]
+__all__ = ["done_levels_of", "level_for_key", "reset_mask", "row_mask", "default_levels", "tget", "tset"]
 
 
 def done_levels_of(output_spec) -> list[DoneLevel]:
@@ -84,12 +85,12 @@ def reset_mask(tensordict: TensorDictBase | None, level: DoneLevel) -> torch.Ten
     """
     if tensordict is None:
         return None
-    root = tensordict.get("_reset", None)
+    root = fast_get(tensordict, "_reset")
     if root is not None:
         return _reshape_mask(root, level.shape)
     if level.prefix == ():
         return None
-    own = tensordict.get(level.reset_key, None)
+    own = tget(tensordict, level.reset_key)
     if own is None:
         return None
     return _reshape_mask(own, level.shape)
@@ -108,3 +109,30 @@ def row_mask(mask: torch.Tensor, batch_shape: torch.Size) -> torch.Tensor:
 def expand_mask(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     """Appends singleton dims so a row ``mask`` broadcasts over ``value``'s trailing dims."""
     return mask.reshape(*mask.shape, *([1] * (value.ndim - mask.ndim)))
+
+
+def tget(td: TensorDictBase, key: NestedKey, default=None):
+    """Validation-free ``td.get(key, default)`` for str or tuple keys (plain TensorDicts)."""
+    if isinstance(key, str):
+        return fast_get(td, key, default)
+    node = td
+    for part in key[:-1]:
+        node = fast_get(node, part)
+        if node is None or isinstance(node, torch.Tensor):
+            return default
+    return fast_get(node, key[-1], default)
+
+
+def tset(td: TensorDictBase, key: NestedKey, value: torch.Tensor) -> TensorDictBase:
+    """Validation-free ``td.set(key, value)`` for str or tuple keys (falls back to ``set`` when
+    an intermediate node is missing)."""
+    if isinstance(key, str):
+        return fast_set(td, key, value)
+    node = td
+    for part in key[:-1]:
+        child = fast_get(node, part)
+        if child is None or isinstance(child, torch.Tensor):
+            return td.set(key, value)
+        node = child
+    fast_set(node, key[-1], value)
+    return td

@@ -33,7 +33,7 @@ from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.kernels import cat_frames_update, masked_fill_rows_
 from gpusim.specs import Bounded, Unbounded
-from gpusim.transforms._levels import default_levels, done_levels_of, level_for_key, reset_mask
+from gpusim.transforms._levels import default_levels, done_levels_of, level_for_key, reset_mask, tget, tset
 from gpusim.transforms.transform import Transform
 
 __all__ = ["CatFrames"]
@@ -160,7 +160,7 @@ class CatFrames(Transform):
 
     def _mask_for(self, tensordict: TensorDictBase, in_key: NestedKey, batch_size) -> torch.Tensor | None:
         if self.reset_key is not None:
-            mask = tensordict.get(self.reset_key, None)
+            mask = tget(tensordict, self.reset_key)
             if mask is None:
                 return None
             mask = mask.bool()
@@ -180,7 +180,7 @@ class CatFrames(Transform):
         if self.as_inverse:
             return tensordict_reset
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
-            frame = tensordict_reset.get(in_key, None)
+            frame = tget(tensordict_reset, in_key)
             if frame is None:
                 continue
             buf, _ = self._buffer_for(i, frame)
@@ -193,20 +193,20 @@ class CatFrames(Transform):
             # rows not reset take their previous stack from the input (the reset merge), which
             # equals their buffer: the output only has to be right on the reset rows
             out = refill
-            tensordict_reset.set(out_key, out)
+            tset(tensordict_reset, out_key, out)
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         if self.as_inverse:
             return next_tensordict
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
-            frame = next_tensordict.get(in_key, None)
+            frame = tget(next_tensordict, in_key)
             if frame is None:
                 continue
             buf, new = self._buffer_for(i, frame)
             if new:  # stepped before any reset: start from the padding
                 buf.copy_(self._refill(frame))
-            next_tensordict.set(
+            tset(next_tensordict, 
                 out_key, cat_frames_update(buf, frame, None, self.dim, self.padding, float(self.padding_value))
             )
         return next_tensordict
@@ -221,6 +221,9 @@ class CatFrames(Transform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         """Shifts the frames of ``next_tensordict`` into the buffers (a step without root)."""
         return self._step(next_tensordict, next_tensordict)
+
+    def _has_inverse(self) -> bool:
+        return self.as_inverse
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not self.as_inverse:
@@ -246,12 +249,12 @@ class CatFrames(Transform):
             shape = list(tensordict.batch_size)
             ep_start = torch.zeros(shape, dtype=torch.long, device=device)
         for in_key, out_key in zip(in_keys, out_keys):
-            root = tensordict.get(in_key, None)
+            root = tget(tensordict, in_key)
             nxt = tensordict.get(_keys.unravel(("next", in_key)), None)
             if root is not None:
-                tensordict.set(out_key, self._windows(root, None, ep_start, tdim))
+                tset(tensordict, out_key, self._windows(root, None, ep_start, tdim))
             if nxt is not None:
-                tensordict.set(_keys.unravel(("next", out_key)), self._windows(nxt, root, ep_start, tdim))
+                tset(tensordict, _keys.unravel(("next", out_key)), self._windows(nxt, root, ep_start, tdim))
         return tensordict
 
     def _windows(self, x: torch.Tensor, root: torch.Tensor | None, ep_start: torch.Tensor, tdim: int) -> torch.Tensor:

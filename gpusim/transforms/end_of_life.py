@@ -27,6 +27,7 @@ from tensordict import TensorDictBase
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.specs import Unbounded
+from gpusim.transforms._levels import tget, tset
 from gpusim.transforms.transform import Transform
 
 __all__ = ["EndOfLifeTransform"]
@@ -111,26 +112,26 @@ class EndOfLifeTransform(Transform):
         return torch.as_tensor(obj, dtype=torch.int64).to(like.device).reshape(like.shape)
 
     def _lives(self, data: TensorDictBase, like: torch.Tensor) -> torch.Tensor:
-        lives = data.get(self.lives_key, None)
+        lives = tget(data, self.lives_key)
         if lives is not None and self.__dict__["_lives_in_data"]:
             return lives
         lives = self._attribute_lives(like)
-        data.set(self.lives_key, lives)
+        tset(data, self.lives_key, lives)
         return lives
 
     # ------------------------------------------------------------------ data
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         done = tensordict_reset.get(self.done_key)
         self._lives(tensordict_reset, done)
-        tensordict_reset.set(self.eol_key, done.clone())
+        tset(tensordict_reset, self.eol_key, done.clone())
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         done = next_tensordict.get(self.done_key)
         lives = self._lives(next_tensordict, done)
-        prev = tensordict.get(self.lives_key, None)
+        prev = tget(tensordict, self.lives_key)
         eol = done if prev is None else done | (lives < prev).reshape(done.shape)
-        next_tensordict.set(self.eol_key, eol)
+        tset(next_tensordict, self.eol_key, eol)
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

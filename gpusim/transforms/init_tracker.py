@@ -19,7 +19,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.specs import Categorical
-from gpusim.transforms._levels import done_levels_of
+from gpusim.transforms._levels import done_levels_of, tget, tset
 from gpusim.transforms.step_counter import _leaf_name
 from gpusim.transforms.transform import Transform
 
@@ -45,7 +45,7 @@ class InitTracker(Transform):
     def _get_plan(self, tensordict: TensorDictBase) -> list[tuple]:
         plan = self.__dict__["_plan"]
         if plan is None:
-            done = tensordict.get("done", None)
+            done = tget(tensordict, "done")
             shape = done.shape if done is not None else (*tensordict.batch_size, 1)
             plan = [(self.init_key, torch.Size(shape))]
         return plan
@@ -66,13 +66,13 @@ class InitTracker(Transform):
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         device = tensordict_reset.device
         for key, shape in self._get_plan(tensordict_reset):
-            tensordict_reset.set(key, torch.ones(shape, dtype=torch.bool, device=device))
+            tset(tensordict_reset, key, torch.ones(shape, dtype=torch.bool, device=device))
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         device = next_tensordict.device
         for key, shape in self._get_plan(next_tensordict):
-            next_tensordict.set(key, torch.zeros(shape, dtype=torch.bool, device=device))
+            tset(next_tensordict, key, torch.zeros(shape, dtype=torch.bool, device=device))
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

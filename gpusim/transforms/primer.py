@@ -28,6 +28,7 @@ from tensordict import TensorDictBase
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.specs import Composite, TensorSpec, Unbounded
+from gpusim.transforms._levels import tget, tset
 from gpusim.transforms.transform import Transform
 
 __all__ = ["TensorDictPrimer", "gSDENoise"]
@@ -144,22 +145,22 @@ class TensorDictPrimer(Transform):
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         for key, spec in self.__dict__["_specs"].items():
-            tensordict_reset.set(key, self._value(key, spec, tensordict_reset.batch_size, tensordict_reset.device))
+            tset(tensordict_reset, key, self._value(key, spec, tensordict_reset.batch_size, tensordict_reset.device))
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         for key in self.__dict__["_specs"]:
-            if next_tensordict.get(key, None) is None:
-                value = tensordict.get(key, None)
+            if tget(next_tensordict, key) is None:
+                value = tget(tensordict, key)
                 if value is not None:
-                    next_tensordict.set(key, value)
+                    tset(next_tensordict, key, value)
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Offline: fills the missing primer entries (batch dims of the data)."""
         for key, spec in self.__dict__["_specs"].items():
-            if tensordict.get(key, None) is None:
-                tensordict.set(key, self._value(key, spec, tensordict.batch_size, tensordict.device))
+            if tget(tensordict, key) is None:
+                tset(tensordict, key, self._value(key, spec, tensordict.batch_size, tensordict.device))
         return tensordict
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:

@@ -24,6 +24,7 @@ from tensordict import TensorDictBase
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.specs import Unbounded
+from gpusim.transforms._levels import tget, tset
 from gpusim.transforms.transform import Transform
 
 __all__ = ["RewardSum", "TargetReturn", "Reward2GoTransform"]
@@ -143,16 +144,16 @@ class RewardSum(_RewardTracker):
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         for out_key in self.out_keys:
-            tensordict_reset.set(out_key, self._init_value(tensordict_reset, out_key))
+            tset(tensordict_reset, out_key, self._init_value(tensordict_reset, out_key))
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
-            reward = next_tensordict.get(in_key, None)
+            reward = tget(next_tensordict, in_key)
             if reward is None:
                 continue
-            prev = tensordict.get(out_key, None)
-            next_tensordict.set(out_key, reward.clone() if prev is None else prev + reward)
+            prev = tget(tensordict, out_key)
+            tset(next_tensordict, out_key, reward.clone() if prev is None else prev + reward)
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -207,19 +208,19 @@ class TargetReturn(_RewardTracker):
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         for out_key in self.out_keys:
-            tensordict_reset.set(out_key, self._init_value(tensordict_reset, out_key) + self.target_return)
+            tset(tensordict_reset, out_key, self._init_value(tensordict_reset, out_key) + self.target_return)
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
-            prev = tensordict.get(out_key, None)
+            prev = tget(tensordict, out_key)
             if prev is None:
                 continue
             if self.mode == "reduce":
-                reward = next_tensordict.get(in_key, None)
-                next_tensordict.set(out_key, prev if reward is None else prev - reward)
+                reward = tget(next_tensordict, in_key)
+                tset(next_tensordict, out_key, prev if reward is None else prev - reward)
             else:
-                next_tensordict.set(out_key, prev.clone())
+                tset(next_tensordict, out_key, prev.clone())
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -282,7 +283,7 @@ class Reward2GoTransform(Transform):
     def _get_flag(self, tensordict: TensorDictBase, key: NestedKey) -> torch.Tensor | None:
         value = tensordict.get(_keys.unravel(("next", key)), None)
         if value is None:
-            value = tensordict.get(key, None)
+            value = tget(tensordict, key)
         return value
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -296,10 +297,10 @@ class Reward2GoTransform(Transform):
         if trunc is not None:
             done = done | trunc
         for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
-            reward = tensordict.get(in_key, None)
+            reward = tget(tensordict, in_key)
             if reward is None:
                 continue
-            tensordict.set(out_key, _reward_to_go(reward, done, self.gamma, tdim))
+            tset(tensordict, out_key, _reward_to_go(reward, done, self.gamma, tdim))
         return tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -22,7 +22,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs import _keys
 from gpusim.specs import Bounded, Categorical
-from gpusim.transforms._levels import done_levels_of
+from gpusim.transforms._levels import done_levels_of, tget, tset
 from gpusim.transforms.transform import Transform
 
 __all__ = ["StepCounter"]
@@ -90,7 +90,7 @@ class StepCounter(Transform):
     def _get_plan(self, tensordict: TensorDictBase) -> list[tuple]:
         plan = self.__dict__["_plan"]
         if plan is None:  # used without an env: a root level shaped like "done"
-            done = tensordict.get("done", None)
+            done = tget(tensordict, "done")
             shape = done.shape if done is not None else (*tensordict.batch_size, 1)
             plan = [(self.step_count_key, self.truncated_key, "done", torch.Size(shape))]
         return plan
@@ -128,32 +128,32 @@ class StepCounter(Transform):
     # ------------------------------------------------------------------ data
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         for count_key, trunc_key, done_key, shape in self._get_plan(tensordict_reset):
-            done = tensordict_reset.get(done_key, None)
+            done = tget(tensordict_reset, done_key)
             device = tensordict_reset.device if done is None else done.device
-            tensordict_reset.set(count_key, torch.zeros(shape, dtype=torch.int64, device=device))
-            if tensordict_reset.get(trunc_key, None) is None:
-                tensordict_reset.set(trunc_key, torch.zeros(shape, dtype=torch.bool, device=device))
+            tset(tensordict_reset, count_key, torch.zeros(shape, dtype=torch.int64, device=device))
+            if tget(tensordict_reset, trunc_key) is None:
+                tset(tensordict_reset, trunc_key, torch.zeros(shape, dtype=torch.bool, device=device))
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         max_steps = self.max_steps
         for count_key, trunc_key, done_key, shape in self._get_plan(next_tensordict):
-            count = tensordict.get(count_key, None)
-            done = next_tensordict.get(done_key, None)
+            count = tget(tensordict, count_key)
+            done = tget(next_tensordict, done_key)
             if count is None:
                 device = next_tensordict.device if done is None else done.device
                 count = torch.zeros(shape, dtype=torch.int64, device=device)
             count = count + 1
-            next_tensordict.set(count_key, count)
-            truncated = next_tensordict.get(trunc_key, None)
+            tset(next_tensordict, count_key, count)
+            truncated = tget(next_tensordict, trunc_key)
             if max_steps is not None:
                 hit = count >= max_steps
                 truncated = hit if truncated is None else truncated | hit
                 if self.update_done and done is not None:
-                    next_tensordict.set(done_key, done | hit)
+                    tset(next_tensordict, done_key, done | hit)
             elif truncated is None:
                 truncated = torch.zeros_like(count, dtype=torch.bool)
-            next_tensordict.set(trunc_key, truncated)
+            tset(next_tensordict, trunc_key, truncated)
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -27,7 +27,7 @@ from tensordict import TensorDictBase
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.kernels import cat_frames_update, masked_fill_rows_
-from gpusim.transforms._levels import default_levels, done_levels_of, level_for_key, reset_mask
+from gpusim.transforms._levels import default_levels, done_levels_of, level_for_key, reset_mask, tget, tset
 from gpusim.transforms.transform import Transform
 
 __all__ = ["TimeMaxPool"]
@@ -109,7 +109,7 @@ class TimeMaxPool(Transform):
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         levels = self.__dict__["_levels"] or default_levels(tensordict_reset.batch_size)
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
-            x = tensordict_reset.get(in_key, None)
+            x = tget(tensordict_reset, in_key)
             if x is None:
                 continue
             nb = self._nb(tensordict_reset, in_key)
@@ -117,7 +117,7 @@ class TimeMaxPool(Transform):
             buf, _ = self._ensure_buffer(i, (*x.shape[:nb], self.T, *x.shape[nb:]), x.dtype, x.device)
             refill = frame.expand_as(buf)
             if self.reset_key is not None:
-                mask = tensordict.get(self.reset_key, None)
+                mask = tget(tensordict, self.reset_key)
                 mask = None if mask is None else mask.bool().reshape(x.shape[:nb])
             else:
                 level = level_for_key(levels, in_key) or levels[0]
@@ -128,12 +128,12 @@ class TimeMaxPool(Transform):
                 masked_fill_rows_([buf], [refill.contiguous()], [mask])
             # reset rows: the max of T copies of the frame; the other rows take their previous
             # value from the input (the reset merge)
-            tensordict_reset.set(out_key, x if out_key == in_key else x.clone())
+            tset(tensordict_reset, out_key, x if out_key == in_key else x.clone())
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
-            x = next_tensordict.get(in_key, None)
+            x = tget(next_tensordict, in_key)
             if x is None:
                 continue
             nb = self._nb(next_tensordict, in_key)
@@ -142,7 +142,7 @@ class TimeMaxPool(Transform):
             if new:
                 buf.copy_(frame.expand_as(buf))
             stacked = cat_frames_update(buf, frame, None, d, "same", 0.0)
-            next_tensordict.set(out_key, stacked.amax(d))
+            tset(next_tensordict, out_key, stacked.amax(d))
         return next_tensordict
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:

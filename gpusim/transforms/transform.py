@@ -228,6 +228,14 @@ class Transform(nn.Module):
                 tensordict.set(out_key, self._inv_apply_transform(value))
         return tensordict
 
+    def _has_inverse(self) -> bool:
+        """Whether the inverse path does anything (``TransformedEnv`` skips it otherwise).
+
+        Default: the transform has ``in_keys_inv`` or overrides ``_inv_call``. Override when
+        the answer depends on the instance (e.g. an ``_inv_call`` that is a no-op unless enabled).
+        """
+        return bool(self.in_keys_inv) or type(self)._inv_call is not Transform._inv_call
+
     def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Inverse transform on a shallow copy of ``tensordict`` (the input is never written)."""
         return self._inv_call(tensordict.clone(False))

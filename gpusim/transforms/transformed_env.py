@@ -43,7 +43,7 @@ def _needs_inverse(t: Transform) -> bool:
     """Whether ``t`` (or a member of a ``Compose``) does anything on the inverse path."""
     if isinstance(t, Compose):
         return any(_needs_inverse(c) for c in t.transforms)
-    return bool(t.in_keys_inv) or type(t)._inv_call is not Transform._inv_call
+    return t._has_inverse()
 
 
 class TransformedEnv(EnvBase):

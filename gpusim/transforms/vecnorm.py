@@ -47,6 +47,8 @@ from gpusim.envs._keys import NestedKey
 from gpusim.kernels import vecnorm_normalize, vecnorm_update_, vecnorm_update_normalize_
 from gpusim.specs import Unbounded
 from gpusim.transforms._levels import (
+    tget,
+    tset,
     default_levels,
     done_levels_of,
     level_for_key,
@@ -279,25 +281,25 @@ class VecNorm(Transform):
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
-            x = next_tensordict.get(in_key, None)
+            x = tget(next_tensordict, in_key)
             if x is None:
                 continue
-            next_tensordict.set(out_key, self._normalize_step(in_key, x, next_tensordict.batch_dims))
+            tset(next_tensordict, out_key, self._normalize_step(in_key, x, next_tensordict.batch_dims))
         return next_tensordict
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
-            x = next_tensordict.get(in_key, None)
+            x = tget(next_tensordict, in_key)
             if x is None:
                 continue
-            next_tensordict.set(out_key, self._normalize_step(in_key, x))
+            tset(next_tensordict, out_key, self._normalize_step(in_key, x))
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         levels = self.__dict__["_levels"] or default_levels(tensordict_reset.batch_size)
         nb = tensordict_reset.batch_dims
         for in_key, out_key in zip(self.in_keys, self.out_keys):
-            x = tensordict_reset.get(in_key, None)
+            x = tget(tensordict_reset, in_key)
             if x is None:
                 continue
             s, ss, c = self._stats_for(in_key, x, nb)
@@ -310,7 +312,7 @@ class VecNorm(Transform):
                         self._reset_update(x, s, ss, c, mask, batch_ndim)
                 else:
                     self._reset_update(x, s, ss, c, mask, batch_ndim)
-            tensordict_reset.set(out_key, vecnorm_normalize(x, s, ss, c, self.eps))
+            tset(tensordict_reset, out_key, vecnorm_normalize(x, s, ss, c, self.eps))
         return tensordict_reset
 
     @staticmethod
