@@ -50,8 +50,8 @@ def angle_normalize(x: torch.Tensor) -> torch.Tensor:
     """Wrap angles to ``[-pi, pi)`` as gymnasium does (``((x + pi) mod 2 pi) - pi``).
 
     Examples:
-        >>> angle_normalize(torch.tensor([3 * math.pi / 2])).item() == -math.pi / 2
-        True
+        >>> [round(v, 4) for v in angle_normalize(torch.tensor([3 * math.pi / 2, -math.pi / 4, 7.0])).tolist()]
+        [-1.5708, -0.7854, 0.7168]
     """
     return torch.remainder(x + math.pi, 2 * math.pi) - math.pi
 
