@@ -14,9 +14,14 @@ the contenders; each figure is the best of ``--repeats`` timed rollouts after a 
 
 Usage::
 
-    python benchmarks/bench_transforms.py [--batches 65536] [--steps 100] [--repeats 3]
+    python benchmarks/bench_transforms.py [--batches 65536] [--steps 100] [--repeats 3] [--threads 2]
+                                          [--compile]
 
-Prints one table: env-steps/s for each contender and batch, and the gpusim / TorchRL ratio.
+Prints one table: env-steps/s for each contender and batch and the gpusim / TorchRL ratio, for the
+rollout itself, for the same steps without the final stacking copy of the T steps (the transform
+pipeline alone; TorchRL's ``return_contiguous=False`` still dense-stacks identical steps, so it is
+not used) and, with ``--compile``, gpusim's ``rollout(compile=True)`` (TorchRL has no counterpart;
+the ratio is against its rollout).
 """
 
 from __future__ import annotations
@@ -122,15 +127,34 @@ def make_torchrl(batch: int):
     )
 
 
-def _time_rollout(env, steps: int) -> float:
+def _loop(env, steps: int) -> list:
+    """``steps`` x (random action + ``step_and_maybe_reset``), keeping every step's data alive
+    as a rollout does, without the final stacking."""
+    td = env.reset()
+    kept = []
+    for _ in range(steps):
+        stepped, td = env.step_and_maybe_reset(env.rand_action(td))
+        kept.append(stepped)
+    return kept
+
+
+def _time_rollout(env, steps: int, contiguous: bool = True, compile: bool = False, loop: bool = False) -> float:
     start = time.perf_counter()
-    td = env.rollout(steps, break_when_any_done=False)
+    if loop:
+        assert len(_loop(env, steps)) == steps
+        return time.perf_counter() - start
+    if compile:
+        td = env.rollout(steps, break_when_any_done=False, compile=True)
+    else:
+        td = env.rollout(steps, break_when_any_done=False, return_contiguous=contiguous)
     elapsed = time.perf_counter() - start
     assert td.shape[-1] == steps
     return elapsed
 
 
-def _fmt(x: float) -> str:
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "-"
     if x >= 1e6:
         return f"{x / 1e6:.2f} M"
     if x >= 1e3:
@@ -144,7 +168,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--only", choices=["gpusim", "torchrl"], default=None)
+    parser.add_argument("--compile", action="store_true", help="also time gpusim's rollout(compile=True)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -156,29 +180,39 @@ def main() -> None:
     print(f"torch {torch.__version__}, torchrl {torchrl.__version__}, threads {torch.get_num_threads()}, CPU")
     rows = []
     for batch in args.batches:
-        makers = {"gpusim": make_gpusim, "torchrl": make_torchrl}
-        if args.only:
-            makers = {args.only: makers[args.only]}
-        envs = {name: make(batch) for name, make in makers.items()}
+        envs = {"gpusim": make_gpusim(batch), "torchrl": make_torchrl(batch)}
+        modes = [(name, kind) for kind in ("contiguous", "loop") for name in ("gpusim", "torchrl")]
+        if args.compile:
+            modes.append(("gpusim", "compiled"))
+            envs["gpusim"].rollout(args.steps, break_when_any_done=False, compile=True)  # compile first
         for env in envs.values():  # warm-up
             env.rollout(min(args.steps, 10), break_when_any_done=False)
-        best = {name: float("inf") for name in envs}
+        best = {m: float("inf") for m in modes}
         for _ in range(args.repeats):
-            for name, env in envs.items():  # alternate contenders
-                best[name] = min(best[name], _time_rollout(env, args.steps))
-        fps = {name: batch * args.steps / t for name, t in best.items()}
+            for m in modes:  # alternate contenders
+                name, kind = m
+                best[m] = min(
+                    best[m], _time_rollout(envs[name], args.steps, compile=kind == "compiled", loop=kind == "loop")
+                )
+        fps = {m: batch * args.steps / t for m, t in best.items()}
         rows.append((batch, fps))
         print(f"  batch {batch}: done", flush=True)
     print()
-    print("| batch | steps | gpusim env-steps/s | torchrl env-steps/s | ratio |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print("env-steps/s. rollout: env.rollout(T, break_when_any_done=False) (contiguous output);")
+    print("no stack: T x (random action + step_and_maybe_reset) keeping each step's data, without the")
+    print("final stacking copy; compiled: gpusim rollout(compile=True) (ratio against TorchRL's rollout)")
+    print()
+    print("| batch | T | gpusim rollout | torchrl rollout | ratio | gpusim no stack | torchrl no stack | ratio | gpusim compiled | ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for batch, fps in rows:
-        g, t = fps.get("gpusim"), fps.get("torchrl")
-        ratio = f"{g / t:.2f}x" if g and t else "-"
+        g, t = fps[("gpusim", "contiguous")], fps[("torchrl", "contiguous")]
+        gl, tl = fps[("gpusim", "loop")], fps[("torchrl", "loop")]
+        gc = fps.get(("gpusim", "compiled"))
+        rc = f"{gc / t:.2f}x" if gc else "-"
         print(
-            f"| {batch} | {args.steps} | {_fmt(g) if g else '-'} | {_fmt(t) if t else '-'} | {ratio} |"
+            f"| {batch} | {args.steps} | {_fmt(g)} | {_fmt(t)} | {g / t:.2f}x | {_fmt(gl)} | {_fmt(tl)} | "
+            f"{gl / tl:.2f}x | {_fmt(gc)} | {rc} |"
         )
-
 
 if __name__ == "__main__":
     main()

@@ -79,6 +79,47 @@ def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
+def _lean_ok(x: torch.Tensor, stats: torch.Tensor) -> bool:
+    """CPU eager with matching float dtypes: use the allocation-lean path below."""
+    return x.device.type == "cpu" and x.dtype == stats.dtype and not torch.compiler.is_compiling()
+
+
+def _mean_std_of(s: torch.Tensor, ss: torch.Tensor, c: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    c = c.reshape(())
+    mean = s / c
+    return mean, (ss / c - mean * mean).clamp_min(eps).sqrt()
+
+
+def _cpu_update_(x, s, ss, c, decay: float, batch_ndim: int, scratch: torch.Tensor) -> None:
+    """In-place statistics update, same arithmetic as the kernels' reference; ``scratch`` (shaped
+    like ``x``) receives ``x * x`` so no temporary of the size of ``x`` is allocated."""
+    dims = tuple(range(batch_ndim))
+    torch.mul(x, x, out=scratch)
+    sq = scratch.sum(dims) if dims else scratch
+    s1 = x.sum(dims) if dims else x
+    n_rows = 1
+    for d in x.shape[:batch_ndim]:
+        n_rows *= d
+    s.mul_(decay).add_(s1)
+    ss.mul_(decay).add_(sq)
+    c.mul_(decay).add_(n_rows)
+
+
+def _cpu_normalize_into(x, s, ss, c, eps: float, out: torch.Tensor) -> torch.Tensor:
+    mean, std = _mean_std_of(s, ss, c, eps)
+    torch.sub(x, mean, out=out)
+    return out.div_(std)
+
+
+def _cpu_update_normalize_(x, s, ss, c, decay: float, eps: float, batch_ndim: int) -> torch.Tensor:
+    """CPU eager :func:`~gpusim.kernels.vecnorm_update_normalize_` with one allocation (the
+    output, also used as scratch): on the CPU, fresh tensors of the size of the batch cost page
+    faults that dominate these memory-bound ops."""
+    out = torch.empty_like(x)
+    _cpu_update_(x, s, ss, c, decay, batch_ndim, out)
+    return _cpu_normalize_into(x, s, ss, c, eps, out)
+
+
 class VecNorm(Transform):
     """Moving-average normalization of observations (and rewards).
 
@@ -272,12 +313,19 @@ class VecNorm(Transform):
             s = self.__dict__["_stats"].get(key)
             batch_ndim = x.ndim - s[0].ndim if s is not None else x.ndim - 1
         s, ss, c = self._stats_for(key, x, batch_ndim)
+        lean = _lean_ok(x, s)
         if not self._updating():
-            return vecnorm_normalize(x, s, ss, c, self.eps)
+            return self._normalize(x, s, ss, c, lean)
+        fn = _cpu_update_normalize_ if lean else vecnorm_update_normalize_
         if self.lock is not None:
             with self.lock:
-                return vecnorm_update_normalize_(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
-        return vecnorm_update_normalize_(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
+                return fn(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
+        return fn(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
+
+    def _normalize(self, x, s, ss, c, lean: bool) -> torch.Tensor:
+        if lean:
+            return _cpu_normalize_into(x, s, ss, c, self.eps, torch.empty_like(x))
+        return vecnorm_normalize(x, s, ss, c, self.eps)
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
@@ -304,27 +352,44 @@ class VecNorm(Transform):
                 continue
             s, ss, c = self._stats_for(in_key, x, nb)
             batch_ndim = x.ndim - s.ndim
+            lean = _lean_ok(x, s)
+            # CPU eager: one tensor the size of x, used as scratch for x * x, then as the output
+            scratch = torch.empty_like(x) if lean else None
             if self._updating():
                 level = level_for_key(levels, in_key) or levels[0]
                 mask = reset_mask(tensordict, level)
                 if self.lock is not None:
                     with self.lock:
-                        self._reset_update(x, s, ss, c, mask, batch_ndim)
+                        self._reset_update(x, s, ss, c, mask, batch_ndim, scratch)
                 else:
-                    self._reset_update(x, s, ss, c, mask, batch_ndim)
-            tset(tensordict_reset, out_key, vecnorm_normalize(x, s, ss, c, self.eps))
+                    self._reset_update(x, s, ss, c, mask, batch_ndim, scratch)
+            if lean:
+                out = _cpu_normalize_into(x, s, ss, c, self.eps, scratch)
+            else:
+                out = vecnorm_normalize(x, s, ss, c, self.eps)
+            tset(tensordict_reset, out_key, out)
         return tensordict_reset
 
     @staticmethod
-    def _reset_update(x, s, ss, c, mask, batch_ndim: int) -> None:
-        """Adds the reset rows (all rows when ``mask`` is None) to the sums, without decay."""
+    def _reset_update(x, s, ss, c, mask, batch_ndim: int, scratch: torch.Tensor | None = None) -> None:
+        """Adds the reset rows (all rows when ``mask`` is None) to the sums, without decay.
+
+        ``scratch`` (CPU eager, shaped like ``x``) receives ``x * x``.
+        """
         if mask is None:
-            vecnorm_update_(x, s, ss, c, 1.0, batch_ndim)
+            if scratch is not None:
+                _cpu_update_(x, s, ss, c, 1.0, batch_ndim, scratch)
+            else:
+                vecnorm_update_(x, s, ss, c, 1.0, batch_ndim)
             return
         w = row_mask(mask, x.shape[:batch_ndim]).to(s.dtype).reshape(-1)
         x2 = x.to(s.dtype).reshape(w.shape[0], -1)
+        if scratch is not None:
+            sq = torch.mul(x2, x2, out=scratch.view(w.shape[0], -1))
+        else:
+            sq = x2 * x2
         s.add_((w @ x2).reshape(s.shape))
-        ss.add_((w @ (x2 * x2)).reshape(ss.shape))
+        ss.add_((w @ sq).reshape(ss.shape))
         c.add_(w.sum())
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

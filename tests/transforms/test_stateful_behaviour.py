@@ -387,3 +387,45 @@ def test_counting_env_with_composition_rollout_matches_manual_counts():
     assert torch.equal(td["next", "episode_reward"].long(), td["next", "step_count"])
     starts = td["is_init"][..., 0]
     assert torch.equal(starts[:, 1:], td["next", "done"][:, :-1, 0])
+
+
+@pytest.mark.parametrize("padding", ["same", "constant"])
+@pytest.mark.parametrize(
+    "frame_shape, dim, dtype",
+    [((7, 4), -1, torch.float32), ((7, 3), -1, torch.float64), ((5, 2, 3, 3), -3, torch.uint8), ((4, 3, 5), -1, torch.int16)],
+)
+def test_cat_frames_cpu_row_refill_matches_reference(frame_shape, dim, dtype, padding):
+    from gpusim.kernels import masked_fill_rows_
+
+    t = CatFrames(3, dim=dim, padding=padding, padding_value=2)
+    g = torch.Generator().manual_seed(0)
+    frame = (torch.rand(frame_shape, generator=g) * 100).to(dtype)
+    shape = list(frame_shape)
+    shape[dim] *= 3
+    buf = (torch.rand(shape, generator=g) * 100).to(dtype)
+    mask = torch.rand(frame_shape[:1], generator=g) < 0.5
+    mask[0], mask[-1] = True, False
+    expected = buf.clone()
+    masked_fill_rows_([expected], [t._refill(frame)], [mask])
+    t._refill_rows_cpu_(buf, frame, mask)
+    assert torch.equal(buf, expected)
+
+
+@pytest.mark.parametrize("shape, batch_ndim", [((7, 3), 1), ((4, 5, 2), 2), ((6,), 1), ((3, 2, 2), 1)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_vecnorm_cpu_path_matches_kernel_reference(shape, batch_ndim, dtype):
+    from gpusim.kernels import vecnorm_update_normalize_reference_
+    from gpusim.transforms.vecnorm import _cpu_update_normalize_
+
+    g = torch.Generator().manual_seed(0)
+    feat = shape[batch_ndim:]
+    stats = [torch.rand(feat, generator=g, dtype=dtype) for _ in range(2)] + [torch.tensor(3.0, dtype=dtype)]
+    stats[1] = stats[1] + stats[0] ** 2  # a valid sum of squares
+    ref_stats = [t.clone() for t in stats]
+    for _ in range(3):
+        x = torch.randn(shape, generator=g, dtype=dtype)
+        y = _cpu_update_normalize_(x, *stats, 0.9, 1e-4, batch_ndim)
+        y_ref = vecnorm_update_normalize_reference_(x, *ref_stats, 0.9, 1e-4, batch_ndim)
+        torch.testing.assert_close(y, y_ref, rtol=1e-6, atol=1e-6)
+        for a, b in zip(stats, ref_stats):
+            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
