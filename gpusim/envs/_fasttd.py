@@ -124,6 +124,24 @@ def merge_excluding(
     return TensorDict._new_unsafe(out, root.batch_size, root.device)
 
 
+def merge_flat(
+    root: TensorDictBase, nxt: TensorDictBase, root_exclude: frozenset, next_exclude: frozenset
+) -> TensorDictBase:
+    """:func:`merge_excluding` when every excluded key is a root-level string (the common case)."""
+    if not (_plain(root) and _plain(nxt)):
+        return merge_excluding(root, nxt, dict.fromkeys(root_exclude, True), dict.fromkeys(next_exclude, True))
+    out = {k: v for k, v in root._tensordict.items() if k not in root_exclude}
+    for k, v in nxt._tensordict.items():
+        if k in next_exclude:
+            continue
+        if type(v) is not torch.Tensor and isinstance(v, TensorDictBase):
+            prev = out.get(k)
+            if prev is not None and type(prev) is not torch.Tensor and isinstance(prev, TensorDictBase):
+                v = merge_excluding(prev, v, {}, {})
+        out[k] = v
+    return TensorDict._new_unsafe(out, root.batch_size, root.device)
+
+
 def or_flags(values: list[torch.Tensor]) -> torch.Tensor:
     """ORs a non-empty list of bool tensors."""
     flag = values[0]

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from tensordict import TensorDictBase
 
-from gpusim.envs._fasttd import exclusion_tree, merge_excluding
+from gpusim.envs._fasttd import exclusion_tree, fast_get, merge_excluding, merge_flat
 from gpusim.envs._keys import NestedKey, exclusive
 
 
@@ -65,6 +65,8 @@ class StepMDPPlan:
         self.kept_root = tuple(exclusive(kept_root))
         self._root_tree = exclusion_tree(self.root_exclude)
         self._next_tree = exclusion_tree(self.next_exclude)
+        flat = all(isinstance(k, str) for k in (*self.root_exclude, *self.next_exclude))
+        self._flat = (frozenset(self.root_exclude), frozenset(self.next_exclude)) if flat else None
         # parents of excluded nested keys (deepest first): dropped when the exclusion empties them
         self.prune = tuple(
             sorted(
@@ -77,8 +79,10 @@ class StepMDPPlan:
     def __call__(
         self, tensordict: TensorDictBase, next_tensordict: TensorDictBase | None = None
     ) -> TensorDictBase:
-        nxt = tensordict.get("next")
-        if self.keep_other:
+        nxt = fast_get(tensordict, "next")
+        if self.keep_other and self._flat is not None:
+            out = merge_flat(tensordict, nxt, *self._flat)
+        elif self.keep_other:
             out = merge_excluding(tensordict, nxt, self._root_tree, self._next_tree)
         else:
             out = tensordict.select(*self.kept_root, strict=False)

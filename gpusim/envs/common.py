@@ -66,6 +66,25 @@ class _EnvPostInit(abc.ABCMeta):
         return instance
 
 
+def _cached_plan(fn: Callable[[Any], Any]) -> property:
+    """A property computed once from the (locked) specs and kept in ``env._cache`` until the
+    specs change. The hot path reads it with one dict lookup."""
+    name = fn.__name__
+
+    def getter(self):
+        cache = self._cache
+        value = cache.get(name, _MISSING)
+        if value is _MISSING:
+            value = cache[name] = fn(self)
+        return value
+
+    getter.__doc__ = fn.__doc__
+    return property(getter)
+
+
+_MISSING = object()
+
+
 def _as_size(batch_size) -> torch.Size:
     if batch_size is None:
         return torch.Size([])
@@ -375,39 +394,39 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             cache[name] = fn()
         return cache[name]
 
-    @property
+    @_cached_plan
     def action_keys(self) -> list[NestedKey]:
-        return self._cached("action_keys", lambda: _keys.leaf_keys(self.full_action_spec))
+        return _keys.leaf_keys(self.full_action_spec)
 
-    @property
+    @_cached_plan
     def reward_keys(self) -> list[NestedKey]:
-        return self._cached("reward_keys", lambda: _keys.leaf_keys(self.full_reward_spec))
+        return _keys.leaf_keys(self.full_reward_spec)
 
-    @property
+    @_cached_plan
     def done_keys(self) -> list[NestedKey]:
-        return self._cached("done_keys", lambda: _keys.leaf_keys(self.full_done_spec))
+        return _keys.leaf_keys(self.full_done_spec)
 
-    @property
+    @_cached_plan
     def state_keys(self) -> list[NestedKey]:
-        return self._cached("state_keys", lambda: _keys.leaf_keys(self.full_state_spec))
+        return _keys.leaf_keys(self.full_state_spec)
 
-    @property
+    @_cached_plan
     def observation_keys(self) -> list[NestedKey]:
-        return self._cached("observation_keys", lambda: _keys.leaf_keys(self.full_observation_spec))
+        return _keys.leaf_keys(self.full_observation_spec)
 
-    @property
+    @_cached_plan
     def done_levels(self) -> list[DoneLevel]:
         """The done levels (root first), each with its keys, reset key and batch shape."""
-        return self._cached("done_levels", lambda: _keys.done_levels(self.full_done_spec, self.batch_size))
+        return _keys.done_levels(self.full_done_spec, self.batch_size)
 
     @property
     def done_keys_groups(self) -> list[list[NestedKey]]:
         return [list(level.keys) for level in self.done_levels]
 
-    @property
+    @_cached_plan
     def reset_keys(self) -> list[NestedKey]:
         """One ``"_reset"`` key per done level."""
-        return self._cached("reset_keys", lambda: [level.reset_key for level in self.done_levels])
+        return [level.reset_key for level in self.done_levels]
 
     def _single(self, keys: list, what: str) -> NestedKey:
         if len(keys) == 1:
@@ -426,23 +445,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def done_key(self) -> NestedKey:
         return self._single([k for k in self.done_keys if _keys.as_tuple(k)[-1] == "done"], "done_key")
 
-    @property
+    @_cached_plan
     def _step_mdp_plan(self) -> StepMDPPlan:
-        return self._cached(
-            "step_mdp_plan",
-            lambda: StepMDPPlan(
-                action_keys=self.action_keys,
-                reward_keys=self.reward_keys,
-                done_keys=self.done_keys,
-            ),
-        )
+        return StepMDPPlan(action_keys=self.action_keys, reward_keys=self.reward_keys, done_keys=self.done_keys)
 
-    @property
+    @_cached_plan
     def _echo_state_keys(self) -> list[NestedKey]:
         """State keys that ``step`` copies into ``"next"`` when ``_step`` does not produce them."""
-        return self._cached(
-            "echo_state_keys", lambda: [k for k in self.state_keys if k not in set(self.observation_keys)]
-        )
+        observation_keys = set(self.observation_keys)
+        return [k for k in self.state_keys if k not in observation_keys]
 
     def empty_cache(self) -> None:
         """Drops the cached key plans (they are rebuilt on next use)."""
@@ -566,20 +577,22 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             out.append((level, node, or_flags(values)))
         return out
 
-    @property
+    @_cached_plan
     def _reset_flag_plan(self) -> list[tuple[DoneLevel, tuple[str, ...]]]:
         """Per level, the entries whose OR marks a row to reset. ``done`` is by contract the union
         of the end-of-trajectory signals, so ``terminated`` is not re-read; ``truncated`` is, when
         the level has one (a transform may set it without updating ``done``)."""
+        out = []
+        for level in self.done_levels:
+            names = {_keys.as_tuple(k)[-1] for k in level.keys}
+            out.append((level, ("done", "truncated") if "truncated" in names else ("done",)))
+        return out
 
-        def plan():
-            out = []
-            for level in self.done_levels:
-                names = {_keys.as_tuple(k)[-1] for k in level.keys}
-                out.append((level, ("done", "truncated") if "truncated" in names else ("done",)))
-            return out
-
-        return self._cached("reset_flag_plan", plan)
+    @_cached_plan
+    def _root_done_only(self) -> bool:
+        """Whether the only reset signal is the root ``done`` (the common single-agent case)."""
+        plan = self._reset_flag_plan
+        return len(plan) == 1 and plan[0][0].prefix == () and plan[0][1] == ("done",)
 
     def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Resets the rows whose done flag is set.
@@ -588,6 +601,13 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         for all rows, without reading flags on the host. On the CPU the reset call is skipped when
         nothing is done.
         """
+        if self._root_done_only:
+            done = fast_get(tensordict, "done")
+            if self._may_branch() and not bool(done if done.numel() == 1 else done.any()):
+                self._reset_skipped()
+                return tensordict
+            fast_set(tensordict, "_reset", done)
+            return self.reset(tensordict)
         flags = self._reset_flags(tensordict)
         if self._may_branch():
             any_done = False
