@@ -121,3 +121,17 @@ def test_compiled_fullgraph_matches_eager() -> None:
     for e, c in zip(eager, out):
         torch.testing.assert_close(c, e, rtol=0, atol=1e-6)
     assert int(rng.counter) == 3
+
+
+def test_int32_lane_hash_equals_int64_reference() -> None:
+    """The hot path hashes int32 bit patterns; the numbers must be those of ``hash32``."""
+    from gpusim.envs.native._rng import _GOLDEN, _MASK32
+
+    rng = CounterRNG((257,), num=6, seed=12345)
+    for _ in range(3):
+        counter = int(rng.counter)
+        base = int(hash32(torch.tensor(int(rng.key) ^ ((counter * _GOLDEN) & _MASK32))))
+        lanes = torch.arange(257 * 3, dtype=torch.int64).reshape(257, 3)
+        expected = hash32(lanes ^ base)
+        got = rng.bits32().to(torch.int64) & _MASK32
+        assert torch.equal(got, expected)
