@@ -843,7 +843,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         cache = self.__dict__.setdefault("_compiled_rollouts", {})
         key = (id(policy), tuple(sorted(kwargs.items())))
         runner = cache.get(key)
-        if runner is None or runner.policy is not (policy or runner.policy):
+        if runner is None or (policy is not None and runner.policy is not policy):
             runner = CompiledRollout(self, policy, **kwargs)
             cache[key] = runner
         return runner

@@ -49,7 +49,10 @@ class CompiledRollout:
 
     Args:
         env: the env (a tensor program: native env, TransformedEnv of one, ...).
-        policy: callable reading and writing a tensordict; ``None`` uses ``env.rand_action``.
+        policy: callable reading and writing a tensordict; ``None`` draws uniform random actions
+            from a counter-based stream (:class:`~gpusim.envs.random_actions.HashRandomPolicy`,
+            seeded from torch's global generator) that fuses into the compiled step, or uses
+            ``env.rand_action`` for action specs it cannot draw.
         steps_per_call: steps fused in one compiled call (``None``: 16 for batches of at most
             64 envs, else 1).
         mode: ``torch.compile`` mode (``None`` on CPU; e.g. ``"reduce-overhead"`` on CUDA).
@@ -77,7 +80,12 @@ class CompiledRollout:
         if compile_kwargs.pop("fullgraph", True) is not True:
             raise ValueError("compiled rollouts always use fullgraph=True")
         self.env = env
-        self.policy = env.rand_action if policy is None else policy
+        if policy is None:
+            from gpusim.envs.random_actions import HashRandomPolicy
+
+            spec = env.full_action_spec
+            policy = HashRandomPolicy(spec, env.batch_size) if HashRandomPolicy.supports(spec) else env.rand_action
+        self.policy = policy
         numel = max(1, env.batch_size.numel())
         self.steps_per_call = steps_per_call or (16 if numel <= 64 else 1)
         self.mode = mode

@@ -83,3 +83,42 @@ def test_graph_break_in_policy_is_an_error():
 
     with pytest.raises(Exception, match="(?i)data-dependent|graph break|Unsupported|guard"):
         env.rollout(3, syncing_policy, break_when_any_done=False, compile=True)
+
+
+def test_default_compiled_policy_draws_in_spec_and_is_seedable():
+    torch._dynamo.reset()
+    env = CartPoleEnv(batch_size=[64], seed=0)
+    torch.manual_seed(1)
+    a = env.rollout(6, break_when_any_done=False, compile=True)
+    assert env.action_spec.is_in(a["action"][:, 0]) and a["action"].dtype == torch.int64
+    frac = a["action"].float().mean()
+    assert 0.3 < float(frac) < 0.7
+    env2 = CartPoleEnv(batch_size=[64], seed=0)
+    torch.manual_seed(1)
+    b = env2.rollout(6, break_when_any_done=False, compile=True)
+    assert torch.equal(a["action"], b["action"])
+
+
+def test_hash_random_policy_covers_spec_kinds():
+    from tensordict import TensorDict
+
+    from gpusim.envs.random_actions import HashRandomPolicy
+    from gpusim.specs import Binary, Bounded, Categorical, Composite, OneHot
+
+    B = (50, 3)
+    spec = Composite(
+        a=Categorical(4, shape=B),
+        b=OneHot(5, shape=(*B, 5)),
+        c=Bounded(-2.0, 3.0, shape=(*B, 2)),
+        d=Binary(3, shape=(*B, 3)),
+        g=Composite(e=Categorical(2, shape=(*B, 4)), shape=B),
+        shape=B,
+    )
+    policy = HashRandomPolicy(spec, torch.Size(B), seed=3)
+    td = policy(TensorDict({}, B))
+    assert spec.is_in(td)
+    assert set(td["a"].unique().tolist()) == {0, 1, 2, 3}
+    masked = Composite(a=Categorical(3, shape=B, mask=torch.ones(*B, 3, dtype=torch.bool)), shape=B)
+    assert not HashRandomPolicy.supports(masked)
+    with pytest.raises(ValueError, match="cannot draw"):
+        HashRandomPolicy(masked, torch.Size(B))
