@@ -1,7 +1,7 @@
 """On CUDA (skipped without a GPU): the stateful transforms give the CPU results through
 ``step_and_maybe_reset`` (on device every reset goes through the masked kernels), with their
-buffers and statistics on the device. Ran on an H100: all keys bit-exact except VecNorm's output
-(relative error ~3e-7, reduction order)."""
+buffers and statistics on the device. The same check, run as a script on an H100 (40 steps),
+found every key bit-exact except VecNorm's output (relative error ~3e-7: reduction order)."""
 
 from __future__ import annotations
 
