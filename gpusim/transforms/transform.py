@@ -67,10 +67,11 @@ class Transform(nn.Module):
     Args:
         in_keys: keys read by the forward transform (observations, rewards, ...).
         out_keys: keys written by the forward transform (default: ``in_keys``).
-        in_keys_inv: keys read by the inverse transform, in the env's (outer) naming: the
-            inverse maps ``in_keys_inv`` of the data given to the transformed env into
-            ``out_keys_inv`` that the inner env receives.
-        out_keys_inv: keys written by the inverse transform (default: ``in_keys_inv``).
+        in_keys_inv: the inner names of the inverse keys: what the base env receives (TorchRL's
+            convention). Before the base env steps, each ``out_keys_inv`` entry of the input is
+            mapped by ``_inv_apply_transform`` and written to the matching ``in_keys_inv``.
+        out_keys_inv: the outer names of the inverse keys, as given to the transformed env
+            (default: ``in_keys_inv``).
 
     Hooks (override what you need):
 
@@ -158,7 +159,7 @@ class Transform(nn.Module):
 
     @property
     def out_keys_inv(self) -> list[NestedKey]:
-        """Keys written by the inverse transform (``in_keys_inv`` unless given)."""
+        """Outer names read by the inverse transform (``in_keys_inv`` unless given)."""
         out = self.__dict__.get("_out_keys_inv")
         return list(self.in_keys_inv) if out is None else out
 
@@ -221,11 +222,12 @@ class Transform(nn.Module):
         )
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Applies ``_inv_apply_transform`` to every present ``in_key_inv`` -> ``out_key_inv``."""
+        """Applies ``_inv_apply_transform`` to every present outer ``out_key_inv`` and writes the
+        result to the inner ``in_key_inv`` (TorchRL's documented direction)."""
         for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
-            value = tensordict.get(in_key, None)
+            value = tensordict.get(out_key, None)
             if value is not None:
-                tensordict.set(out_key, self._inv_apply_transform(value))
+                tensordict.set(in_key, self._inv_apply_transform(value))
         return tensordict
 
     def _has_inverse(self) -> bool:

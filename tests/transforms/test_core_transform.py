@@ -251,3 +251,13 @@ def test_transformed_native_env_keeps_the_seeded_reset_stream():
     b = env.rollout(40, break_when_any_done=False)
     assert a["next", "done"].any()
     assert torch.equal(a["observation"], b["observation"])
+
+
+def test_base_inverse_reads_outer_keys_and_writes_inner_keys():
+    """TorchRL's convention: ``out_keys_inv`` are the outer names (read from the input),
+    ``in_keys_inv`` the inner names the base env receives."""
+    t = AddConst(2.0, in_keys_inv=["action"], out_keys_inv=["action_outer"])
+    td = TensorDict({"action_outer": torch.tensor([5.0, 7.0])}, [2])
+    out = t.inv(td)
+    assert torch.equal(out["action"], torch.tensor([3.0, 5.0]))
+    assert "action" not in td.keys()  # the user's tensordict is not written
