@@ -148,11 +148,4 @@ class KeyedTransform(Transform):
             sub[outer] = spec
         return input_spec
 
-    # ------------------------------------------------------------------ inverse data
-    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Reads every ``out_key_inv`` (outer name), writes ``in_key_inv`` (inner name)."""
-        for inner, outer in zip(self.in_keys_inv, self.out_keys_inv):
-            value = tensordict.get(outer, None)
-            if value is not None:
-                tensordict.set(inner, self._inv_apply_transform(value))
-        return tensordict
+    # inverse data: the base Transform._inv_call reads out_keys_inv and writes in_keys_inv
