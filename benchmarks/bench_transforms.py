@@ -27,13 +27,15 @@ the ratio is against its rollout).
 from __future__ import annotations
 
 import argparse
-import math
+import os
+import sys
 import time
 
 import torch
-from tensordict import TensorDict
 
-from gpusim.envs.native import CartPoleEnv
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from gpusim.envs.native import CartPoleEnv  # noqa: E402
 from gpusim.transforms import CatFrames, Compose, InitTracker, RewardSum, StepCounter, TransformedEnv, VecNorm
 
 
@@ -52,9 +54,9 @@ def make_gpusim(batch: int):
 
 
 def make_torchrl(batch: int):
-    """The TorchRL contender: a user-written TorchRL CartPole + torchrl transforms."""
-    from torchrl.data import Bounded, Categorical, Composite, Unbounded
-    from torchrl.envs import EnvBase
+    """The TorchRL contender: the user-written TorchRL CartPole of ``bench_native`` + torchrl
+    transforms."""
+    from bench_native import make_torchrl_cartpole
     from torchrl.envs import CatFrames as TCatFrames
     from torchrl.envs import Compose as TCompose
     from torchrl.envs import InitTracker as TInitTracker
@@ -63,60 +65,8 @@ def make_torchrl(batch: int):
     from torchrl.envs import TransformedEnv as TTransformedEnv
     from torchrl.envs import VecNorm as TVecNorm
 
-    class TorchRLCartPole(EnvBase):
-        gravity, masscart, masspole, length, force_mag, tau = 9.8, 1.0, 0.1, 0.5, 10.0, 0.02
-        theta_threshold_radians, x_threshold = 12 * 2 * math.pi / 360, 2.4
-
-        def __init__(self):
-            super().__init__(batch_size=[batch])
-            B = self.batch_size
-            inf = float("inf")
-            high = torch.tensor([2 * self.x_threshold, inf, 2 * self.theta_threshold_radians, inf]).expand(*B, 4)
-            self.observation_spec = Composite(
-                observation=Bounded(-high, high, shape=(*B, 4)), state=Unbounded((*B, 4)), shape=B
-            )
-            self.state_spec = Composite(state=Unbounded((*B, 4)), shape=B)
-            self.action_spec = Categorical(2, shape=B)
-            self.reward_spec = Unbounded((*B, 1))
-
-        def _reset(self, tensordict):
-            B = self.batch_size
-            state = torch.rand(*B, 4) * 0.1 - 0.05
-            false = torch.zeros(*B, 1, dtype=torch.bool)
-            return TensorDict({"observation": state, "state": state, "done": false, "terminated": false.clone()}, B)
-
-        def _step(self, tensordict):
-            state = tensordict["state"]
-            action = tensordict["action"]
-            x, x_dot, theta, theta_dot = state.unbind(-1)
-            total_mass = self.masspole + self.masscart
-            pml = self.masspole * self.length
-            force = torch.where(action == 1, self.force_mag, -self.force_mag)
-            cos, sin = torch.cos(theta), torch.sin(theta)
-            temp = (force + pml * theta_dot.square() * sin) / total_mass
-            thetaacc = (self.gravity * sin - cos * temp) / (
-                self.length * (4.0 / 3.0 - self.masspole * cos.square() / total_mass)
-            )
-            xacc = temp - pml * thetaacc * cos / total_mass
-            new_state = torch.add(state, torch.stack((x_dot, xacc, theta_dot, thetaacc), -1), alpha=self.tau)
-            x, theta = new_state[..., 0:1], new_state[..., 2:3]
-            terminated = (x.abs() > self.x_threshold) | (theta.abs() > self.theta_threshold_radians)
-            return TensorDict(
-                {
-                    "observation": new_state,
-                    "state": new_state,
-                    "reward": torch.ones_like(x),
-                    "done": terminated.clone(),
-                    "terminated": terminated,
-                },
-                self.batch_size,
-            )
-
-        def _set_seed(self, seed):
-            torch.manual_seed(seed)
-
     return TTransformedEnv(
-        TorchRLCartPole(),
+        make_torchrl_cartpole(batch),
         TCompose(
             TStepCounter(),
             TRewardSum(),
