@@ -17,6 +17,8 @@ Examples:
 
 from __future__ import annotations
 
+import itertools
+import types
 from typing import TYPE_CHECKING, Callable
 
 import torch
@@ -27,6 +29,17 @@ if TYPE_CHECKING:
     from gpusim.envs.common import EnvBase
 
 __all__ = ["CompiledRollout"]
+
+
+_CODE_IDS = itertools.count()
+
+
+def _own_code(fn: Callable) -> Callable:
+    """``fn`` with a code object of its own. Dynamo caches compiled graphs per code object (at
+    most ``recompile_limit`` of them): every runner body would otherwise share one cache across
+    all envs, batch sizes and layouts, and the ninth would fail under ``fullgraph=True``."""
+    code = fn.__code__.replace(co_name=f"{fn.__code__.co_name}_{next(_CODE_IDS)}")
+    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
 
 
 def _unaliased(leaves: tuple) -> tuple:
@@ -116,7 +129,7 @@ class CompiledRollout:
     def _fn(self, k: int) -> Callable:
         fn = self._compiled.get(k)
         if fn is None:
-            fn = torch.compile(self._body(k), fullgraph=True, mode=self.mode, **self.compile_kwargs)
+            fn = torch.compile(_own_code(self._body(k)), fullgraph=True, mode=self.mode, **self.compile_kwargs)
             self._compiled[k] = fn
         return fn
 

@@ -122,3 +122,15 @@ def test_hash_random_policy_covers_spec_kinds():
     assert not HashRandomPolicy.supports(masked)
     with pytest.raises(ValueError, match="cannot draw"):
         HashRandomPolicy(masked, torch.Size(B))
+
+
+def test_many_runners_do_not_share_one_compile_cache():
+    """Each runner body has its own code object: more layouts than dynamo's recompile limit
+    (8 per code object) still compile under fullgraph=True."""
+    torch._dynamo.reset()
+    limit = torch._dynamo.config.recompile_limit
+    policy = lambda td: td.set("action", torch.ones(td.batch_size, dtype=torch.long))  # noqa: E731
+    for batch in range(1, limit + 3):
+        env = StatelessCounter(batch_size=(batch,), max_count=2)
+        out = env.rollout(3, policy, break_when_any_done=False, compile={"steps_per_call": 1})
+        assert out.shape == torch.Size([batch, 3])
