@@ -86,6 +86,23 @@ class NativeEnv(EnvBase):
         )
         self._set_seed(seed)
 
+    def _reset_proc(self, tensordict, **kwargs):
+        # Eager CPU path: the rows being reset are known on the host, so only their reset noise
+        # is hashed (the counter-based numbers are the same as a full draw; the other rows are
+        # discarded by the "_reset" merge). Device and compiled paths draw all rows, mask-based.
+        rows = None
+        if self._rng is not None and tensordict is not None and self._may_branch():
+            mask = tensordict.get("_reset", None)
+            if mask is not None and mask.numel() == self.batch_size.numel() and mask.numel() >= 256:
+                rows = mask.reshape(-1).nonzero().squeeze(-1)
+        if rows is None:
+            return super()._reset_proc(tensordict, **kwargs)
+        self._rng.only_rows(rows)
+        try:
+            return super()._reset_proc(tensordict, **kwargs)
+        finally:
+            self._rng.only_rows(None)
+
     def _reset_skipped(self) -> None:
         # keep the noise stream aligned with the masked (always-reset) path
         if self._rng is not None:

@@ -147,6 +147,7 @@ class CounterRNG(torch.nn.Module):
         self.register_buffer("lanes", lanes.reshape(*batch_size, self._num_hashes), persistent=False)
         self.register_buffer("key", torch.zeros((), dtype=torch.int64, device=device))
         self.register_buffer("counter", torch.zeros((), dtype=torch.int64, device=device))
+        self._rows: torch.Tensor | None = None
         self.manual_seed(0 if seed is None else seed)
 
     def manual_seed(self, seed: int) -> None:
@@ -171,7 +172,14 @@ class CounterRNG(torch.nn.Module):
         # one scalar per call, from (key, counter); XOR keeps lane ids distinct within a call
         base = hash32(self.key ^ (((counter & _MASK32) * _GOLDEN) & _MASK32)).to(torch.int32)
         counter.add_(1)
-        return _hash32_i32(self.lanes ^ base)
+        rows = self._rows
+        if rows is None:
+            return _hash32_i32(self.lanes ^ base)
+        # only the selected env rows are hashed (same numbers there); the others are zero
+        lanes = self.lanes.reshape(-1, self._num_hashes)
+        out = torch.zeros_like(lanes)
+        out[rows] = _hash32_i32(lanes[rows] ^ base)
+        return out.reshape(self.lanes.shape)
 
     def _ints(self) -> tuple[torch.Tensor, float]:
         """Integer draws ``[*batch_size, num]`` held in float32 (exact), and the scale that maps
@@ -200,6 +208,16 @@ class CounterRNG(torch.nn.Module):
         """
         ints, scale = self._ints()
         return ints.mul_(scale)
+
+    def only_rows(self, rows: torch.Tensor | None) -> "CounterRNG":
+        """Restricts the next draws to the env rows ``rows`` (flat indices, ``None``: all rows).
+
+        The selected rows get exactly the numbers a full draw would give them; the others get
+        zeros. For the eager CPU path, where the rows being reset are known on the host: the
+        counter still advances once per draw, so the stream stays that of full draws.
+        """
+        self._rows = rows
+        return self
 
     def uniform_range(self, low: float, high: float) -> torch.Tensor:
         """Draw ``[*batch_size, num]`` float32 numbers uniform in ``[low, high]``.
