@@ -39,8 +39,12 @@ def exclusion_tree(keys: Iterable[Union[str, tuple]]) -> ExclusionTree:
     return tree
 
 
-def _plain(td: Any) -> bool:
+def is_plain(td: Any) -> bool:
+    """Whether ``td`` is a plain ``TensorDict`` (its leaves may be accessed directly)."""
     return type(td) is TensorDict
+
+
+_plain = is_plain
 
 
 def fast_get(td: TensorDictBase, key: str, default: Any = None) -> Any:
@@ -65,11 +69,14 @@ def fast_pop(td: TensorDictBase, key: str) -> Any:
     return td.pop(key, None)
 
 
-def _filtered(td: TensorDictBase, tree: ExclusionTree) -> TensorDictBase:
+def _filtered(td: TensorDictBase, tree: ExclusionTree) -> TensorDictBase | None:
+    """``td`` minus the keys of ``tree``; ``None`` when the exclusion empties it (a group whose
+    only entries were excluded, e.g. per-player rewards, is dropped, as the specs drop it)."""
     if not tree:
         return td
     if not _plain(td):
-        return td.exclude(*_tree_keys(tree))
+        out = td.exclude(*_tree_keys(tree))
+        return None if out.is_empty() and not td.is_empty() else out
     out = {}
     for k, v in td._tensordict.items():
         e = tree.get(k)
@@ -77,7 +84,11 @@ def _filtered(td: TensorDictBase, tree: ExclusionTree) -> TensorDictBase:
             continue
         if e is not None and isinstance(v, TensorDictBase):
             v = _filtered(v, e)
+            if v is None:
+                continue
         out[k] = v
+    if not out and td._tensordict:
+        return None
     return TensorDict._new_unsafe(out, td.batch_size, td.device)
 
 
@@ -109,17 +120,21 @@ def merge_excluding(
         if e is None:
             out[k] = v
         elif e is not True and isinstance(v, TensorDictBase):
-            out[k] = _filtered(v, e)
+            v = _filtered(v, e)
+            if v is not None:
+                out[k] = v
     for k, v in nxt._tensordict.items():
         e = next_exclude.get(k)
         if e is True:
             continue
         if not isinstance(v, torch.Tensor) and isinstance(v, TensorDictBase):
+            if e is not None:
+                v = _filtered(v, e)
+                if v is None:
+                    continue
             prev = out.get(k)
             if prev is not None and not isinstance(prev, torch.Tensor) and isinstance(prev, TensorDictBase):
-                v = merge_excluding(prev, v, {}, e or {})
-            elif e is not None:
-                v = _filtered(v, e)
+                v = merge_excluding(prev, v, {}, {})
         out[k] = v
     return TensorDict._new_unsafe(out, root.batch_size, root.device)
 

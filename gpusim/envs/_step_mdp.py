@@ -20,7 +20,7 @@ from typing import Sequence
 
 from tensordict import TensorDictBase
 
-from gpusim.envs._fasttd import exclusion_tree, fast_get, merge_excluding, merge_flat
+from gpusim.envs._fasttd import exclusion_tree, fast_get, is_plain, merge_excluding, merge_flat
 from gpusim.envs._keys import NestedKey, exclusive
 
 
@@ -67,7 +67,8 @@ class StepMDPPlan:
         self._next_tree = exclusion_tree(self.next_exclude)
         flat = all(isinstance(k, str) for k in (*self.root_exclude, *self.next_exclude))
         self._flat = (frozenset(self.root_exclude), frozenset(self.next_exclude)) if flat else None
-        # parents of excluded nested keys (deepest first): dropped when the exclusion empties them
+        # parents of excluded nested keys (deepest first), dropped when the exclusion empties
+        # them; the plain-TensorDict merge drops them itself, the public-API paths below do not
         self.prune = tuple(
             sorted(
                 {k[:i] for k in (*root_exclude, *next_exclude) if isinstance(k, tuple) for i in range(1, len(k))},
@@ -80,6 +81,7 @@ class StepMDPPlan:
         self, tensordict: TensorDictBase, next_tensordict: TensorDictBase | None = None
     ) -> TensorDictBase:
         nxt = fast_get(tensordict, "next")
+        public_api = not (self.keep_other and is_plain(tensordict) and is_plain(nxt))
         if self.keep_other and self._flat is not None:
             out = merge_flat(tensordict, nxt, *self._flat)
         elif self.keep_other:
@@ -87,7 +89,7 @@ class StepMDPPlan:
         else:
             out = tensordict.select(*self.kept_root, strict=False)
             out.update(nxt.exclude(*self.next_exclude) if self.next_exclude else nxt)
-        for prefix in self.prune:
+        for prefix in self.prune if public_api else ():
             sub = out.get(prefix, None)
             if isinstance(sub, TensorDictBase) and sub.is_empty():
                 del out[prefix]
