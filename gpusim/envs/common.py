@@ -32,19 +32,22 @@ Examples:
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from torch import nn
 
 from gpusim.envs import _keys
-from gpusim.envs._fasttd import fast_get, fast_pop, fast_set, or_flags
+from gpusim.envs._fasttd import fast_get, fast_set, or_flags
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs._reset import apply_reset_masks, collect_reset_masks
 from gpusim.envs._seeding import next_seed
 from gpusim.envs._step_mdp import StepMDPPlan
 from gpusim.specs import Categorical, Composite, TensorSpec, Unbounded
+
+if TYPE_CHECKING:
+    from gpusim.envs.compiled import CompiledRollout
 
 __all__ = ["EnvBase"]
 

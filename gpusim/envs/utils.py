@@ -18,7 +18,6 @@ import functools
 import importlib.util
 from typing import Any, Sequence
 
-import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDictBase
 
 from gpusim.envs._keys import DONE_NAMES, NestedKey, as_tuple, join, leaf_keys, unravel

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import abc
 import copy
-from collections.abc import Sequence
 from typing import Any, Union
 
 import numpy as np

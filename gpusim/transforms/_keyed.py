@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
-from tensordict import TensorDictBase
 
 from gpusim.envs._keys import NestedKey, as_tuple
 from gpusim.specs import Composite, TensorSpec

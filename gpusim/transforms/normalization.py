@@ -21,17 +21,14 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from tensordict import TensorDictBase
 
-from gpusim.envs._keys import NestedKey, as_tuple
+from gpusim.envs._keys import NestedKey
 from gpusim.specs import Binary, Bounded, Composite, TensorSpec, Unbounded
 from gpusim.transforms._keyed import KeyedTransform
 from gpusim.transforms._spec_utils import (
-    OUTPUT_SPECS,
     check_finite_number,
     fmt_key,
     map_leaf,
-    require_keys,
 )
 
 __all__ = ["ObservationNorm", "RewardScaling", "RewardClipping", "BinarizeReward", "ClipTransform"]

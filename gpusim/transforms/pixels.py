@@ -24,7 +24,6 @@ from typing import Sequence
 import torch
 
 from gpusim.envs._keys import NestedKey
-from gpusim.specs import TensorSpec
 from gpusim.transforms._keyed import KeyedTransform
 from gpusim.transforms._pixel_ops import (
     INTERPOLATION_MODES,
@@ -33,7 +32,6 @@ from gpusim.transforms._pixel_ops import (
     resize,
     to_tensor_image,
 )
-from gpusim.transforms._spec_utils import map_leaf
 
 __all__ = ["ToTensorImage", "GrayScale", "Resize", "CenterCrop"]
 
