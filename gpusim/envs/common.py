@@ -43,6 +43,7 @@ from gpusim.envs._fasttd import fast_get, fast_set, or_flags
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs._reset import apply_reset_masks, collect_reset_masks
 from gpusim.envs._seeding import next_seed
+from gpusim.envs._rollout_stack import stack_steps
 from gpusim.envs._step_mdp import StepMDPPlan
 from gpusim.specs import Categorical, Composite, TensorSpec, Unbounded
 
@@ -799,7 +800,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool) -> TensorDictBase:
         dim = len(self.batch_size)
         if return_contiguous:
-            out = torch.stack(steps, dim)
+            out = stack_steps(steps, dim)
         else:
             out = LazyStackedTensorDict.lazy_stack(steps, dim)
         try:

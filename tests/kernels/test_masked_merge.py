@@ -151,6 +151,47 @@ def test_dispatch_cpu_runs_reference():
         assert torch.equal(d, r)
 
 
+@pytest.mark.parametrize("kind", ["all_true", "all_false", "random"])
+@pytest.mark.parametrize("rows", ROWS)
+def test_cpu_rows_path_matches_reference(rows, kind):
+    from gpusim.kernels.masked_merge import masked_fill_rows_cpu_rows_, masked_merge_cpu_rows
+
+    new, old, masks = _leaves(rows, kind, seed=7)
+    new_copy, old_copy = [t.clone() for t in new], [t.clone() for t in old]
+    ref = masked_merge_reference(new, old, masks)
+    out = masked_merge_cpu_rows(new, old, masks)
+    for i, (o, r) in enumerate(zip(out, ref)):
+        assert o.dtype == r.dtype and o.shape == r.shape, i
+        assert torch.equal(o, r), f"leaf {i} ({r.dtype}, {tuple(r.shape)})"
+        assert o.data_ptr() not in (new[i].data_ptr(), old[i].data_ptr())  # fresh tensors
+    for a, b in zip(new + old, new_copy + old_copy):  # inputs untouched
+        assert torch.equal(a, b)
+    dst = [t.clone() for t in old]
+    masked_fill_rows_cpu_rows_(dst, new, masks)
+    assert all(torch.equal(d, r) for d, r in zip(dst, ref))
+
+
+def test_cpu_rows_path_noncontiguous_and_empty():
+    from gpusim.kernels.masked_merge import masked_fill_rows_cpu_rows_, masked_merge_cpu_rows
+
+    gen = torch.Generator().manual_seed(8)
+    base_new = torch.randn(5, 7, generator=gen)
+    base_old = torch.randn(7, 5, generator=gen).t()  # non-contiguous (5, 7)
+    mask = torch.tensor([True, False, True, True, False])
+    none = torch.zeros(0, dtype=torch.bool)
+    new = [base_new[:, ::2], base_old, torch.zeros(0, 3), torch.zeros(5, 0), base_new[:, :1].expand(5, 4)]
+    old = [base_old[:, ::2], base_new, torch.zeros(0, 3), torch.zeros(5, 0), base_old[:, :1].expand(5, 4)]
+    masks = [mask, mask, none, mask, mask]
+    ref = masked_merge_reference(new, old, masks)
+    out = masked_merge_cpu_rows(new, old, masks)
+    assert all(o.shape == r.shape and torch.equal(o, r) for o, r in zip(out, ref))
+    dst = torch.zeros(4, 3).t()  # (3, 4) non-contiguous destination
+    src = torch.arange(12.0).reshape(3, 4)
+    rows = torch.tensor([False, True, True])
+    masked_fill_rows_cpu_rows_([dst], [src], [rows])
+    assert torch.equal(dst, torch.where(rows[:, None], src, torch.zeros(3, 4)))
+
+
 def test_op_registered_on_cpu():
     new, old, masks = _leaves(7, "random", seed=5)
     out = torch.ops.gpusim.masked_merge(new, old, masks)

@@ -168,6 +168,18 @@ class CounterRNG(torch.nn.Module):
         32-bit vector multiplies on CPU. The result is ``int32`` (the bit pattern; read the
         halves with masks).
         """
+        rows = self._rows
+        h = self._bits32()
+        if rows is None:
+            return h
+        # only the selected env rows are hashed (same numbers there); the others are zero
+        out = torch.zeros((self.lanes.numel() // self._num_hashes, self._num_hashes), dtype=h.dtype, device=h.device)
+        out[rows] = h
+        return out.reshape(self.lanes.shape)
+
+    def _bits32(self) -> torch.Tensor:
+        """The hashes of this draw: ``[*batch_size, num_hashes]``, or ``[len(rows), num_hashes]``
+        for the selected rows only (see :meth:`only_rows`); advances the counter."""
         counter = self.counter
         # one scalar per call, from (key, counter); XOR keeps lane ids distinct within a call
         base = hash32(self.key ^ (((counter & _MASK32) * _GOLDEN) & _MASK32)).to(torch.int32)
@@ -175,16 +187,23 @@ class CounterRNG(torch.nn.Module):
         rows = self._rows
         if rows is None:
             return _hash32_i32(self.lanes ^ base)
-        # only the selected env rows are hashed (same numbers there); the others are zero
-        lanes = self.lanes.reshape(-1, self._num_hashes)
-        out = torch.zeros_like(lanes)
-        out[rows] = _hash32_i32(lanes[rows] ^ base)
-        return out.reshape(self.lanes.shape)
+        return _hash32_i32(self.lanes.reshape(-1, self._num_hashes)[rows] ^ base)
 
     def _ints(self) -> tuple[torch.Tensor, float]:
         """Integer draws ``[*batch_size, num]`` held in float32 (exact), and the scale that maps
-        them to ``[0, 1)``. Each hash gives its low then its high 16 bits (``bits=16``)."""
-        h = self.bits32()
+        them to ``[0, 1)``. Each hash gives its low then its high 16 bits (``bits=16``). With
+        :meth:`only_rows`, the post-processing runs on the selected rows and the other rows are
+        zero."""
+        rows = self._rows
+        u, scale = self._ints_of(self._bits32())
+        if rows is None:
+            return u, scale
+        full = torch.zeros((self.lanes.numel() // self._num_hashes, self.num), dtype=u.dtype, device=u.device)
+        full[rows] = u
+        return full.reshape(*self.lanes.shape[:-1], self.num), scale
+
+    def _ints_of(self, h: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """Integer draws held in float32 from hashes ``h`` (``[..., num_hashes]``)."""
         if self.bits == 24:
             return ((h >> 8) & 0xFFFFFF).to(torch.float32), 1.0 / 16777216.0
         if torch.compiler.is_compiling() or h.device.type != "cpu":

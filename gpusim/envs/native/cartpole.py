@@ -151,8 +151,15 @@ class CartPoleEnv(NativeEnv):
         x, x_dot, theta, theta_dot = state.unbind(-1)
         total_mass = self.total_mass
         pml = self.polemass_length
-        force = torch.where(action == 1, self.force_mag, -self.force_mag)
-        cos, sin = torch.cos(theta), torch.sin(theta)
+        if torch.compiler.is_compiling() or state.device.type != "cpu":
+            force = torch.where(action == 1, self.force_mag, -self.force_mag)
+            cos, sin = torch.cos(theta), torch.sin(theta)
+        else:
+            # eager CPU: a scalar-operand ``where`` runs a scalar loop (~4x this arithmetic, exact
+            # for the {0, 1} test), and cos/sin of the strided theta column ~2x a contiguous copy
+            force = (action == 1).to(torch.float32).mul_(2.0 * self.force_mag).sub_(self.force_mag)
+            theta_c = theta.contiguous()
+            cos, sin = torch.cos(theta_c), torch.sin(theta_c)
         # gymnasium's equations, with fused multiply-adds (in place on fresh intermediates):
         # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass
         temp = torch.addcmul(force, theta_dot.square(), sin, value=pml).div_(total_mass)

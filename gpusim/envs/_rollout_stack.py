@@ -1,0 +1,171 @@
+"""Stacking the steps of a rollout into one contiguous tensordict, cheaply on CPU.
+
+A rollout of ``T`` steps at a large batch ends with one big copy: every leaf of every step goes
+into a ``[*batch, T, ...]`` tensor. On CPU most of that copy's time is spent in first-touch page
+faults of the fresh output (the output of a 65 536-env CartPole rollout of 59 steps is ~320 MB,
+about 80 000 faults of 4 KiB pages). Linux can back large allocations with 2 MiB transparent huge
+pages when asked (``madvise(MADV_HUGEPAGE)``); for such outputs this module allocates each stacked
+leaf with ``torch.empty``, advises huge pages before the first write, and stacks into it with
+``torch.stack(..., out=)``. The result is the same plain, contiguous ``TensorDict`` as
+``torch.stack(steps, dim)``; anything this path does not handle (lazy stacks, non-tensor leaves,
+mismatched steps, other devices, small outputs) goes through ``torch.stack`` unchanged.
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> steps = [TensorDict({"a": torch.full((2, 3), float(t))}, [2]) for t in range(4)]
+    >>> out = stack_steps(steps, 1)
+    >>> out.batch_size, out["a"][0, :, 0].tolist()
+    (torch.Size([2, 4]), [0.0, 1.0, 2.0, 3.0])
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import sys
+from collections.abc import Sequence
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+__all__ = ["stack_steps", "advise_hugepages", "hugepages_available", "HUGEPAGE_MIN_BYTES"]
+
+_MADV_HUGEPAGE = 14  # linux/mman.h
+_HUGEPAGE = 2 << 20
+HUGEPAGE_MIN_BYTES = 8 << 20
+"""Outputs smaller than this are stacked by ``torch.stack`` (the advice would not pay)."""
+
+
+@functools.cache
+def _libc_madvise():
+    """``libc.madvise`` with its argument types, or ``None`` when unavailable (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fn = libc.madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+@functools.cache
+def hugepages_available() -> bool:
+    """Whether transparent huge pages can be requested with ``madvise`` on this machine.
+
+    Returns:
+        ``True`` on Linux when ``/sys/kernel/mm/transparent_hugepage/enabled`` is ``always`` or
+        ``madvise``.
+
+    Examples:
+        >>> isinstance(hugepages_available(), bool)
+        True
+    """
+    if _libc_madvise() is None:
+        return False
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            mode = f.read()
+    except OSError:
+        return False
+    return "[never]" not in mode
+
+
+def advise_hugepages(tensor: torch.Tensor) -> bool:
+    """Asks the kernel to back the untouched pages of a large CPU tensor with huge pages.
+
+    Only the 2 MiB-aligned part of the tensor's memory is advised; the advice changes speed,
+    never values. Call it before the first write (pages already touched stay as they are).
+
+    Args:
+        tensor: a contiguous CPU tensor.
+
+    Returns:
+        Whether the advice was given.
+
+    Examples:
+        >>> isinstance(advise_hugepages(torch.empty(1 << 22)), bool)
+        True
+    """
+    if tensor.device.type != "cpu" or not hugepages_available():
+        return False
+    start = tensor.data_ptr()
+    end = start + tensor.numel() * tensor.element_size()
+    first = -(-start // _HUGEPAGE) * _HUGEPAGE
+    last = end // _HUGEPAGE * _HUGEPAGE
+    if last - first < _HUGEPAGE:
+        return False
+    return _libc_madvise()(first, last - first, _MADV_HUGEPAGE) == 0
+
+
+class _Fallback(Exception):
+    """The steps are not a tree of plain tensordicts and tensors: use ``torch.stack``."""
+
+
+def _allocate_like(td: TensorDictBase, dim: int, steps: int) -> TensorDict:
+    """An empty tensordict shaped like ``td`` stacked ``steps`` times along ``dim``."""
+    if type(td) is not TensorDict:
+        raise _Fallback
+    batch = list(td.batch_size)
+    batch.insert(dim, steps)
+    out = TensorDict({}, batch_size=batch, device=td.device)
+    for key, value in td.items():
+        if type(value) is TensorDict:
+            out.set(key, _allocate_like(value, dim, steps))
+        elif isinstance(value, torch.Tensor) and type(value) is torch.Tensor:
+            shape = list(value.shape)
+            shape.insert(dim, steps)
+            buf = torch.empty(shape, dtype=value.dtype, device=value.device)
+            advise_hugepages(buf)
+            out.set(key, buf)
+        else:
+            raise _Fallback
+    return out
+
+
+def _output_bytes(td: TensorDictBase, steps: int) -> int:
+    total = 0
+    for value in td.values(True, True):
+        if isinstance(value, torch.Tensor):
+            total += value.numel() * value.element_size()
+    return total * steps
+
+
+def stack_steps(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:
+    """``torch.stack(steps, dim)``, with huge-page backed output leaves for large CPU rollouts.
+
+    Args:
+        steps: the per-step tensordicts (same keys, shapes and dtypes).
+        dim: the stacking dim (the number of batch dims of the env).
+
+    Returns:
+        A contiguous tensordict of batch ``[*batch[:dim], len(steps), *batch[dim:]]``.
+
+    Examples:
+        >>> steps = [TensorDict({"x": torch.zeros(3)}, [3]) for _ in range(2)]
+        >>> stack_steps(steps, 1).shape
+        torch.Size([3, 2])
+    """
+    first = steps[0]
+    if (
+        first.device is None
+        or first.device.type != "cpu"
+        or not hugepages_available()
+        or _output_bytes(first, len(steps)) < HUGEPAGE_MIN_BYTES
+    ):
+        return torch.stack(list(steps), dim)
+    keys = set(first.keys(True, True))
+    if any(set(td.keys(True, True)) != keys for td in steps):
+        return torch.stack(list(steps), dim)  # tensordict's own result or error
+    try:
+        out = _allocate_like(first, dim, len(steps))
+        for key, dest in out.items(True, True):
+            torch.stack([td.get(key) for td in steps], dim, out=dest)
+    except (_Fallback, KeyError, RuntimeError, TypeError):
+        # mismatched or unusual steps: torch.stack gives the result, or tensordict's own error
+        return torch.stack(list(steps), dim)
+    return out

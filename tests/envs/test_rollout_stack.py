@@ -1,0 +1,109 @@
+"""The rollout's final stack: huge-page backed output for large CPU rollouts, same result as
+``torch.stack``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tensordict import LazyStackedTensorDict, TensorDict
+
+from gpusim.envs import _rollout_stack
+from gpusim.envs._rollout_stack import HUGEPAGE_MIN_BYTES, advise_hugepages, stack_steps
+from gpusim.envs.native import CartPoleEnv
+
+
+def _steps(n_steps: int, rows: int, seed: int = 0) -> list[TensorDict]:
+    gen = torch.Generator().manual_seed(seed)
+    steps = []
+    for _ in range(n_steps):
+        nxt = TensorDict(
+            {
+                "obs": torch.randn(rows, 4, generator=gen),
+                "agents": TensorDict({"pos": torch.randn(rows, 3, 2, generator=gen)}, [rows, 3]),
+                "done": torch.rand(rows, 1, generator=gen) > 0.5,
+            },
+            [rows],
+        )
+        steps.append(
+            TensorDict(
+                {"action": torch.randint(0, 5, (rows,), generator=gen), "obs": torch.randn(rows, 4, generator=gen), "next": nxt},
+                [rows],
+            )
+        )
+    return steps
+
+
+def _assert_same(a: TensorDict, b: TensorDict) -> None:
+    assert type(a) is type(b)
+    assert a.batch_size == b.batch_size
+    assert set(a.keys(True, True)) == set(b.keys(True, True))
+    assert a["next", "agents"].batch_size == b["next", "agents"].batch_size
+    for key in a.keys(True, True):
+        x, y = a.get(key), b.get(key)
+        assert x.dtype == y.dtype and x.shape == y.shape and x.is_contiguous(), key
+        assert torch.equal(x, y), key
+
+
+@pytest.mark.parametrize("force_path", [True, False])
+def test_large_stack_matches_torch_stack(force_path, monkeypatch):
+    if force_path:  # run the huge-page path even where the machine has no THP
+        monkeypatch.setattr(_rollout_stack, "hugepages_available", lambda: True)
+    steps = _steps(9, rows=40_000)
+    size = sum(v.numel() * v.element_size() for v in steps[0].values(True, True)) * len(steps)
+    assert size >= HUGEPAGE_MIN_BYTES
+    _assert_same(stack_steps(steps, 1), torch.stack(steps, 1))
+
+
+def test_small_stack_and_leading_dim():
+    steps = _steps(3, rows=5)
+    _assert_same(stack_steps(steps, 1), torch.stack(steps, 1))
+    _assert_same(stack_steps(steps, 0), torch.stack(steps, 0))
+
+
+def test_mismatched_steps_fall_back_to_torch_stack(monkeypatch):
+    monkeypatch.setattr(_rollout_stack, "hugepages_available", lambda: True)
+    steps = _steps(4, rows=40_000)
+    steps[2].set("extra", torch.zeros(40_000))
+    with pytest.raises(RuntimeError):
+        torch.stack(steps, 1)
+    with pytest.raises(RuntimeError):  # the same error as torch.stack, no silent drop of "extra"
+        stack_steps(steps, 1)
+    steps = _steps(4, rows=40_000)
+    steps[1].set("obs", torch.zeros(40_000, 5))
+    with pytest.raises(RuntimeError):
+        stack_steps(steps, 1)
+
+
+def test_lazy_steps_fall_back(monkeypatch):
+    monkeypatch.setattr(_rollout_stack, "hugepages_available", lambda: True)
+    halves = [_steps(4, rows=20_000, seed=s) for s in (1, 2)]
+    lazy = [LazyStackedTensorDict.lazy_stack([a, b], 0) for a, b in zip(*halves)]  # [2, 20000]
+    out, ref = stack_steps(lazy, 2), torch.stack(lazy, 2)
+    assert type(out) is type(ref) and out.batch_size == ref.batch_size == (2, 20_000, 4)
+    assert all(torch.equal(out.get(k), ref.get(k)) for k in ref.keys(True, True))
+
+
+def test_advise_hugepages_never_changes_values():
+    x = torch.empty(3 << 20)
+    advise_hugepages(x)
+    x.fill_(2.5)
+    assert bool((x == 2.5).all())
+    assert advise_hugepages(torch.empty(10)) is False  # smaller than one huge page
+
+
+def test_cartpole_rollout_large_batch_is_contiguous_and_seeded():
+    env = CartPoleEnv(batch_size=[20_000], seed=3)
+    torch.manual_seed(0)  # random actions come from torch's generator
+    a = env.rollout(30, break_when_any_done=False)
+    env.set_seed(3)
+    torch.manual_seed(0)
+    b = env.rollout(30, break_when_any_done=False, return_contiguous=False).contiguous()
+    assert a.batch_size == (20_000, 30) and a.names == [None, "time"]
+    _assert_flat_same(a, b)
+
+
+def _assert_flat_same(a, b):
+    assert set(a.keys(True, True)) == set(b.keys(True, True))
+    for key in a.keys(True, True):
+        assert a.get(key).is_contiguous(), key
+        assert torch.equal(a.get(key), b.get(key)), key
