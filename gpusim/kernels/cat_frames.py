@@ -27,7 +27,101 @@ import torch
 from gpusim.kernels._checks import check_cat_frames_args
 from gpusim.kernels._dispatch import use_triton_kernel
 
-__all__ = ["cat_frames_update", "cat_frames_update_reference"]
+__all__ = ["cat_frames_update", "cat_frames_update_reference", "cat_frames_update_cpu", "refill_rows_cpu_"]
+
+_WIDE = (torch.complex128, torch.int64, torch.int32, torch.int16, torch.uint8)
+
+
+def _widen(*blocks: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The same bytes seen as the widest dtype that divides a block (last dim): copying few wide
+    elements is much faster on CPU than many narrow ones, and bit-exact."""
+    nbytes = blocks[0].shape[-1] * blocks[0].element_size()
+    for wide in _WIDE:
+        if nbytes % wide.itemsize == 0:
+            try:
+                return tuple(b.view(wide) for b in blocks)
+            except RuntimeError:  # unaligned storage offset: try a narrower type
+                continue
+    return blocks
+
+
+def refill_rows_cpu_(
+    buffer: torch.Tensor,
+    frame: torch.Tensor,
+    reset_mask: torch.Tensor,
+    dim: int,
+    n: int,
+    padding: str = "same",
+    padding_value: float = 0.0,
+) -> None:
+    """Refills the ``reset_mask`` rows of a contiguous CatFrames ``buffer`` in place (eager CPU).
+
+    ``"same"``: the row's ``n`` frame slots all take ``frame``; ``"constant"``: ``padding_value``
+    then ``frame`` last. The selected rows are read on the host (a CPU mask: no device sync) and
+    written with one row scatter; the other rows are not touched.
+
+    Examples:
+        >>> buf = torch.zeros(2, 4)
+        >>> refill_rows_cpu_(buf, torch.ones(2, 2), torch.tensor([True, False]), -1, 2)
+        >>> buf
+        tensor([[1., 1., 1., 1.],
+                [0., 0., 0., 0.]])
+    """
+    n_rows = reset_mask.numel()
+    if n_rows == 0 or buffer.numel() == 0:
+        return
+    rows = reset_mask.reshape(-1).nonzero().squeeze(-1)
+    if rows.numel() == 0:
+        return
+    lead = buffer.shape[: buffer.ndim + dim]
+    width = buffer.numel() // (lead.numel() * n)
+    inner = lead[reset_mask.ndim :]
+    fr_rows = frame.reshape(n_rows, *inner, 1, width).index_select(0, rows)
+    if padding == "same":
+        refill = fr_rows.expand(*fr_rows.shape[:-2], n, width)
+    else:
+        refill = torch.full((rows.numel(), *inner, n, width), padding_value, dtype=frame.dtype, device=frame.device)
+        refill[..., n - 1 :, :] = fr_rows
+    buffer.view(n_rows, *inner, n, width).index_copy_(0, rows, refill.contiguous())
+
+
+def cat_frames_update_cpu(
+    buffer: torch.Tensor,
+    frame: torch.Tensor,
+    reset_mask: Optional[torch.Tensor],
+    dim: int,
+    padding: str = "same",
+    padding_value: float = 0.0,
+) -> torch.Tensor:
+    """Eager-CPU CatFrames update (same contract and result as :func:`cat_frames_update_reference`).
+
+    The buffer is seen as ``[..., N, E]`` blocks of one frame each: the output is written with
+    two block copies (as wide integer elements), the reset rows (read on the host: a CPU mask
+    needs no device sync) are refilled by one row scatter, and the buffer takes a copy of the
+    output. Non-contiguous or empty buffers go to the reference.
+
+    Examples:
+        >>> buf = torch.zeros(2, 4)
+        >>> cat_frames_update_cpu(buf, torch.ones(2, 2), torch.tensor([False, True]), -1)
+        tensor([[0., 0., 1., 1.],
+                [1., 1., 1., 1.]])
+    """
+    n = check_cat_frames_args(buffer, frame, reset_mask, dim, padding, padding_value)
+    if not buffer.is_contiguous() or buffer.numel() == 0:
+        return cat_frames_update_reference(buffer, frame, reset_mask, dim, padding, padding_value)
+    k = buffer.ndim + dim
+    lead = buffer.shape[:k]
+    width = buffer.numel() // (lead.numel() * n)
+    out = torch.empty_like(buffer)
+    out_b, buf_b, fr_b = _widen(
+        out.view(*lead, n, width), buffer.view(*lead, n, width), frame.reshape(*lead, 1, width)
+    )
+    out_b[..., : n - 1, :].copy_(buf_b[..., 1:, :])
+    out_b[..., n - 1 :, :].copy_(fr_b)
+    if reset_mask is not None:
+        refill_rows_cpu_(out, frame, reset_mask, dim, n, padding, padding_value)
+    buffer.copy_(out)
+    return out
 
 
 def cat_frames_update_reference(
@@ -118,6 +212,8 @@ def cat_frames_update(
         from gpusim.kernels.cat_frames_triton import cat_frames_update_triton
 
         return cat_frames_update_triton(buffer, frame, reset_mask, dim, padding, padding_value)
+    if buffer.device.type == "cpu" and not torch.compiler.is_compiling():
+        return cat_frames_update_cpu(buffer, frame, reset_mask, dim, padding, padding_value)
     return cat_frames_update_reference(buffer, frame, reset_mask, dim, padding, padding_value)
 
 

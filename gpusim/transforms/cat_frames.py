@@ -32,6 +32,7 @@ from tensordict import TensorDictBase
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.kernels import cat_frames_update, masked_fill_rows_
+from gpusim.kernels.cat_frames import refill_rows_cpu_
 from gpusim.specs import Bounded, Unbounded
 from gpusim.transforms._levels import default_levels, done_levels_of, level_for_key, reset_mask, tget, tset
 from gpusim.transforms.transform import Transform
@@ -159,32 +160,11 @@ class CatFrames(Transform):
         return torch.cat([pad, frame], self.dim)
 
     def _refill_rows_cpu_(self, buf: torch.Tensor, frame: torch.Tensor, mask: torch.Tensor) -> None:
-        """Refills the ``mask`` rows of ``buf`` in place without building the full refill.
-
-        The buffer is seen as ``[..., N, E]`` (``N`` blocks of one frame) and the frame as
-        ``[..., 1, E]``; for ``"same"`` padding the block bytes are reinterpreted as the widest
-        integer/complex type that divides them (one ``where`` over few wide elements, much
-        faster on CPU than over many narrow ones, and bit-exact).
-        """
-        k = buf.ndim + self.dim
-        lead = buf.shape[:k]
-        blocks = buf.view(*lead, self.N, -1)
-        fr = frame.reshape(*lead, 1, -1)
-        m = mask.reshape(*mask.shape, *([1] * (blocks.ndim - mask.ndim)))
-        if self.padding == "same":
-            nbytes = fr.shape[-1] * fr.element_size()
-            for wide in (torch.complex128, torch.int64, torch.int32, torch.int16, torch.uint8):
-                if nbytes % wide.itemsize == 0:
-                    break
-            try:
-                bw, fw = blocks.view(wide), fr.contiguous().view(wide)
-            except RuntimeError:  # unaligned storage: plain dtype
-                bw, fw = blocks, fr
-            torch.where(m, fw, bw, out=bw)
+        """Refills the ``mask`` rows of ``buf`` in place (one row scatter, no full refill)."""
+        if not buf.is_contiguous():
+            masked_fill_rows_([buf], [self._refill(frame)], [mask])
             return
-        head, last = blocks[..., :-1, :], blocks[..., -1:, :]
-        torch.where(m, torch.full((), self.padding_value, dtype=buf.dtype), head, out=head)
-        torch.where(m, fr, last, out=last)
+        refill_rows_cpu_(buf, frame, mask, self.dim, self.N, self.padding, float(self.padding_value))
 
     def _mask_for(self, tensordict: TensorDictBase, in_key: NestedKey, batch_size) -> torch.Tensor | None:
         if self.reset_key is not None:

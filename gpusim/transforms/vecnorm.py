@@ -382,6 +382,14 @@ class VecNorm(Transform):
             else:
                 vecnorm_update_(x, s, ss, c, 1.0, batch_ndim)
             return
+        if scratch is not None:  # CPU eager: read the reset rows on the host, sum only those
+            rows_mask = row_mask(mask, x.shape[:batch_ndim]).reshape(-1)
+            rows = rows_mask.nonzero().squeeze(-1)
+            xr = x.to(s.dtype).reshape(rows_mask.shape[0], -1).index_select(0, rows)
+            s.add_(xr.sum(0).reshape(s.shape))
+            ss.add_((xr * xr).sum(0).reshape(ss.shape))
+            c.add_(rows.numel())
+            return
         w = row_mask(mask, x.shape[:batch_ndim]).to(s.dtype).reshape(-1)
         x2 = x.to(s.dtype).reshape(w.shape[0], -1)
         if scratch is not None:

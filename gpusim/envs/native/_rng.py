@@ -21,7 +21,7 @@ float32 in ``[0, 1)``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -194,8 +194,15 @@ class CounterRNG(torch.nn.Module):
         them to ``[0, 1)``. Each hash gives its low then its high 16 bits (``bits=16``). With
         :meth:`only_rows`, the post-processing runs on the selected rows and the other rows are
         zero."""
+        return self._draw(None)
+
+    def _draw(self, post: Callable[[torch.Tensor, float], torch.Tensor] | None) -> tuple[torch.Tensor, float]:
+        """:meth:`_ints`, with ``post(ints, scale)`` applied (in place) before the selected rows
+        are scattered into the zeros of the full draw."""
         rows = self._rows
         u, scale = self._ints_of(self._bits32())
+        if post is not None:
+            u = post(u, scale)
         if rows is None:
             return u, scale
         full = torch.zeros((self.lanes.numel() // self._num_hashes, self.num), dtype=u.dtype, device=u.device)
@@ -225,8 +232,7 @@ class CounterRNG(torch.nn.Module):
         Returns:
             A float32 tensor on the generator's device.
         """
-        ints, scale = self._ints()
-        return ints.mul_(scale)
+        return self._draw(lambda u, scale: u.mul_(scale))[0]
 
     def only_rows(self, rows: torch.Tensor | None) -> "CounterRNG":
         """Restricts the next draws to the env rows ``rows`` (flat indices, ``None``: all rows).
@@ -254,5 +260,5 @@ class CounterRNG(torch.nn.Module):
             >>> bool(((x >= -0.05) & (x <= 0.05)).all())
             True
         """
-        ints, scale = self._ints()
-        return ints.mul_((high - low) * scale).add_(low)
+        width = high - low
+        return self._draw(lambda u, scale: u.mul_(width * scale).add_(low))[0]
