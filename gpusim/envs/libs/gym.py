@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim.envs._fasttd import fast_set
 from gpusim.envs.common import EnvBase
 from gpusim.envs.libs._edge import EdgeTransfer
 from gpusim.envs.libs.gym_backend import import_gymnasium
@@ -383,8 +384,7 @@ class GymWrapper(EnvBase):
         if tensordict is None or len(leaves) != 1 or len(leaves[0].key) != 1 or type(tensordict) is not TensorDict:
             return super().rand_action(tensordict)
         leaf = leaves[0]
-        tensordict.set(leaf.key[0], leaf.spec.rand())
-        return tensordict
+        return fast_set(tensordict, leaf.key[0], leaf.spec.rand())
 
     def _step_proc(self, tensordict: TensorDictBase) -> TensorDictBase:
         # the step output always carries done/terminated/truncated and a gym env has no state

@@ -144,7 +144,9 @@ def _box(space, B, device, copy):
         arr = np.asarray(value, dtype=np_dtype)
         if copy:
             arr = arr.copy()
-        return torch.from_numpy(arr).view(torch_shape)
+        t = torch.from_numpy(arr)
+        # ``view`` of a same-shape (often column-major) array still costs a stride computation
+        return t if arr.shape == shape else t.view(torch_shape)
 
     def to_numpy(value: torch.Tensor):
         arr = _numpy(value)
