@@ -127,6 +127,30 @@ def _allocate_like(td: TensorDictBase, dim: int, steps: int) -> TensorDict:
     return out
 
 
+_WIDE = (torch.complex128, torch.int64, torch.int32, torch.int16)
+
+
+def _stack_leaf(xs: list[torch.Tensor], dim: int, dest: torch.Tensor) -> None:
+    """``torch.stack(xs, dim, out=dest)``; the per-row feature bytes of contiguous leaves are
+    moved as the widest integer/complex elements that divide them (``[B, 4]`` float32 rows as one
+    16-byte element each): the interleave then costs a fraction of the narrow one, bit-exact."""
+    x0 = xs[0]
+    lead = x0.shape[:dim]
+    nbytes = x0[(0,) * dim].numel() * x0.element_size() if x0.numel() else 0
+    if nbytes > x0.element_size() and all(x.is_contiguous() and x.shape == x0.shape for x in xs):
+        for wide in _WIDE:
+            if wide.itemsize <= x0.element_size() or nbytes % wide.itemsize:
+                continue
+            try:
+                srcs = [x.view(*lead, -1).view(wide) for x in xs]
+                target = dest.view(*dest.shape[: dim + 1], -1).view(wide)
+            except RuntimeError:  # unaligned storage: try a narrower element
+                continue
+            torch.stack(srcs, dim, out=target)
+            return
+    torch.stack(xs, dim, out=dest)
+
+
 def _output_bytes(td: TensorDictBase, steps: int) -> int:
     total = 0
     for value in td.values(True, True):
@@ -164,7 +188,7 @@ def stack_steps(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:
     try:
         out = _allocate_like(first, dim, len(steps))
         for key, dest in out.items(True, True):
-            torch.stack([td.get(key) for td in steps], dim, out=dest)
+            _stack_leaf([td.get(key) for td in steps], dim, dest)
     except (_Fallback, KeyError, RuntimeError, TypeError):
         # mismatched or unusual steps: torch.stack gives the result, or tensordict's own error
         return torch.stack(list(steps), dim)

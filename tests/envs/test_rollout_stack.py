@@ -54,6 +54,32 @@ def test_large_stack_matches_torch_stack(force_path, monkeypatch):
     _assert_same(stack_steps(steps, 1), torch.stack(steps, 1))
 
 
+def test_wide_element_interleave_is_bit_exact(monkeypatch):
+    monkeypatch.setattr(_rollout_stack, "hugepages_available", lambda: True)
+    rows, gen = 30_000, torch.Generator().manual_seed(4)
+    steps = []
+    for t in range(12):
+        nan_bits = torch.randint(-(2**31), 2**31 - 1, (rows, 4), generator=gen, dtype=torch.int32)
+        base = torch.randn(rows + 1, 6, generator=gen)
+        steps.append(
+            TensorDict(
+                {
+                    "nan_payloads": nan_bits.view(torch.float32),  # arbitrary bit patterns, NaNs included
+                    "odd_width": torch.randn(rows, 3, generator=gen, dtype=torch.float64),
+                    "unaligned": base.view(-1)[1 : 1 + rows * 4].view(rows, 4),  # 4-byte storage offset
+                    "transposed": torch.randn(5, rows, generator=gen).t(),  # non-contiguous
+                    "bytes": torch.randint(0, 255, (rows, 6), generator=gen, dtype=torch.uint8),
+                },
+                [rows],
+            )
+        )
+    out, ref = stack_steps(steps, 1), torch.stack(steps, 1)
+    for key in ref.keys():
+        a, b = out.get(key), ref.get(key)
+        assert a.shape == b.shape and a.is_contiguous(), key
+        assert torch.equal(a.view(torch.uint8), b.contiguous().view(torch.uint8)), key
+
+
 def test_small_stack_and_leading_dim():
     steps = _steps(3, rows=5)
     _assert_same(stack_steps(steps, 1), torch.stack(steps, 1))
