@@ -113,6 +113,31 @@ def _rand_bits(full_shape: torch.Size, dtype: torch.dtype, device: torch.device)
     return torch.randint(0, 2, full_shape, dtype=dtype, device=device)
 
 
+_PACKED_MIN_NUMEL = 4096
+
+
+def _randint_packed(n: int, full_shape: torch.Size, dtype: torch.dtype) -> torch.Tensor | None:
+    """Uniform integers in ``[0, n)`` for a power-of-two ``n`` (eager CPU, large draws): several
+    values are cut from each 31-bit draw of torch's generator (e.g. 31 coin flips per draw for
+    ``n=2``). ``torch.randint`` spends one generator call per element; this spends one per 31
+    bits. Returns ``None`` when the shortcut does not apply."""
+    numel = full_shape.numel()
+    bits = n.bit_length() - 1
+    if (
+        numel < _PACKED_MIN_NUMEL
+        or n & (n - 1)
+        or not 1 <= bits <= 4
+        or dtype in (torch.bool, torch.uint8, torch.int8)
+        or torch.compiler.is_compiling()
+    ):
+        return None
+    per_draw = 31 // bits
+    draws = torch.empty(-(-numel // per_draw), dtype=torch.int32).random_()  # 31 uniform bits each
+    shifts = torch.arange(0, per_draw * bits, bits, dtype=torch.int32)
+    values = (draws.unsqueeze(-1) >> shifts).bitwise_and_(n - 1)
+    return values.view(-1)[:numel].reshape(full_shape).to(dtype)
+
+
 def _bad_msg(what: str, bad: torch.Tensor, val: torch.Tensor) -> str:
     count = int(bad.sum())
     example = val[bad].reshape(-1)[0].item()
@@ -492,6 +517,10 @@ class Categorical(TensorSpec):
             if self.n == 1:
                 return torch.zeros(full_shape, dtype=torch.bool, device=self.device)
             return _rand_bits(full_shape, torch.bool, self.device)
+        if self.device.type == "cpu":
+            packed = _randint_packed(self.n, full_shape, self.dtype)
+            if packed is not None:
+                return packed
         return torch.randint(0, self.n, full_shape, dtype=self.dtype, device=self.device)
 
     def _invalid_reason(self, val: torch.Tensor) -> str | None:

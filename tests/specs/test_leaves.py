@@ -366,3 +366,36 @@ def test_bounded_rand_never_overshoots(monkeypatch, low: float, high: float) -> 
     x = spec.rand((2,))
     monkeypatch.undo()
     assert spec.is_in(x), spec.invalid_reason(x)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_categorical_packed_rand_is_uniform_and_independent(n: int) -> None:
+    """Large power-of-two draws on CPU cut several values from each generator draw: the values,
+    and pairs of neighbours (cut from the same draw), must still be uniform (chi-square)."""
+    def uniform_enough(counts: torch.Tensor) -> bool:  # chi-square within 6 sigma of its mean
+        expected = counts.sum() / counts.numel()
+        chi2 = float(((counts - expected) ** 2 / expected).sum())
+        dof = counts.numel() - 1
+        return chi2 < dof + 6 * (2 * dof) ** 0.5
+
+    torch.manual_seed(123)
+    spec = Categorical(n, shape=(50_000,))
+    x = torch.cat([spec.rand() for _ in range(4)])
+    assert x.dtype == torch.int64 and int(x.min()) >= 0 and int(x.max()) < n
+    counts = torch.bincount(x, minlength=n).double()
+    assert uniform_enough(counts)
+    pairs = torch.bincount(x[0::2] * n + x[1::2], minlength=n * n).double()
+    assert uniform_enough(pairs)
+    torch.manual_seed(123)
+    assert torch.equal(torch.cat([spec.rand() for _ in range(4)]), x)  # seeded by torch's generator
+
+
+def test_categorical_small_and_odd_draws_use_randint() -> None:
+    torch.manual_seed(0)
+    a = Categorical(3, shape=(10_000,)).rand()
+    torch.manual_seed(0)
+    assert torch.equal(a, torch.randint(0, 3, (10_000,)))
+    torch.manual_seed(0)
+    b = Categorical(2, shape=(100,)).rand()
+    torch.manual_seed(0)
+    assert torch.equal(b, torch.randint(0, 2, (100,)))

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
+from gpusim.envs._fasttd import fast_get
 from gpusim.envs.common import EnvBase
 from gpusim.envs.native._checks import random_seed
 from gpusim.envs.native._rng import CounterRNG
@@ -90,18 +91,30 @@ class NativeEnv(EnvBase):
         # Eager CPU path: the rows being reset are known on the host, so only their reset noise
         # is hashed (the counter-based numbers are the same as a full draw; the other rows are
         # discarded by the "_reset" merge). Device and compiled paths draw all rows, mask-based.
+        # Only when the input holds every entry the reset draws (observations and states): the
+        # merge then overwrites the other rows, so they are not even filled.
         rows = None
         if self._rng is not None and tensordict is not None and self._may_branch():
             mask = tensordict.get("_reset", None)
             if mask is not None and mask.numel() == self.batch_size.numel() and mask.numel() >= 256:
                 rows = mask.reshape(-1).nonzero().squeeze(-1)
-        if rows is None:
+        if rows is None or not self._holds_noise_keys(tensordict):
+            # without previous values to merge over, every row keeps its reset draw
             return super()._reset_proc(tensordict, **kwargs)
-        self._rng.only_rows(rows)
+        self._rng.only_rows(rows, fill_others=False)
         try:
             return super()._reset_proc(tensordict, **kwargs)
         finally:
-            self._rng.only_rows(None)
+            self._rng.only_rows(None, fill_others=True)
+
+    def _holds_noise_keys(self, tensordict) -> bool:
+        """Whether ``tensordict`` has every entry a reset draws (observation and state keys)."""
+        keys = self._cached("native_noise_keys", lambda: [*self.observation_keys, *self.state_keys])
+        for key in keys:
+            value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
+            if value is None:
+                return False
+        return True
 
     def _reset_skipped(self) -> None:
         # keep the noise stream aligned with the masked (always-reset) path

@@ -148,6 +148,7 @@ class CounterRNG(torch.nn.Module):
         self.register_buffer("key", torch.zeros((), dtype=torch.int64, device=device))
         self.register_buffer("counter", torch.zeros((), dtype=torch.int64, device=device))
         self._rows: torch.Tensor | None = None
+        self._fill_others = True
         self.manual_seed(0 if seed is None else seed)
 
     def manual_seed(self, seed: int) -> None:
@@ -205,7 +206,9 @@ class CounterRNG(torch.nn.Module):
             u = post(u, scale)
         if rows is None:
             return u, scale
-        full = torch.zeros((self.lanes.numel() // self._num_hashes, self.num), dtype=u.dtype, device=u.device)
+        shape = (self.lanes.numel() // self._num_hashes, self.num)
+        make = torch.zeros if self._fill_others else torch.empty
+        full = make(shape, dtype=u.dtype, device=u.device)
         full[rows] = u
         return full.reshape(*self.lanes.shape[:-1], self.num), scale
 
@@ -234,14 +237,17 @@ class CounterRNG(torch.nn.Module):
         """
         return self._draw(lambda u, scale: u.mul_(scale))[0]
 
-    def only_rows(self, rows: torch.Tensor | None) -> "CounterRNG":
+    def only_rows(self, rows: torch.Tensor | None, fill_others: bool = True) -> "CounterRNG":
         """Restricts the next draws to the env rows ``rows`` (flat indices, ``None``: all rows).
 
         The selected rows get exactly the numbers a full draw would give them; the others get
-        zeros. For the eager CPU path, where the rows being reset are known on the host: the
-        counter still advances once per draw, so the stream stays that of full draws.
+        zeros, or are left uninitialised with ``fill_others=False`` (for callers that overwrite
+        them: no full-size fill, and only the pages of the selected rows are touched). For the
+        eager CPU path, where the rows being reset are known on the host: the counter still
+        advances once per draw, so the stream stays that of full draws.
         """
         self._rows = rows
+        self._fill_others = fill_others
         return self
 
     def uniform_range(self, low: float, high: float) -> torch.Tensor:

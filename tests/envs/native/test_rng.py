@@ -165,3 +165,28 @@ def test_sparse_eager_resets_equal_masked_resets() -> None:
     b = masked_env.rollout(60, policy, break_when_any_done=False)
     assert a["next", "done"].any()
     assert torch.equal(a["state"], b["state"]) and torch.equal(a["next", "state"], b["next", "state"])
+
+
+def test_sparse_reset_without_previous_values_draws_every_row() -> None:
+    """A partial ``"_reset"`` on an input without the state/observation entries has nothing to
+    merge over: every row takes its reset draw, as with a full draw (never left unfilled)."""
+    from tensordict import TensorDict
+
+    from gpusim.envs.native import CartPoleEnv, PendulumEnv
+
+    for cls in (CartPoleEnv, PendulumEnv):
+        sparse_env, full_env = cls(batch_size=[400], seed=3), cls(batch_size=[400], seed=3)
+        mask = torch.zeros(400, 1, dtype=torch.bool)
+        mask[::7] = True
+        out = sparse_env.reset(TensorDict({"_reset": mask}, [400]))
+        ref = full_env.reset()
+        for key in ("observation", "state"):
+            assert torch.equal(out[key], ref[key]), (cls.__name__, key)
+        # with previous values, the rows not reset keep them (the unfilled rows are merged over)
+        prev = sparse_env.reset()
+        prev["_reset"] = mask
+        before = prev["state"].clone()
+        after = sparse_env.reset(prev)
+        assert torch.equal(after["state"][~mask[:, 0]], before[~mask[:, 0]])
+        assert not torch.equal(after["state"][mask[:, 0]], before[mask[:, 0]])
+        assert torch.isfinite(after["observation"]).all()
