@@ -8,6 +8,9 @@ Contenders, measured alternately in one run (median of ``--repeats``), env-steps
 * ``gpusim loop``: ``GymEnv("CartPole-v1", num_envs=N)`` over that same env, a
   ``rand_action`` + ``step_and_maybe_reset`` loop (one-hot actions, the default, and
   ``categorical_action_encoding=True``); nothing stored, like the raw loop;
+* ``floor``: the same work written by hand with no framework (torch random action, gymnasium
+  step, two tensordicts, masked reset of the done rows): the ceiling any tensordict edge can
+  reach against the raw loop;
 * ``gpusim rollout``: ``env.rollout(T, break_when_any_done=False)`` (stores every step and
   stacks them into ``[N, T]``), next to ``raw + storage``: the raw loop keeping its arrays and
   stacking them the same way;
@@ -67,6 +70,45 @@ def raw_loop(venv, steps: int, store: bool = False):
     return run
 
 
+def floor_loop(venv, steps: int):
+    """The least any tensordict edge can do per step, written by hand with no framework: a torch
+    random action, the gymnasium step, one tensordict for ``"next"`` and one for the next root,
+    and the masked reset of the done rows (the same adapter GymEnv uses). It bounds what a
+    wrapper can reach against the raw loop."""
+    from tensordict import TensorDict
+
+    from gpusim.envs.libs.gym_vector import MASKED_RESETS
+
+    n = venv.num_envs
+    batch = torch.Size([n])
+    masked_reset = MASKED_RESETS[type(venv.unwrapped)]
+
+    def run():
+        obs, _ = venv.reset()
+        root = TensorDict._new_unsafe({"observation": torch.from_numpy(obs)}, batch)
+        for _ in range(steps):
+            action = torch.randint(0, 2, (n,))
+            root._tensordict["action"] = action
+            obs, reward, term, trunc, _ = venv.step(action.numpy())
+            done = term | trunc
+            nxt = {
+                "observation": torch.from_numpy(obs),
+                "reward": torch.from_numpy(reward.astype(np.float32).reshape(n, 1)),
+                "terminated": torch.from_numpy(term.reshape(n, 1)),
+                "truncated": torch.from_numpy(trunc.reshape(n, 1)),
+                "done": torch.from_numpy(done.reshape(n, 1)),
+            }
+            root._tensordict["next"] = TensorDict._new_unsafe(nxt, batch)
+            new = {k: v for k, v in nxt.items() if k != "reward"}
+            if done.any():
+                obs, _ = masked_reset(venv.unwrapped, done)
+                flags = torch.from_numpy(np.zeros((3, n, 1), dtype=bool))
+                new.update(observation=torch.from_numpy(obs), terminated=flags[0], truncated=flags[1], done=flags[2])
+            root = TensorDict._new_unsafe(new, batch)
+
+    return run
+
+
 def gpusim_loop(env, steps: int):
     def run():
         td = env.reset()
@@ -108,6 +150,8 @@ def main() -> None:
     for n in args.num_envs:
         venv = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="vector_entry_point")
         venv.reset(seed=0)
+        venv_floor = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="vector_entry_point")
+        venv_floor.reset(seed=0)
         g_onehot = GymEnv("CartPole-v1", num_envs=n)
         g_cat = GymEnv("CartPole-v1", num_envs=n, categorical_action_encoding=True)
         for e in (g_onehot, g_cat):
@@ -116,6 +160,7 @@ def main() -> None:
             "raw numpy vec (loop)": raw_loop(venv, args.steps),
             "gpusim loop, one-hot": gpusim_loop(g_onehot, args.steps),
             "gpusim loop, categorical": gpusim_loop(g_cat, args.steps),
+            "floor: hand-written tensordict loop": floor_loop(venv_floor, args.steps),
             "raw + storage": raw_loop(venv, args.steps, store=True),
             "gpusim rollout, one-hot": gpusim_rollout(g_onehot, args.steps),
             "gpusim rollout, categorical": gpusim_rollout(g_cat, args.steps),
@@ -130,6 +175,7 @@ def main() -> None:
               f"median of {args.repeats} (torch threads={args.threads})")
         _report(results, {"gpusim loop, one-hot": "raw numpy vec (loop)",
                           "gpusim loop, categorical": "raw numpy vec (loop)",
+                          "floor: hand-written tensordict loop": "raw numpy vec (loop)",
                           "gpusim rollout, one-hot": "raw + storage",
                           "gpusim rollout, categorical": "raw + storage"})
 

@@ -113,7 +113,7 @@ def _rand_bits(full_shape: torch.Size, dtype: torch.dtype, device: torch.device)
     return torch.randint(0, 2, full_shape, dtype=dtype, device=device)
 
 
-_PACKED_MIN_NUMEL = 4096
+_PACKED_MIN_NUMEL = 32768  # below this, torch.randint is faster (fixed per-op costs)
 
 
 def _randint_packed(n: int, full_shape: torch.Size, dtype: torch.dtype) -> torch.Tensor | None:

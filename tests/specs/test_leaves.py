@@ -379,7 +379,7 @@ def test_categorical_packed_rand_is_uniform_and_independent(n: int) -> None:
         return chi2 < dof + 6 * (2 * dof) ** 0.5
 
     torch.manual_seed(123)
-    spec = Categorical(n, shape=(50_000,))
+    spec = Categorical(n, shape=(50_000,))  # above the packed-draw threshold
     x = torch.cat([spec.rand() for _ in range(4)])
     assert x.dtype == torch.int64 and int(x.min()) >= 0 and int(x.max()) < n
     counts = torch.bincount(x, minlength=n).double()
