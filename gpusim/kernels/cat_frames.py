@@ -29,6 +29,9 @@ from gpusim.kernels._dispatch import use_triton_kernel
 
 __all__ = ["cat_frames_update", "cat_frames_update_reference", "cat_frames_update_cpu", "refill_rows_cpu_"]
 
+CPU_PATH_MIN_NUMEL = 8192
+"""Smaller buffers take the reference (fewer ops; per-op cost dominates at that size)."""
+
 _WIDE = (torch.complex128, torch.int64, torch.int32, torch.int16, torch.uint8)
 
 
@@ -212,7 +215,7 @@ def cat_frames_update(
         from gpusim.kernels.cat_frames_triton import cat_frames_update_triton
 
         return cat_frames_update_triton(buffer, frame, reset_mask, dim, padding, padding_value)
-    if buffer.device.type == "cpu" and not torch.compiler.is_compiling():
+    if buffer.device.type == "cpu" and buffer.numel() >= CPU_PATH_MIN_NUMEL and not torch.compiler.is_compiling():
         return cat_frames_update_cpu(buffer, frame, reset_mask, dim, padding, padding_value)
     return cat_frames_update_reference(buffer, frame, reset_mask, dim, padding, padding_value)
 

@@ -36,8 +36,17 @@ __all__ = [
 # Reading the mask on the host is free on CPU (no device to wait for).
 
 
-def _use_cpu_rows(leaf: torch.Tensor) -> bool:
-    return leaf.device.type == "cpu" and not torch.compiler.is_compiling()
+CPU_ROWS_MIN_NUMEL = 8192
+"""Below this many elements per leaf, one ``torch.where`` is cheaper than the row path's few ops."""
+
+
+def _use_cpu_rows(leaves: Sequence[torch.Tensor]) -> bool:
+    return (
+        len(leaves) > 0
+        and leaves[0].device.type == "cpu"
+        and not torch.compiler.is_compiling()
+        and max(t.numel() for t in leaves) >= CPU_ROWS_MIN_NUMEL
+    )
 
 
 def _selected_rows(mask: torch.Tensor, cache: dict) -> torch.Tensor:
@@ -195,7 +204,7 @@ def masked_merge(
         from gpusim.kernels.masked_merge_triton import masked_merge_triton
 
         return masked_merge_triton(new, old, masks)
-    if len(new) and _use_cpu_rows(new[0]):
+    if _use_cpu_rows(new):
         return masked_merge_cpu_rows(new, old, masks)
     return masked_merge_reference(new, old, masks)
 
@@ -223,7 +232,7 @@ def masked_fill_rows_(
 
         masked_fill_rows_triton_(dst, src, masks)
         return
-    if len(dst) and _use_cpu_rows(dst[0]):
+    if _use_cpu_rows(dst):
         masked_fill_rows_cpu_rows_(dst, src, masks)
         return
     masked_fill_rows_reference_(dst, src, masks)
@@ -244,7 +253,7 @@ def _masked_merge_op(
             from gpusim.kernels.masked_merge_triton import masked_merge_triton
 
             return masked_merge_triton(new, old, masks)
-    if len(new) and _use_cpu_rows(new[0]):
+    if _use_cpu_rows(new):
         return masked_merge_cpu_rows(new, old, masks)
     return masked_merge_reference(new, old, masks)
 

@@ -149,15 +149,19 @@ def test_cpu_path_noncontiguous_and_unaligned():
     assert torch.equal(buf, ref)
 
 
-def test_dispatch_cpu_uses_cpu_path(monkeypatch):
+@pytest.mark.parametrize("rows, expect_cpu_path", [(4, False), (2048, True)])
+def test_dispatch_cpu_path_by_size(rows, expect_cpu_path, monkeypatch):
     import gpusim.kernels.cat_frames as mod
 
     calls = []
     real = mod.cat_frames_update_cpu
     monkeypatch.setattr(mod, "cat_frames_update_cpu", lambda *a: calls.append(1) or real(*a))
-    buf = torch.zeros(4, 6)
-    out = mod.cat_frames_update(buf, torch.ones(4, 2), torch.tensor([True, False, False, True]), -1)
-    assert calls and torch.equal(out[0], torch.ones(6)) and torch.equal(out[1], torch.tensor([0.0, 0, 0, 0, 1, 1]))
+    buf = torch.zeros(rows, 6)
+    mask = torch.zeros(rows, dtype=torch.bool)
+    mask[0] = True
+    out = mod.cat_frames_update(buf, torch.ones(rows, 2), mask, -1)
+    assert bool(calls) == expect_cpu_path == (buf.numel() >= mod.CPU_PATH_MIN_NUMEL)
+    assert torch.equal(out[0], torch.ones(6)) and torch.equal(out[1], torch.tensor([0.0, 0, 0, 0, 1, 1]))
 
 
 def test_semantics_by_hand():
