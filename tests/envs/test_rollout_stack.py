@@ -133,3 +133,15 @@ def _assert_flat_same(a, b):
     for key in a.keys(True, True):
         assert a.get(key).is_contiguous(), key
         assert torch.equal(a.get(key), b.get(key)), key
+
+
+def test_leaves_requiring_grad_keep_autograd(monkeypatch):
+    """``out=`` stacking does not support autograd: such steps go through ``torch.stack``."""
+    monkeypatch.setattr(_rollout_stack, "hugepages_available", lambda: True)
+    w = torch.ones(4, requires_grad=True)
+    steps = [TensorDict({"logits": torch.randn(40_000, 4) * w, "obs": torch.randn(40_000, 4)}, [40_000]) for _ in range(3)]
+    out = stack_steps(steps, 1)
+    assert out["logits"].requires_grad and out["logits"].grad_fn is not None
+    out["logits"].sum().backward()
+    assert w.grad is not None and w.grad.shape == (4,)
+    assert torch.equal(out["obs"], torch.stack([s["obs"] for s in steps], 1))
