@@ -25,6 +25,8 @@ import torch
 import torch.utils._pytree as pytree
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim.envs._rollout_cache import rollout_empty
+
 if TYPE_CHECKING:
     from gpusim.envs.common import EnvBase
 
@@ -51,6 +53,14 @@ def _unaliased(leaves: tuple) -> tuple:
         out.append(leaf.clone() if id(leaf) in seen else leaf)
         seen.add(id(leaf))
     return tuple(out)
+
+
+def _output_buffer(shape: tuple, like: torch.Tensor) -> torch.Tensor:
+    """A time-major output buffer: from the rollout buffer cache on CPU (reused memory across
+    rollouts), ``torch.empty`` on other devices."""
+    if like.device.type == "cpu":
+        return rollout_empty(shape, like.dtype)
+    return torch.empty(shape, dtype=like.dtype, device=like.device)
 
 
 def _tensor_items(td: TensorDictBase) -> list[tuple]:
@@ -162,7 +172,7 @@ class CompiledRollout:
         stepped, td = env.step_and_maybe_reset(self.policy(tensordict))
         items = _tensor_items(stepped)
         out_keys = [k for k, _ in items]
-        buffers = [torch.empty((max_steps, *v.shape), dtype=v.dtype, device=v.device) for _, v in items]
+        buffers = [_output_buffer((max_steps, *v.shape), v) for _, v in items]
         for buf, (_, v) in zip(buffers, items):
             buf[0].copy_(v)
         root_keys = [k for k, _ in _tensor_items(td)]
