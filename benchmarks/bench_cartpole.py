@@ -78,10 +78,12 @@ def torchrl_transforms():
     )
 
 
-def time_rollout(env, batch: int, seconds: float, repeats: int, rate_guess: float, **kwargs) -> tuple[float, float]:
-    """Best env-steps/s of ``env.rollout`` and the seconds taken by the first (warm-up) call."""
+def time_rollout(env, batch: int, T: int, repeats: int, **kwargs) -> tuple[float, float]:
+    """Best env-steps/s of ``env.rollout(T)`` and the seconds taken by the first (warm-up) call.
+
+    Every rollout contender of a batch runs the same ``T``: the output size (and so the cost of
+    stacking it) must be the same on both sides of a ratio."""
     device = getattr(env, "device", torch.device("cpu")) or torch.device("cpu")
-    T = steps_for(batch, seconds, rate_guess)
     start = time.perf_counter()
     env.rollout(T, break_when_any_done=False, **kwargs)
     _sync(device)
@@ -114,32 +116,33 @@ def main() -> None:
     for batch in args.batches:
         row: dict[str, float] = {}
         notes: dict[str, float] = {}
+        T = steps_for(batch, args.seconds, 5e6)  # one rollout length for every contender of the batch
         if "gymnasium" in args.contenders:
             row["gymnasium"] = time_gymnasium(batch, args.seconds, args.repeats)
         if "torchrl" in args.contenders:
             from bench_native import make_torchrl_cartpole
 
-            row["torchrl"], _ = time_rollout(make_torchrl_cartpole(batch), batch, args.seconds, args.repeats, 2e6)
+            row["torchrl"], _ = time_rollout(make_torchrl_cartpole(batch), batch, T, args.repeats)
             if args.transforms:
                 from torchrl.envs import TransformedEnv
 
                 env = TransformedEnv(make_torchrl_cartpole(batch), torchrl_transforms())
-                row["torchrl+T"], _ = time_rollout(env, batch, args.seconds, args.repeats, 1e6)
+                row["torchrl+T"], _ = time_rollout(env, batch, T, args.repeats)
         if "eager" in args.contenders:
             env = gs.CartPoleEnv(batch_size=[batch], device=device, seed=0)
-            row["gpusim eager"], _ = time_rollout(env, batch, args.seconds, args.repeats, 5e6)
+            row["gpusim eager"], _ = time_rollout(env, batch, T, args.repeats)
             if args.transforms:
                 env = gs.TransformedEnv(gs.CartPoleEnv(batch_size=[batch], device=device, seed=0), gpusim_transforms())
-                row["gpusim eager+T"], _ = time_rollout(env, batch, args.seconds, args.repeats, 3e6)
+                row["gpusim eager+T"], _ = time_rollout(env, batch, T, args.repeats)
         if "compiled" in args.contenders:
             env = gs.CartPoleEnv(batch_size=[batch], device=device, seed=0)
             row["gpusim compiled"], notes["compile s"] = time_rollout(
-                env, batch, args.seconds, args.repeats, 5e7, compile=True
+                env, batch, T, args.repeats, compile=True
             )
             if args.transforms:
                 env = gs.TransformedEnv(gs.CartPoleEnv(batch_size=[batch], device=device, seed=0), gpusim_transforms())
                 row["gpusim compiled+T"], notes["compile+T s"] = time_rollout(
-                    env, batch, args.seconds, args.repeats, 3e7, compile=True
+                    env, batch, T, args.repeats, compile=True
                 )
         rows.append((batch, row, notes))
         print(f"batch {batch}: " + ", ".join(f"{k} {v / 1e6:.3f} M" for k, v in row.items())
