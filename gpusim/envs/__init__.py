@@ -16,6 +16,7 @@ from gpusim.envs.utils import (
 )
 
 from gpusim.envs.compiled import CompiledRollout
+from gpusim.envs._rollout_cache import clear_rollout_cache, rollout_cache_info
 from gpusim.envs.batched import *  # noqa: F401,F403
 from gpusim.envs.batched import __all__ as _batched_all
 from gpusim.envs.libs import *  # noqa: F401,F403
@@ -29,6 +30,8 @@ __all__ = [
     *_native_all,
     "CompiledRollout",
     "EnvBase",
+    "clear_rollout_cache",
+    "rollout_cache_info",
     "check_env_specs",
     "step_mdp",
     "terminated_or_truncated",
