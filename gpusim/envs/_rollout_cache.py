@@ -9,9 +9,9 @@ consumed. This cache keeps the memory of dropped outputs and hands it to the nex
 
 * Each buffer is an anonymous private memory map (copy-on-write across ``fork``) wrapped with
   ``torch.frombuffer``. Transparent huge pages are requested (``madvise``) where Linux allows.
-* A buffer is free again when no tensor uses it any more. The cache then holds the only
-  reference to the map, which is checked with ``sys.getrefcount``; the cache never tracks
-  tensors.
+* A buffer is free again when no tensor uses it any more. Each allocation hands
+  ``torch.frombuffer`` a fresh ``memoryview`` of the map, which the tensor's storage keeps
+  alive, and the cache keeps only a weak reference to it; the cache never tracks tensors.
 * At most ``GPUSIM_ROLLOUT_CACHE_MB`` MB (default: 1/8 of physical memory, at most 4096) of
   free buffers are kept: at each allocation, the oldest free buffers beyond that are released
   to the OS (buffers dropped since the last allocation wait for the next one).
@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import mmap
 import os
-import sys
 import threading
+import weakref
 from collections.abc import Sequence
 
 import torch
@@ -76,44 +76,47 @@ class RolloutBufferCache:
 
     def __init__(self, max_free_bytes: int) -> None:
         self.max_free_bytes = int(max_free_bytes)
-        self._maps: list[mmap.mmap] = []
+        # [map, weak reference to the memoryview the tensors of the current use hold (or None)]
+        self._entries: list[list] = []
         self._lock = threading.Lock()
         self._usable = self.max_free_bytes > 0 and hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS")
 
-    def _is_free(self, i: int) -> bool:
-        # referenced by the list and by getrefcount's argument only: no tensor holds the map
-        return sys.getrefcount(self._maps[i]) <= 2
+    @staticmethod
+    def _is_free(entry: list) -> bool:
+        ref = entry[1]
+        return ref is None or ref() is None
 
-    def _take(self, nbytes: int) -> mmap.mmap:
-        """A free map of ``nbytes`` (rounded) up to twice that, else a new one (lock held)."""
+    def _take(self, nbytes: int) -> list:
+        """A free entry of ``nbytes`` (rounded) up to twice that, else a new one (lock held)."""
         best = None
-        for i in range(len(self._maps)):
-            size = len(self._maps[i])
-            if nbytes <= size <= 2 * nbytes and self._is_free(i) and (best is None or size < len(self._maps[best])):
-                best = i
+        for entry in self._entries:
+            size = len(entry[0])
+            if nbytes <= size <= 2 * nbytes and self._is_free(entry) and (best is None or size < len(best[0])):
+                best = entry
         if best is not None:
-            m = self._maps.pop(best)
-            self._maps.append(m)  # most recently used last
-            return m
+            self._entries.remove(best)
+            self._entries.append(best)  # most recently used last
+            return best
         m = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         if hasattr(mmap, "MADV_HUGEPAGE"):
             try:
                 m.madvise(mmap.MADV_HUGEPAGE)
             except OSError:  # THP disabled: plain pages
                 pass
-        self._maps.append(m)
-        return m
+        entry = [m, None]
+        self._entries.append(entry)
+        return entry
 
     def _trim(self) -> None:
         """Releases the oldest free maps beyond ``max_free_bytes`` (lock held)."""
-        free = [i for i in range(len(self._maps)) if self._is_free(i)]
-        excess = sum(len(self._maps[i]) for i in free) - self.max_free_bytes
-        for i in free:  # oldest first
-            if excess <= 0:
-                break
-            excess -= len(self._maps[i])
-            self._maps[i] = None  # type: ignore[call-overload]
-        self._maps = [m for m in self._maps if m is not None]
+        excess = sum(len(e[0]) for e in self._entries if self._is_free(e)) - self.max_free_bytes
+        kept = []
+        for entry in self._entries:  # oldest first
+            if excess > 0 and self._is_free(entry):
+                excess -= len(entry[0])
+                continue
+            kept.append(entry)
+        self._entries = kept
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         """An uninitialised contiguous CPU tensor, from a cached buffer when large enough.
@@ -131,24 +134,26 @@ class RolloutBufferCache:
             return torch.empty(shape, dtype=dtype)
         rounded = -(-nbytes // _ALIGN) * _ALIGN
         with self._lock:
-            m = self._take(rounded)
+            entry = self._take(rounded)
+            view = memoryview(entry[0])  # held by the tensor's storage for as long as it lives
+            entry[1] = weakref.ref(view)
             self._trim()
-        return torch.frombuffer(m, dtype=torch.uint8, count=nbytes).view(dtype).view(shape)
+        return torch.frombuffer(view, dtype=torch.uint8, count=nbytes).view(dtype).view(shape)
 
     def clear(self) -> None:
         """Releases every free buffer to the OS (buffers still in use stay)."""
         with self._lock:
-            self._maps = [self._maps[i] for i in range(len(self._maps)) if not self._is_free(i)]
+            self._entries = [e for e in self._entries if not self._is_free(e)]
 
     def info(self) -> dict:
         """``{"buffers", "free_buffers", "bytes", "free_bytes", "max_free_bytes"}``."""
         with self._lock:
-            free = [i for i in range(len(self._maps)) if self._is_free(i)]
+            free = [e for e in self._entries if self._is_free(e)]
             return {
-                "buffers": len(self._maps),
+                "buffers": len(self._entries),
                 "free_buffers": len(free),
-                "bytes": sum(len(m) for m in self._maps),
-                "free_bytes": sum(len(self._maps[i]) for i in free),
+                "bytes": sum(len(e[0]) for e in self._entries),
+                "free_bytes": sum(len(e[0]) for e in free),
                 "max_free_bytes": self.max_free_bytes,
             }
 
