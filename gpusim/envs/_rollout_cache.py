@@ -12,7 +12,7 @@ consumed. This cache keeps the memory of dropped outputs and hands it to the nex
 * A buffer is free again when no tensor uses it any more. Each allocation hands
   ``torch.frombuffer`` a fresh ``memoryview`` of the map, which the tensor's storage keeps
   alive, and the cache keeps only a weak reference to it; the cache never tracks tensors.
-* At most ``GPUSIM_ROLLOUT_CACHE_MB`` MB (default: 1/8 of physical memory, at most 4096) of
+* At most ``GPUSIM_ROLLOUT_CACHE_MB`` MB (default: 1/8 of physical memory or of the container's memory limit, at most 4096) of
   free buffers are kept: at each allocation, the oldest free buffers beyond that are released
   to the OS (buffers dropped since the last allocation wait for the next one).
   ``GPUSIM_ROLLOUT_CACHE_MB=0`` disables the cache (plain ``torch.empty``), and
@@ -52,11 +52,27 @@ def _default_cap_bytes() -> int:
             return max(0, int(float(env) * (1 << 20)))
         except ValueError:
             raise ValueError(f"GPUSIM_ROLLOUT_CACHE_MB must be a number of MB, got {env!r}") from None
+    return min(4096 << 20, _memory_bytes() // 8)
+
+
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def _memory_bytes() -> int:
+    """Physical memory, or the container's memory limit (cgroup v2 or v1) when lower."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         total = 8 << 30
-    return min(4096 << 20, total // 8)
+    for path in _CGROUP_LIMITS:
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
 
 
 class RolloutBufferCache:

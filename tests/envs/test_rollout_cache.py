@@ -83,6 +83,16 @@ def test_env_var_sets_the_cap(monkeypatch):
         _rollout_cache._default_cap_bytes()
 
 
+def test_default_cap_follows_a_container_memory_limit(monkeypatch, tmp_path):
+    limit = tmp_path / "memory.max"
+    limit.write_text("2147483648\n")  # a 2 GiB container
+    monkeypatch.delenv("GPUSIM_ROLLOUT_CACHE_MB", raising=False)
+    monkeypatch.setattr(_rollout_cache, "_CGROUP_LIMITS", (str(limit),))
+    assert _rollout_cache._default_cap_bytes() == (2 << 30) // 8
+    limit.write_text("max\n")  # no limit: physical memory
+    assert _rollout_cache._default_cap_bytes() >= min(4096 * MB, (2 << 30) // 8)
+
+
 def _child_writes(q):
     y = rollout_empty((4 * MB,), torch.uint8)  # reuses the buffer the parent dropped
     y.numpy().fill(7)  # numpy: torch's OpenMP pool is not usable after fork
