@@ -31,6 +31,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._rollout_cache import rollout_empty
+from gpusim.kernels._wide import as_wide
 
 __all__ = ["stack_steps", "MIN_FAST_BYTES"]
 
@@ -61,27 +62,16 @@ def _allocate_like(td: TensorDictBase, dim: int, steps: int) -> TensorDict:
     return out
 
 
-_WIDE = (torch.complex128, torch.int64, torch.int32, torch.int16)
-
-
 def _stack_leaf(xs: list[torch.Tensor], dim: int, dest: torch.Tensor) -> None:
     """``torch.stack(xs, dim, out=dest)``; the per-row feature bytes of contiguous leaves are
-    moved as the widest integer/complex elements that divide them (``[B, 4]`` float32 rows as one
-    16-byte element each): the interleave then costs a fraction of the narrow one, bit-exact."""
+    moved as one wide element (:func:`~gpusim.kernels._wide.as_wide`: ``[B, 4]`` float32 rows as
+    one 16-byte element each), a fraction of the narrow interleave's cost, bit-exact."""
     x0 = xs[0]
-    lead = x0.shape[:dim]
-    nbytes = x0[(0,) * dim].numel() * x0.element_size() if x0.numel() else 0
-    if nbytes > x0.element_size() and all(x.is_contiguous() and x.shape == x0.shape for x in xs):
-        for wide in _WIDE:
-            if wide.itemsize <= x0.element_size() or nbytes % wide.itemsize:
-                continue
-            try:
-                srcs = [x.view(*lead, -1).view(wide) for x in xs]
-                target = dest.view(*dest.shape[: dim + 1], -1).view(wide)
-            except RuntimeError:  # unaligned storage: try a narrower element
-                continue
-            torch.stack(srcs, dim, out=target)
-            return
+    if x0.numel() and all(x.is_contiguous() and x.shape == x0.shape for x in xs):
+        lead = x0.shape[:dim]
+        target, *srcs = as_wide(dest.view(*dest.shape[: dim + 1], -1), *(x.view(*lead, -1) for x in xs))
+        torch.stack(srcs, dim, out=target)
+        return
     torch.stack(xs, dim, out=dest)
 
 

@@ -26,27 +26,12 @@ import torch
 
 from gpusim.kernels._checks import check_cat_frames_args
 from gpusim.kernels._dispatch import use_triton_kernel
+from gpusim.kernels._wide import as_wide
 
 __all__ = ["cat_frames_update", "cat_frames_update_reference", "cat_frames_update_cpu", "refill_rows_cpu_"]
 
 CPU_PATH_MIN_NUMEL = 8192
 """Smaller buffers take the reference (fewer ops; per-op cost dominates at that size)."""
-
-_WIDE = (torch.complex128, torch.int64, torch.int32, torch.int16, torch.uint8)
-
-
-def _widen(*blocks: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """The same bytes seen as the widest dtype that divides a block (last dim): copying few wide
-    elements is much faster on CPU than many narrow ones, and bit-exact."""
-    nbytes = blocks[0].shape[-1] * blocks[0].element_size()
-    for wide in _WIDE:
-        if nbytes % wide.itemsize == 0:
-            try:
-                return tuple(b.view(wide) for b in blocks)
-            except RuntimeError:  # unaligned storage offset: try a narrower type
-                continue
-    return blocks
-
 
 def refill_rows_cpu_(
     buffer: torch.Tensor,
@@ -116,7 +101,7 @@ def cat_frames_update_cpu(
     lead = buffer.shape[:k]
     width = buffer.numel() // (lead.numel() * n)
     out = torch.empty_like(buffer)
-    out_b, buf_b, fr_b = _widen(
+    out_b, buf_b, fr_b = as_wide(
         out.view(*lead, n, width), buffer.view(*lead, n, width), frame.reshape(*lead, 1, width)
     )
     out_b[..., : n - 1, :].copy_(buf_b[..., 1:, :])

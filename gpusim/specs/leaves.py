@@ -6,6 +6,7 @@ Every ``rand`` is one to a few torch ops over the whole batch (no Python loop ov
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -113,6 +114,12 @@ def _rand_bits(full_shape: torch.Size, dtype: torch.dtype, device: torch.device)
     return torch.randint(0, 2, full_shape, dtype=dtype, device=device)
 
 
+@functools.cache
+def _bit_shifts(bits: int) -> torch.Tensor:
+    """The shifts that cut ``31 // bits`` fields of ``bits`` bits from a draw (a read-only constant)."""
+    return torch.arange(0, (31 // bits) * bits, bits, dtype=torch.int32)
+
+
 _PACKED_MIN_NUMEL = 32768  # below this, torch.randint is faster (fixed per-op costs)
 
 
@@ -133,8 +140,7 @@ def _randint_packed(n: int, full_shape: torch.Size, dtype: torch.dtype) -> torch
         return None
     per_draw = 31 // bits
     draws = torch.empty(-(-numel // per_draw), dtype=torch.int32).random_()  # 31 uniform bits each
-    shifts = torch.arange(0, per_draw * bits, bits, dtype=torch.int32)
-    values = (draws.unsqueeze(-1) >> shifts).bitwise_and_(n - 1)
+    values = (draws.unsqueeze(-1) >> _bit_shifts(bits)).bitwise_and_(n - 1)
     return values.view(-1)[:numel].reshape(full_shape).to(dtype)
 
 

@@ -190,30 +190,25 @@ class CounterRNG(torch.nn.Module):
             return _hash32_i32(self.lanes ^ base)
         return _hash32_i32(self.lanes.reshape(-1, self._num_hashes)[rows] ^ base)
 
-    def _ints(self) -> tuple[torch.Tensor, float]:
-        """Integer draws ``[*batch_size, num]`` held in float32 (exact), and the scale that maps
-        them to ``[0, 1)``. Each hash gives its low then its high 16 bits (``bits=16``). With
-        :meth:`only_rows`, the post-processing runs on the selected rows and the other rows are
-        zero."""
-        return self._draw(None)
-
-    def _draw(self, post: Callable[[torch.Tensor, float], torch.Tensor] | None) -> tuple[torch.Tensor, float]:
-        """:meth:`_ints`, with ``post(ints, scale)`` applied (in place) before the selected rows
-        are scattered into the zeros of the full draw."""
+    def _draw(self, post: Callable[[torch.Tensor, float], torch.Tensor]) -> torch.Tensor:
+        """Integer draws ``[*batch_size, num]`` held in float32 (exact), passed through
+        ``post(ints, scale)`` (``scale`` maps the integers to ``[0, 1)``). With :meth:`only_rows`, the
+        draw and ``post`` run on the selected rows only, which are then scattered into the full
+        shape (zeros, or unfilled, elsewhere)."""
         rows = self._rows
-        u, scale = self._ints_of(self._bits32())
-        if post is not None:
-            u = post(u, scale)
+        u = post(*self._ints_of(self._bits32()))
         if rows is None:
-            return u, scale
+            return u
         shape = (self.lanes.numel() // self._num_hashes, self.num)
         make = torch.zeros if self._fill_others else torch.empty
         full = make(shape, dtype=u.dtype, device=u.device)
         full[rows] = u
-        return full.reshape(*self.lanes.shape[:-1], self.num), scale
+        return full.reshape(*self.lanes.shape[:-1], self.num)
 
     def _ints_of(self, h: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """Integer draws held in float32 from hashes ``h`` (``[..., num_hashes]``)."""
+        """Integer draws held in float32 from hashes ``h`` (``[..., num_hashes]``), and the scale
+        that maps them to ``[0, 1)``. Each hash gives its low then its high 16 bits (``bits=16``),
+        or its top 24 bits (``bits=24``)."""
         if self.bits == 24:
             return ((h >> 8) & 0xFFFFFF).to(torch.float32), 1.0 / 16777216.0
         if torch.compiler.is_compiling() or h.device.type != "cpu":
@@ -235,7 +230,7 @@ class CounterRNG(torch.nn.Module):
         Returns:
             A float32 tensor on the generator's device.
         """
-        return self._draw(lambda u, scale: u.mul_(scale))[0]
+        return self._draw(lambda u, scale: u.mul_(scale))
 
     def only_rows(self, rows: torch.Tensor | None, fill_others: bool = True) -> "CounterRNG":
         """Restricts the next draws to the env rows ``rows`` (flat indices, ``None``: all rows).
@@ -267,4 +262,4 @@ class CounterRNG(torch.nn.Module):
             True
         """
         width = high - low
-        return self._draw(lambda u, scale: u.mul_(width * scale).add_(low))[0]
+        return self._draw(lambda u, scale: u.mul_(width * scale).add_(low))
