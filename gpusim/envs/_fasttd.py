@@ -155,11 +155,3 @@ def merge_flat(
                 v = merge_excluding(prev, v, {}, {})
         out[k] = v
     return TensorDict._new_unsafe(out, root.batch_size, root.device)
-
-
-def or_flags(values: list[torch.Tensor]) -> torch.Tensor:
-    """ORs a non-empty list of bool tensors."""
-    flag = values[0]
-    for v in values[1:]:
-        flag = flag | v
-    return flag

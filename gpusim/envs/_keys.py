@@ -44,6 +44,17 @@ def as_tuple(key: NestedKey) -> tuple:
     return (key,) if isinstance(key, str) else key
 
 
+def fmt(key: NestedKey) -> str:
+    """A key as written in error messages: ``'obs'`` or ``('agents', 'action')``.
+
+    Examples:
+        >>> fmt("obs"), fmt(("agents", "action"))
+        ("'obs'", "('agents', 'action')")
+    """
+    key = unravel(key)
+    return repr(key if isinstance(key, str) else tuple(key))
+
+
 def join(prefix: tuple, name: str) -> NestedKey:
     """Joins a prefix tuple and a leaf name into an unravelled key."""
     return unravel((*prefix, name))

@@ -15,9 +15,11 @@ Examples:
     ...         super().__init__(batch_size=batch_size)
     ...         B = self.batch_size
     ...         self.observation_spec = Composite(count=Unbounded((*B, 1)), shape=B)
+    ...         self.state_spec = Composite(count=Unbounded((*B, 1)), shape=B)
     ...         self.action_spec = Categorical(2, shape=B)
     ...     def _reset(self, td):
-    ...         return TensorDict({"count": torch.zeros(*self.batch_size, 1)}, self.batch_size)
+    ...         zeros = torch.zeros(*self.batch_size, 1)
+    ...         return TensorDict({"count": zeros, "done": zeros.bool()}, self.batch_size)
     ...     def _step(self, td):
     ...         count = td["count"] + 1
     ...         return TensorDict({"count": count, "reward": count,
@@ -32,6 +34,7 @@ Examples:
 from __future__ import annotations
 
 import abc
+import os
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
@@ -39,10 +42,10 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from torch import nn
 
 from gpusim.envs import _keys
-from gpusim.envs._fasttd import fast_get, fast_set, or_flags
+from gpusim.envs._fasttd import fast_get, fast_set
 from gpusim.envs._keys import DoneLevel, NestedKey
-from gpusim.envs._reset import apply_reset_masks, collect_reset_masks
 from gpusim.envs._seeding import next_seed
+from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks
 from gpusim.envs._rollout_stack import stack_steps
 from gpusim.envs._step_mdp import StepMDPPlan
 from gpusim.specs import Categorical, Composite, TensorSpec, Unbounded
@@ -98,9 +101,21 @@ def _as_size(batch_size) -> torch.Size:
         size = torch.Size(batch_size)
     except TypeError as err:
         raise TypeError(f"batch_size must be a sequence of ints, got {batch_size!r}") from err
-    if any(s < 0 for s in size):
-        raise ValueError(f"batch_size must be non-negative, got {list(size)}")
+    if any(s <= 0 for s in size):
+        raise ValueError(
+            f"batch_size must hold positive sizes (an env needs at least one row per batch dim), got {list(size)}"
+        )
     return size
+
+
+def _as_device(device) -> torch.device:
+    device = torch.device("cpu") if device is None else torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            f"device={str(device)!r} was requested but CUDA is not available on this machine "
+            "(torch.cuda.is_available() is False); use device='cpu'"
+        )
+    return device
 
 
 class EnvBase(nn.Module, metaclass=_EnvPostInit):
@@ -109,22 +124,71 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     Subclasses set ``observation_spec``, ``action_spec``, ``reward_spec``, ``done_spec`` and
     optionally ``state_spec`` in ``__init__``, and implement ``_reset``, ``_step`` and
     ``_set_seed``. After ``__init__`` the specs are completed (every done level gets ``done``
-    and ``terminated``) and locked.
+    and ``terminated``) and locked. The base class owns the episode machinery (partial resets,
+    auto-reset, rollouts), executed by :mod:`gpusim.envs.episode`.
+
+    Hooks (the extension API; everything else is the base class's):
+
+    * ``_step(tensordict) -> next``, ``_reset(tensordict, **kwargs) -> reset data``,
+      ``_set_seed(seed)``: what an environment author writes (TorchRL's hooks). ``_reset`` may
+      read the ``"_reset"`` entries of its input (resolved and checked by the base class).
+    * ``_reset_rows(tensordict, masks, **kwargs) -> reset data``: the one hook a wrapper, batched
+      env or container overrides to reset the rows of ``masks``
+      (:class:`~gpusim.envs.episode.ResetMasks`) its own way (default: ``_reset`` plus done
+      completion).
+    * ``_step_output(tensordict) -> next``: the complete ``"next"`` data of a step (``_step``
+      plus done completion and state echo), for containers that step an inner env
+      (``TransformedEnv``, frame skip, no-op starts, batched workers). Not overridden.
 
     Args:
-        device: the device of the env's data (``None``: CPU).
-        batch_size: the batch dims of the env (``[]`` for a single env).
-        run_type_checks: validate every step's output against the specs (slow; debugging only).
+        device: the device of the env's data (``None``: CPU). ``"cuda"`` on a machine without
+            CUDA raises.
+        batch_size: the batch dims of the env (``[]`` for a single env); every dim positive.
+        run_type_checks: debug mode: check every action's values against the action spec and
+            every step and reset output against the specs (slow). Also on when the environment
+            variable ``GPUSIM_VALIDATE=1`` is set when the env is built.
         allow_done_after_reset: kept for API compatibility (no per-step check is made).
         spec_locked: lock the specs after construction.
+        auto_reset_mode: how ``step_and_maybe_reset`` resets finished rows
+            (:class:`~gpusim.envs.episode.AutoResetMode`: ``"masked"`` or ``"sparse"``; ``None``:
+            sparse on the CPU, masked elsewhere). Results do not depend on it.
+
+    Every ``step`` checks the action leaves' shapes and dtypes against the action spec (metadata
+    only, no device sync) and raises naming the key, the expected and the received value.
 
     Examples:
-        See the module docstring.
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from gpusim.specs import Composite, Unbounded, Categorical
+        >>> class Counter(EnvBase):
+        ...     def __init__(self, batch_size=()):
+        ...         super().__init__(batch_size=batch_size)
+        ...         B = self.batch_size
+        ...         self.observation_spec = Composite(count=Unbounded((*B, 1)), shape=B)
+        ...         self.state_spec = Composite(count=Unbounded((*B, 1)), shape=B)
+        ...         self.action_spec = Categorical(2, shape=B)
+        ...     def _reset(self, td):
+        ...         zeros = torch.zeros(*self.batch_size, 1)
+        ...         return TensorDict({"count": zeros, "done": zeros.bool()}, self.batch_size)
+        ...     def _step(self, td):
+        ...         count = td["count"] + 1
+        ...         return TensorDict({"count": count, "reward": count,
+        ...                            "done": count >= 3}, self.batch_size)
+        ...     def _set_seed(self, seed):
+        ...         pass
+        >>> env = Counter(batch_size=[2])
+        >>> env.rollout(10).shape
+        torch.Size([2, 3])
+        >>> env.step(env.reset().set("action", torch.zeros(2, 1, dtype=torch.long)))
+        Traceback (most recent call last):
+        ...
+        ValueError: Counter.step: the action 'action' has shape [2, 1], expected [2] (the action spec's shape)
     """
 
-    #: ``True`` for envs whose step runs on the CPU outside torch (gymnasium): ``maybe_reset``
-    #: may branch on done flags. Tensor envs on device never do.
-    _cpu_backed: bool = False
+    #: Whether ``_step`` is a pure function of its input (the state lives in the tensordict, as in
+    #: the native envs): a row can then be stepped and its result discarded without changing the
+    #: env. Transforms that step some rows only (no-op starts) need it on batched envs.
+    functional_step: bool = False
 
     def __init__(
         self,
@@ -134,15 +198,19 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         run_type_checks: bool = False,
         allow_done_after_reset: bool = False,
         spec_locked: bool = True,
+        auto_reset_mode: AutoResetMode | str | None = None,
     ) -> None:
         super().__init__()
         self.__dict__["_cache"] = {}
         self.__dict__["_spec_locked"] = spec_locked
         self.__dict__["_locked_now"] = False
         self.__dict__["_closed"] = False
-        self.__dict__["_device"] = torch.device("cpu") if device is None else torch.device(device)
+        self.__dict__["_device"] = _as_device(device)
         self.__dict__["_batch_size"] = _as_size(batch_size)
-        self.run_type_checks = run_type_checks
+        self.__dict__["_auto_reset_mode"] = (
+            None if auto_reset_mode is None else AutoResetMode.parse(auto_reset_mode, self._device)
+        )
+        self.run_type_checks = bool(run_type_checks) or os.environ.get("GPUSIM_VALIDATE", "0") not in ("", "0")
         self.allow_done_after_reset = allow_done_after_reset
         self.batch_locked = True
         B = self.batch_size
@@ -159,6 +227,17 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             shape=B,
             device=self.device,
         )
+
+    @property
+    def auto_reset_mode(self) -> AutoResetMode:
+        """How ``step_and_maybe_reset`` resets finished rows (chosen at construction; by default
+        ``SPARSE`` on the CPU and ``MASKED`` on other devices). See :mod:`gpusim.envs.episode`."""
+        mode = self.__dict__.get("_auto_reset_mode")
+        return AutoResetMode.parse(mode, self.device)
+
+    def _sparse_now(self) -> bool:
+        """Whether this call may read reset rows on the host (``SPARSE`` mode, not compiling)."""
+        return self.auto_reset_mode is AutoResetMode.SPARSE and not torch.compiler.is_compiling()
 
     # ------------------------------------------------------------------ construction
     def _post_init(self) -> None:
@@ -419,9 +498,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return _keys.leaf_keys(self.full_observation_spec)
 
     @_cached_plan
+    def episode(self) -> EpisodePlan:
+        """The env's episode plan (done levels, reset rules, merge), built once from the locked
+        specs; see :mod:`gpusim.envs.episode`."""
+        return EpisodePlan(self.full_done_spec, self.batch_size)
+
+    @property
     def done_levels(self) -> list[DoneLevel]:
         """The done levels (root first), each with its keys, reset key and batch shape."""
-        return _keys.done_levels(self.full_done_spec, self.batch_size)
+        return self.episode.levels
 
     @property
     def done_keys_groups(self) -> list[list[NestedKey]]:
@@ -510,28 +595,45 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
         """Resets the env (all rows, or the rows selected by ``"_reset"`` entries).
 
-        With an input tensordict, the rows not reset keep the input's data, the ``"_reset"``
-        entries are erased, and the input is updated with the result and returned.
+        The ``"_reset"`` entries are resolved once (:meth:`EpisodePlan.resolve
+        <gpusim.envs.episode.EpisodePlan.resolve>`: bool, the level's done shape, a root entry
+        prevails). With an input tensordict, the rows not reset keep the input's data, the
+        ``"_reset"`` entries are erased, and the input is updated with the result and returned.
+
+        Raises:
+            TypeError, ValueError: a ``"_reset"`` entry that is not bool or not of its level's
+                done shape (naming the key, expected and received dtype/shape).
         """
         if tensordict is not None:
             self._check_batch(tensordict)
-        tensordict_reset = self._reset_proc(tensordict, **kwargs)
+        episode = self.episode
+        masks = episode.resolve(tensordict, self._sparse_now())
+        return self._reset_and_merge(tensordict, masks, **kwargs)
+
+    def _reset_and_merge(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs) -> TensorDictBase:
+        tensordict_reset = self._reset_rows(tensordict, masks, **kwargs)
+        if self.run_type_checks:
+            self._type_check(tensordict_reset, reset=True)
         if tensordict is None:
             return tensordict_reset
-        masks = collect_reset_masks(tensordict, self.done_levels)
-        if masks:
-            apply_reset_masks(tensordict_reset, tensordict, masks)
-        return tensordict.update(tensordict_reset)
+        return self.episode.merge(tensordict_reset, tensordict, masks)
 
-    def _reset_proc(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
-        """``_reset`` plus done completion, before any ``"_reset"`` masking (used by wrappers)."""
+    def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs) -> TensorDictBase:
+        """Hook: the reset data for the rows of ``masks`` (a new tensordict; the rows not reset
+        may hold anything finite, they are merged with the previous data afterwards).
+
+        Default: ``_reset`` (which may read the ``"_reset"`` entries of ``tensordict``) plus done
+        completion. Wrappers and batched envs override this to reset rows their own way; they
+        read ``masks`` (:class:`~gpusim.envs.episode.ResetMasks`), never re-derive it.
+        """
         tensordict_reset = self._reset(tensordict, **kwargs)
         if tensordict_reset is tensordict:
             raise RuntimeError(f"{type(self).__name__}._reset must return a new tensordict, not its input")
         return self._complete_done(tensordict_reset)
 
-    def _step_proc(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """``_step`` plus done completion and state echo: the full ``"next"`` data of a step."""
+    def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The complete ``"next"`` data of a step: ``_step`` plus done completion and state echo
+        (for containers that step an inner env: ``TransformedEnv``, frame skip, batched workers)."""
         next_td = self._step(tensordict)
         self._complete_done(next_td)
         for key in self._echo_state_keys:
@@ -549,18 +651,87 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return next_td
 
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Runs one step: writes the ``_step`` output under ``"next"`` of the input and returns it."""
-        self._check_batch(tensordict)
-        return fast_set(tensordict, "next", self._step_proc(tensordict))
+        """Runs one step: writes the ``_step`` output under ``"next"`` of the input and returns it.
 
-    def _type_check(self, next_td: TensorDictBase) -> None:
-        for key in (*self.observation_keys, *self.reward_keys, *self.done_keys):
-            value = next_td.get(key, None)
+        The action leaves are checked against the action spec (shape and dtype, no device sync);
+        a missing state entry means the env was not reset.
+
+        Raises:
+            KeyError: a missing action entry, or a missing state entry (call ``reset()`` first).
+            ValueError, TypeError: an action of the wrong shape or dtype (naming the key, the
+                expected and the received value).
+        """
+        self._check_batch(tensordict)
+        self._check_inputs(tensordict)
+        return fast_set(tensordict, "next", self._step_output(tensordict))
+
+    @_cached_plan
+    def _input_checks(self) -> tuple[list, list]:
+        """``[(key, shape, dtype)]`` of the action leaves and ``[key]`` of the state leaves."""
+        spec = self.full_action_spec
+        actions = [(k, spec[k].shape, spec[k].dtype) for k in self.action_keys]
+        states = [k for k in self.state_keys if k not in set(self.action_keys)]
+        return actions, states
+
+    def _check_inputs(self, tensordict: TensorDictBase) -> None:
+        actions, states = self._input_checks
+        name = type(self).__name__
+        for key, shape, dtype in actions:
+            value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
             if value is None:
-                raise KeyError(f"the step output misses the key {key!r}")
+                raise KeyError(
+                    f"{name}.step: the input has no action entry {_keys.fmt(key)} (expected shape {list(shape)}, "
+                    f"dtype {dtype}); write one first, e.g. env.rand_action(td) or a policy"
+                )
+            if value.shape != shape:
+                raise ValueError(
+                    f"{name}.step: the action {_keys.fmt(key)} has shape {list(value.shape)}, expected {list(shape)} "
+                    "(the action spec's shape)"
+                )
+            if value.dtype != dtype:
+                raise TypeError(
+                    f"{name}.step: the action {_keys.fmt(key)} has dtype {value.dtype}, expected {dtype} "
+                    "(the action spec's dtype)"
+                )
+        for key in states:
+            value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
+            if value is None:
+                raise KeyError(
+                    f"{name}.step: the input has no state entry {_keys.fmt(key)}: call env.reset() first and step "
+                    "from its output (or pass the state of a previous step)"
+                )
+        if self.run_type_checks:
+            self._check_action_values(tensordict)
+
+    def _check_action_values(self, tensordict: TensorDictBase) -> None:
+        """Debug mode: every action value inside its spec, and finite."""
+        spec = self.full_action_spec
+        for key in self.action_keys:
+            value = tensordict.get(key)
+            leaf = spec[key]
+            if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+                raise ValueError(f"{type(self).__name__}.step: the action {_keys.fmt(key)} holds non-finite values")
+            if not leaf.is_in(value):
+                raise ValueError(
+                    f"{type(self).__name__}.step: the action {_keys.fmt(key)} is outside its spec "
+                    f"{type(leaf).__name__}: {value.flatten()[:8].tolist()}"
+                )
+
+    def _type_check(self, data: TensorDictBase, reset: bool = False) -> None:
+        """Debug mode: every output leaf present, finite and inside its spec."""
+        keys = [*self.observation_keys, *self.done_keys]
+        if not reset:
+            keys += self.reward_keys
+        where = "reset" if reset else "step"
+        for key in keys:
+            value = data.get(key, None)
+            if value is None:
+                raise KeyError(f"{type(self).__name__}: the {where} output misses the key {_keys.fmt(key)}")
             spec = self.output_spec[self._spec_parent(key)][key]
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+                raise ValueError(f"{type(self).__name__}: the {where} output {_keys.fmt(key)} holds non-finite values")
             if not spec.is_in(value):
-                raise ValueError(f"the value of {key!r} is outside its spec {spec}")
+                raise ValueError(f"{type(self).__name__}: the {where} output {_keys.fmt(key)} is outside its spec {spec}")
 
     def _spec_parent(self, key: NestedKey) -> str:
         if key in self.reward_keys:
@@ -572,70 +743,18 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def _step_mdp(self, tensordict: TensorDictBase) -> TensorDictBase:
         return self._step_mdp_plan(tensordict)
 
-    def _reset_flags(self, tensordict: TensorDictBase) -> list[tuple[DoneLevel, TensorDictBase, torch.Tensor]]:
-        """``(level, node, done | terminated | truncated)`` for every done level."""
-        out = []
-        for level, names in self._reset_flag_plan:
-            node = tensordict if level.prefix == () else tensordict.get(level.prefix)
-            values = [v for v in (fast_get(node, n) for n in names) if v is not None]
-            out.append((level, node, or_flags(values)))
-        return out
-
-    @_cached_plan
-    def _reset_flag_plan(self) -> list[tuple[DoneLevel, tuple[str, ...]]]:
-        """Per level, the entries whose OR marks a row to reset. ``done`` is by contract the union
-        of the end-of-trajectory signals, so ``terminated`` is not re-read; ``truncated`` is, when
-        the level has one (a transform may set it without updating ``done``)."""
-        out = []
-        for level in self.done_levels:
-            names = {_keys.as_tuple(k)[-1] for k in level.keys}
-            out.append((level, ("done", "truncated") if "truncated" in names else ("done",)))
-        return out
-
-    @_cached_plan
-    def _root_done_only(self) -> bool:
-        """Whether the only reset signal is the root ``done`` (the common single-agent case)."""
-        plan = self._reset_flag_plan
-        return len(plan) == 1 and plan[0][0].prefix == () and plan[0][1] == ("done",)
-
     def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Resets the rows whose done flag is set.
-
-        Tensor envs on an accelerator (and anything under ``torch.compile``) reset through masks
-        for all rows, without reading flags on the host. On the CPU the reset call is skipped when
-        nothing is done.
+        """Resets the rows whose ``done`` (or ``truncated``) flag is set, in the env's
+        :attr:`auto_reset_mode`: ``MASKED`` resets all rows through masks without reading flags on
+        the host; ``SPARSE`` reads the done rows once and does no reset work when there are none.
         """
-        if self._root_done_only:
-            done = fast_get(tensordict, "done")
-            if self._may_branch() and not bool(done if done.numel() == 1 else done.any()):
-                self._reset_skipped()
-                return tensordict
-            fast_set(tensordict, "_reset", done)
-            return self.reset(tensordict)
-        flags = self._reset_flags(tensordict)
-        if self._may_branch():
-            any_done = False
-            for _, _, flag in flags:
-                any_done = any_done or bool(flag.any())
-            if not any_done:
-                self._reset_skipped()
-                return tensordict
-        for _, node, flag in flags:
-            fast_set(node, "_reset", flag)
-        return self.reset(tensordict)
-
-    def _reset_skipped(self) -> None:
-        """Called when ``maybe_reset`` skips the reset call because nothing is done (CPU path).
-
-        Envs whose reset draws from a counter-based stream advance it here, so that the stream
-        (and thus a seeded rollout) is the same whether or not the reset was skipped — eager CPU
-        rollouts and compiled or device rollouts (which always reset through masks) match.
-        """
-
-    def _may_branch(self) -> bool:
-        if not (self._cpu_backed or self._device.type == "cpu"):
-            return False
-        return not torch.compiler.is_compiling()
+        episode = self.episode
+        sparse = self._sparse_now()
+        masks = episode.done_masks(tensordict, sparse)
+        if sparse and not masks.any():
+            return tensordict
+        episode.write(tensordict, masks)
+        return self._reset_and_merge(tensordict, masks)
 
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """Steps, builds the next root with ``step_mdp`` and resets the done rows.
@@ -775,7 +894,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 steps.append(tensordict)
                 if callback is not None:
                     callback(self, tensordict)
-                if last or self._any_done(tensordict.get("next")):
+                if last or bool(self.episode.ended(tensordict.get("next")).any()):
                     break
                 tensordict = self._step_mdp(tensordict)
             else:
@@ -791,7 +910,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 if callback is not None:
                     callback(self, stepped)
                 if break_when_all_done:
-                    done_now = self._done_rows(stepped.get("next"))
+                    done_now = self.episode.ended(stepped.get("next"))
                     seen_done = done_now if seen_done is None else seen_done | done_now
                     if bool(seen_done.all()):
                         break
@@ -808,22 +927,6 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         except Exception:  # lazy stacks of heterogeneous data may not support names
             pass
         return out
-
-    def _done_rows(self, next_td: TensorDictBase) -> torch.Tensor:
-        root = self.done_levels[0] if self.done_levels else None
-        flags = None
-        for level in self.done_levels:
-            node = next_td if level.prefix == () else next_td.get(level.prefix)
-            for key in level.keys:
-                v = node.get(_keys.as_tuple(key)[-1])
-                v = v.reshape(*self.batch_size, -1).any(-1)
-                flags = v if flags is None else flags | v
-        if flags is None:
-            raise RuntimeError(f"{type(self).__name__} has no done entry; root level {root}")
-        return flags
-
-    def _any_done(self, next_td: TensorDictBase) -> bool:
-        return bool(self._done_rows(next_td).any())
 
     def _set_truncated(self, next_td: TensorDictBase) -> None:
         for level in self.done_levels:

@@ -78,7 +78,11 @@ class HashRandomPolicy:
         return bool(keys) and all(_supported(action_spec[k]) for k in keys)
 
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
-        u = self.rng.uniform()
+        return self.write(tensordict, self.rng.uniform())
+
+    def write(self, tensordict: TensorDictBase, u: torch.Tensor) -> TensorDictBase:
+        """Writes the actions made from uniforms ``u`` (``[*B, rng.num]`` in ``[0, 1)``) into
+        ``tensordict`` and returns it (for callers with a stream of their own)."""
         start = 0
         for key, spec, size in zip(self.keys, self.specs, self.sizes):
             part = u[..., start : start + size]

@@ -22,8 +22,10 @@ import torch
 import torch.nn.functional as F
 from tensordict import TensorDictBase
 
-from gpusim.envs._keys import NestedKey, as_tuple, unravel
+from gpusim.envs._keys import NestedKey, unravel
+from gpusim.envs.episode import reset_mask_for
 from gpusim.specs import Categorical, Composite, MultiCategorical, MultiOneHot, OneHot
+from gpusim.transforms._levels import default_levels, done_levels_of
 from gpusim.transforms._spec_utils import INPUT_SPECS, OUTPUT_SPECS, fmt_key, locate
 from gpusim.transforms.transform import Transform
 
@@ -94,19 +96,18 @@ class ActionMask(Transform):
             return tensordict_reset
         previous = tensordict.get(self.mask_key, None) if tensordict is not None else None
         if previous is not None:
-            flag = None
-            prefix = as_tuple(self.mask_key)[:-1]
-            for depth in range(len(prefix), -1, -1):  # the closest "_reset" above the mask
-                flag = tensordict.get(unravel((*prefix[:depth], "_reset")), None)
-                if flag is not None:
-                    break
-            if flag is not None:
-                flag = flag.reshape(*flag.shape, *([1] * (mask.ndim - flag.ndim)))
-                mask = torch.where(flag, mask, previous)
+            # the rows not reset keep their previous mask (the episode module's rule for the
+            # level holding the mask)
+            levels = self.__dict__.get("_levels") or default_levels(tensordict_reset.batch_size)
+            rows = reset_mask_for(tensordict, self.mask_key, levels, tensordict_reset.batch_size)
+            if rows is not None:
+                rows = rows.reshape(*rows.shape, *([1] * (mask.ndim - rows.ndim)))
+                mask = torch.where(rows, mask, previous)
         self._update(mask)
         return tensordict_reset
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
+        self.__dict__["_levels"] = done_levels_of(output_spec)
         self._mask_in_output = locate(output_spec, OUTPUT_SPECS, self.mask_key) is not None
         return output_spec
 

@@ -34,7 +34,7 @@ from gpusim.envs._keys import NestedKey
 from gpusim.kernels import cat_frames_update, masked_fill_rows_
 from gpusim.kernels.cat_frames import refill_rows_cpu_
 from gpusim.specs import Bounded, Unbounded
-from gpusim.transforms._levels import default_levels, done_levels_of, level_for_key, reset_mask, tget, tset
+from gpusim.transforms._levels import default_levels, done_levels_of, mask_at, reset_mask_for, tget, tset
 from gpusim.transforms.transform import Transform
 
 __all__ = ["CatFrames"]
@@ -168,14 +168,9 @@ class CatFrames(Transform):
 
     def _mask_for(self, tensordict: TensorDictBase, in_key: NestedKey, batch_size) -> torch.Tensor | None:
         if self.reset_key is not None:
-            mask = tget(tensordict, self.reset_key)
-            if mask is None:
-                return None
-            mask = mask.bool()
-            return mask.squeeze(-1) if mask.ndim and mask.shape[-1] == 1 else mask
+            return mask_at(tensordict, self.reset_key, torch.Size(batch_size))
         levels = self.__dict__["_levels"] or default_levels(batch_size)
-        level = level_for_key(levels, in_key) or levels[0]
-        return reset_mask(tensordict, level)
+        return reset_mask_for(tensordict, in_key, levels, torch.Size(batch_size))
 
     def reset(self, tensordict: TensorDictBase | None = None) -> None:
         """Zeroes the buffers (they are refilled by the next env reset)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.kernels import masked_merge
+from gpusim.envs.episode import AutoResetMode, merge_rows
 from gpusim.transforms.transform import Transform
 
 __all__ = ["FrameSkipTransform"]
@@ -53,31 +53,27 @@ class FrameSkipTransform(Transform):
         if parent is None:
             raise RuntimeError("FrameSkipTransform needs a parent env (use it in a TransformedEnv)")
         reward_keys = parent.reward_keys
+        episode = parent.episode
+        # stopping once every row is done saves steps; only where done rows are read on the host
+        may_stop = parent.auto_reset_mode is AutoResetMode.SPARSE and not torch.compiler.is_compiling()
         sums = {k: next_tensordict.get(k) for k in reward_keys if next_tensordict.get(k, None) is not None}
-        alive = ~parent._done_rows(next_tensordict)
+        alive = ~episode.ended(next_tensordict)
         current = next_tensordict
+        keys = [k for k, v in current.items(True, True) if isinstance(v, torch.Tensor)]
         for _ in range(self.frame_skip - 1):
-            if parent._cpu_backed and not bool(alive.any()):
+            if may_stop and not bool(alive.any()):
                 break
             inp = tensordict.clone(False).exclude("next")
             inp.update(current.exclude(*reward_keys))
-            nxt = parent._step_proc(inp)
+            nxt = parent._step_output(inp)
             for k in sums:
                 r = nxt.get(k)
                 m = alive.reshape(*alive.shape, *([1] * (r.ndim - alive.ndim)))
                 sums[k] = sums[k] + torch.where(m, r, torch.zeros_like(r))
-            keys, new, old = [], [], []
-            for key, value in current.items(True, True):
-                v = nxt.get(key, None)
-                if isinstance(v, torch.Tensor) and isinstance(value, torch.Tensor) and v.shape == value.shape and v.dtype == value.dtype:
-                    keys.append(key)
-                    new.append(v)
-                    old.append(value)
-            merged = masked_merge(new, old, [alive] * len(keys))
-            current = current.clone(False)
-            for key, value in zip(keys, merged):
-                current.set(key, value)
-            alive = alive & ~parent._done_rows(nxt)
+            # rows still alive take the new step; finished rows keep the step that ended them
+            merged = merge_rows(nxt.select(*keys, strict=False), current, alive)
+            current = current.clone(False).update(merged)
+            alive = alive & ~episode.ended(nxt)
         for k, v in sums.items():
             current.set(k, v)
         return current

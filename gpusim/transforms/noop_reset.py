@@ -1,23 +1,28 @@
 """``NoopResetEnv``: random actions after each reset (Atari's "no-op starts").
 
 After the env up to this transform (``parent``) resets, every reset row takes ``n`` random
-actions (``n`` uniform in ``[1, noops]`` per row with ``random=True``, else ``noops``). On tensor
-envs this is sync-free: ``noops`` parent steps run for all rows and a row takes a step's result
-only while it is being reset, still has noops left and the step does not end its episode (a row
-that would finish stops with its last live state). Rows not being reset are untouched, which
-relies on the parent keeping its state in the tensordict (native envs) — so put this transform
-first in the chain: stateful transforms before it would see the noop steps of every row.
-CPU-backed envs (gymnasium) step all their sub-envs, so there the noops run only when every row
-is reset.
+actions (``n`` uniform in ``[1, noops]`` per row with ``random=True``, else ``noops``). It is
+sync-free: ``noops`` parent steps run for all rows and a row takes a step's result only while it
+is being reset, still has noops left and the step does not end its episode (a row that would
+finish stops with its last live state). Rows not being reset are untouched.
 
-Each reset call costs ``noops`` parent steps.
+That needs a parent whose step is a pure function of its input (``functional_step``: the state
+lives in the tensordict, as in the native envs), so that stepping a row and discarding the result
+changes nothing; put this transform first in the chain. A batched parent whose rows cannot be
+stepped apart (a gymnasium vector env, VMAS, a batched env) is rejected when the transform is
+attached, whatever the backend: it never silently skips the noops of a partial reset.
+
+The noop counts and actions of a row are keyed by (seed, row, episode index of the row), so they
+do not depend on the env's auto-reset mode nor on how many resets other rows had. Each reset
+call costs ``noops`` parent steps.
 
 Examples:
-    >>> from gpusim.transforms import NoopResetEnv, StepCounter, Compose, TransformedEnv
-    >>> from tests.envs.toy_envs import StatelessCounter
-    >>> env = TransformedEnv(StatelessCounter(batch_size=[3], max_count=100), NoopResetEnv(3, random=False))
-    >>> env.reset()["state"].shape
-    torch.Size([3, 1])
+    >>> from gpusim.transforms import NoopResetEnv, TransformedEnv
+    >>> from gpusim.envs.native import CartPoleEnv
+    >>> env = TransformedEnv(CartPoleEnv(batch_size=[3], seed=0), NoopResetEnv(3, random=False))
+    >>> td = env.reset()
+    >>> bool((td["state"] != CartPoleEnv(batch_size=[3], seed=0).reset()["state"]).any())
+    True
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._seeding import next_seed
-from gpusim.kernels import masked_merge
-from gpusim.transforms._levels import default_levels, reset_mask
+from gpusim.envs.episode import merge_rows, reset_mask_for
+from gpusim.envs.native._rng import CounterRNG
+from gpusim.envs.random_actions import HashRandomPolicy
+from gpusim.transforms._levels import default_levels
 from gpusim.transforms.transform import Transform
 
 __all__ = ["NoopResetEnv"]
@@ -41,7 +48,8 @@ class NoopResetEnv(Transform):
         random: draw the number per row in ``[1, noops]`` (``False``: always ``noops``).
 
     Raises:
-        ValueError: ``noops < 0``.
+        ValueError: ``noops < 0``; attached to a batched parent whose step is not functional, or
+            one with several done levels.
 
     Examples:
         See the module docstring.
@@ -54,21 +62,40 @@ class NoopResetEnv(Transform):
         self.noops = noops
         self.random = random
         self.__dict__["_seed"] = 0
-        self.__dict__["_gens"] = {}
+        self.__dict__["_streams"] = None  # (batch_size, device, rng, policy)
 
     def _set_seed(self, seed: int | None) -> int | None:
         self.__dict__["_seed"] = 0 if seed is None else seed
-        self.__dict__["_gens"] = {}
+        streams = self.__dict__["_streams"]
+        if streams is not None:
+            streams[2].manual_seed(self.__dict__["_seed"])
         return seed if seed is None else next_seed(seed)
 
-    def _generator(self, device: torch.device) -> torch.Generator:
-        gens = self.__dict__["_gens"]
-        key = str(device)
-        if key not in gens:
-            gen = torch.Generator(device=device)
-            gen.manual_seed(self.__dict__["_seed"])
-            gens[key] = gen
-        return gens[key]
+    def transform_output_spec(self, output_spec):
+        batch = output_spec.shape
+        container = self._preceding()
+        if container is not None and self.noops > 0 and batch.numel() > 1:
+            base_env, before = container
+            if not base_env.functional_step:
+                raise ValueError(
+                    f"NoopResetEnv: the parent {type(base_env).__name__} (batch {list(batch)}) cannot step some "
+                    "rows without the others (its step is not functional_step: the state lives in the library, "
+                    "not in the tensordict), so the noops of a partial reset cannot be applied. Use a native "
+                    "env, or NoopResetEnv on each single env (e.g. SerialEnv(n, lambda: TransformedEnv(GymEnv(...), "
+                    "NoopResetEnv())))"
+                )
+        return output_spec
+
+    def _streams_for(self, parent) -> tuple[CounterRNG, HashRandomPolicy | None]:
+        batch, device = parent.batch_size, parent.device
+        streams = self.__dict__["_streams"]
+        if streams is None or streams[0] != batch or streams[1] != device:
+            spec = parent.full_action_spec
+            policy = HashRandomPolicy(spec, batch, seed=0) if HashRandomPolicy.supports(spec) else None
+            num = 1 if policy is None else max(1, policy.rng.num)
+            rng = CounterRNG(batch, num=num, device=device, seed=self.__dict__["_seed"], bits=24)
+            streams = self.__dict__["_streams"] = (batch, device, rng, policy)
+        return streams[2], streams[3]
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         if self.noops == 0:
@@ -76,41 +103,36 @@ class NoopResetEnv(Transform):
         parent = self.parent
         if parent is None:
             raise RuntimeError("NoopResetEnv needs a parent env (use it in a TransformedEnv)")
-        levels = parent.done_levels or default_levels(parent.batch_size)
+        batch = parent.batch_size
+        levels = parent.done_levels or default_levels(batch)
         if len(levels) > 1:
             raise ValueError(
                 "NoopResetEnv: there is more than one done level in the parent environment "
                 f"({[lvl.prefix for lvl in levels]}); noops are defined for a single done level"
             )
-        batch = parent.batch_size
         device = tensordict_reset.device or parent.device
-        mask = reset_mask(tensordict, levels[0])
-        rows = torch.ones(batch, dtype=torch.bool, device=device) if mask is None else mask.reshape(batch)
-        if parent._cpu_backed and mask is not None and not bool(rows.all()):
-            return tensordict_reset  # gym sub-envs cannot be stepped row by row
+        mask = reset_mask_for(tensordict, levels[0].key("done"), levels, batch)
+        rows = torch.ones(batch, dtype=torch.bool, device=device) if mask is None else mask
+        rng, policy = self._streams_for(parent)
+        rng.start_episodes(mask)  # the noops of a row's episode are keyed by its episode index
         if self.random:
-            n = torch.randint(1, self.noops + 1, batch, generator=self._generator(device), device=device)
+            n = (rng.episode_uniform(0)[..., 0] * self.noops).to(torch.int64).clamp_max(self.noops - 1) + 1
         else:
             n = torch.full(batch, self.noops, device=device)
         current = tensordict_reset.clone(False)
         keys = [k for k, v in current.items(True, True) if isinstance(v, torch.Tensor)]
         alive = rows
         for i in range(self.noops):
-            inp = parent.rand_action(current.clone(False))
-            nxt = parent._step_proc(inp)
-            done = parent._done_rows(nxt)
+            inp = current.clone(False)
+            if policy is not None:
+                inp = policy.write(inp, rng.episode_uniform(i + 1)[..., : policy.rng.num])
+            else:
+                inp = parent.rand_action(inp)
+            nxt = parent._step_output(inp)
+            done = parent.episode.ended(nxt)
             take = alive & (i < n) & ~done
             alive = alive & ~done
-            new, old, used = [], [], []
-            for key in keys:
-                v = nxt.get(key, None)
-                o = current.get(key)
-                if isinstance(v, torch.Tensor) and v.shape == o.shape and v.dtype == o.dtype:
-                    new.append(v)
-                    old.append(o)
-                    used.append(key)
-            for key, value in zip(used, masked_merge(new, old, [take] * len(used))):
-                current.set(key, value)
+            current.update(merge_rows(nxt.select(*keys, strict=False), current, take))
         for key in keys:
             tensordict_reset.set(key, current.get(key))
         return tensordict_reset

@@ -27,7 +27,7 @@ from tensordict import TensorDictBase
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.kernels import cat_frames_update, masked_fill_rows_
-from gpusim.transforms._levels import default_levels, done_levels_of, level_for_key, reset_mask, tget, tset
+from gpusim.transforms._levels import default_levels, done_levels_of, mask_at, reset_mask_for, tget, tset
 from gpusim.transforms.transform import Transform
 
 __all__ = ["TimeMaxPool"]
@@ -117,11 +117,9 @@ class TimeMaxPool(Transform):
             buf, _ = self._ensure_buffer(i, (*x.shape[:nb], self.T, *x.shape[nb:]), x.dtype, x.device)
             refill = frame.expand_as(buf)
             if self.reset_key is not None:
-                mask = tget(tensordict, self.reset_key)
-                mask = None if mask is None else mask.bool().reshape(x.shape[:nb])
+                mask = mask_at(tensordict, self.reset_key, x.shape[:nb])
             else:
-                level = level_for_key(levels, in_key) or levels[0]
-                mask = reset_mask(tensordict, level)
+                mask = reset_mask_for(tensordict, in_key, levels, tensordict_reset.batch_size)
             if mask is None:
                 buf.copy_(refill)
             else:

@@ -28,6 +28,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from gpusim.envs.common import EnvBase
+from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.transforms.compose import Compose
 from gpusim.transforms.transform import Transform
 
@@ -141,8 +142,14 @@ class TransformedEnv(EnvBase):
         return self.__dict__["_base_env"]
 
     @property
-    def _cpu_backed(self) -> bool:  # type: ignore[override]
-        return self.base_env._cpu_backed
+    def functional_step(self) -> bool:  # type: ignore[override]
+        """The base env's (transforms keep their state in the tensordict or in statistics)."""
+        return self.base_env.functional_step
+
+    @property
+    def auto_reset_mode(self) -> AutoResetMode:  # type: ignore[override]
+        """The base env's auto-reset mode (the transforms follow it)."""
+        return self.base_env.auto_reset_mode
 
     @property
     def batch_size(self) -> torch.Size:
@@ -224,21 +231,46 @@ class TransformedEnv(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         transform = self.transform
         td_in = transform.inv(tensordict) if self._needs_inv else tensordict
-        next_tensordict = self.base_env._step_proc(td_in)
+        next_tensordict = self.base_env._step_output(td_in)
         return transform._step(tensordict, next_tensordict)
 
-    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+    def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # the base env completed its output; transforms write complete data
+        next_td = self._step(tensordict)
+        if self.run_type_checks:
+            self._type_check(next_td)
+        return next_td
+
+    @property
+    def _input_checks(self) -> tuple[list, list]:  # type: ignore[override]
+        """The outer action leaves; the state entries the base env needs (transform state such
+        as ``step_count`` may be missing: the transforms start it)."""
+        cached = self._cache.get("_input_checks")
+        if cached is None:
+            spec = self.full_action_spec
+            actions = [(k, spec[k].shape, spec[k].dtype) for k in self.action_keys]
+            own = set(self.state_keys)
+            states = [k for k in self.base_env._input_checks[1] if k in own]
+            cached = self._cache["_input_checks"] = (actions, states)
+        return cached
+
+    def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         transform = self.transform
+        base = self.base_env
         if tensordict is not None:
             tensordict = transform._reset_env_preprocess(tensordict)
-        tensordict_reset = self.base_env._reset_proc(tensordict, **kwargs)
+        base_masks = masks
+        if [lvl.prefix for lvl in base.done_levels] != [lvl.prefix for lvl in masks.levels]:
+            base_masks = base.episode.resolve(tensordict, masks.sparse)  # a transform changed the levels
+        tensordict_reset = base._reset_rows(tensordict, base_masks, **kwargs)
+        if base_masks is not masks:
+            masks.premerged.update(base_masks.premerged)
         if tensordict is None:
-            tensordict = TensorDict({}, batch_size=self.base_env.batch_size, device=self.base_env.device)
+            tensordict = TensorDict({}, batch_size=base.batch_size, device=base.device)
         return transform._reset(tensordict, tensordict_reset)
 
-    def _reset_skipped(self) -> None:
-        # keep the base env's counter-based reset stream aligned when maybe_reset skips a reset
-        self.base_env._reset_skipped()
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        return self._reset_rows(tensordict, self.episode.resolve(tensordict, self._sparse_now()), **kwargs)
 
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
         """Seeds the base env, then the transforms; returns the next seed."""

@@ -46,14 +46,14 @@ from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.kernels import vecnorm_normalize, vecnorm_update_, vecnorm_update_normalize_
 from gpusim.specs import Unbounded
+from gpusim.envs.episode import rows_of
 from gpusim.transforms._levels import (
     tget,
     tset,
     default_levels,
     done_levels_of,
-    level_for_key,
-    reset_mask,
-    row_mask,
+    reduce_rows,
+    reset_mask_for,
 )
 from gpusim.transforms.transform import Transform
 
@@ -356,8 +356,7 @@ class VecNorm(Transform):
             # CPU eager: one tensor the size of x, used as scratch for x * x, then as the output
             scratch = torch.empty_like(x) if lean else None
             if self._updating():
-                level = level_for_key(levels, in_key) or levels[0]
-                mask = reset_mask(tensordict, level)
+                mask = reset_mask_for(tensordict, in_key, levels, tensordict_reset.batch_size)
                 if self.lock is not None:
                     with self.lock:
                         self._reset_update(x, s, ss, c, mask, batch_ndim, scratch)
@@ -383,14 +382,14 @@ class VecNorm(Transform):
                 vecnorm_update_(x, s, ss, c, 1.0, batch_ndim)
             return
         if scratch is not None:  # CPU eager: read the reset rows on the host, sum only those
-            rows_mask = row_mask(mask, x.shape[:batch_ndim]).reshape(-1)
-            rows = rows_mask.nonzero().squeeze(-1)
+            rows_mask = reduce_rows(mask, x.shape[:batch_ndim]).reshape(-1)
+            rows = rows_of(rows_mask)
             xr = x.to(s.dtype).reshape(rows_mask.shape[0], -1).index_select(0, rows)
             s.add_(xr.sum(0).reshape(s.shape))
             ss.add_((xr * xr).sum(0).reshape(ss.shape))
             c.add_(rows.numel())
             return
-        w = row_mask(mask, x.shape[:batch_ndim]).to(s.dtype).reshape(-1)
+        w = reduce_rows(mask, x.shape[:batch_ndim]).to(s.dtype).reshape(-1)
         x2 = x.to(s.dtype).reshape(w.shape[0], -1)
         if scratch is not None:
             sq = torch.mul(x2, x2, out=scratch.view(w.shape[0], -1))

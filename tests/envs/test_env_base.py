@@ -189,11 +189,10 @@ def test_step_mdp_nested_keys_do_not_touch_input():
 
 
 # ---------------------------------------------------------------- step_and_maybe_reset
-@pytest.mark.parametrize("device_branch", [True, False])
-def test_step_and_maybe_reset_partial(device_branch, monkeypatch):
-    env = StatelessCounter(batch_size=(4,), max_count=2)
-    if not device_branch:  # force the masked (sync-free) path used on accelerators
-        monkeypatch.setattr(env, "_may_branch", lambda: False)
+@pytest.mark.parametrize("mode", ["sparse", "masked"])
+def test_step_and_maybe_reset_partial(mode):
+    env = StatelessCounter(batch_size=(4,), max_count=2, auto_reset_mode=mode)
+    assert env.auto_reset_mode.value == mode
     td = env.reset()
     td["state"] = torch.tensor([[1.0], [0.0], [1.0], [0.0]])
     td["action"] = torch.tensor([1, 1, 0, 0])

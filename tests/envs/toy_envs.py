@@ -53,8 +53,10 @@ class CountingEnv(EnvBase):
 class StatelessCounter(EnvBase):
     """Counter whose only input besides the action is the ``"state"`` entry (tensor program)."""
 
-    def __init__(self, batch_size=(), max_count: int = 4, device=None):
-        super().__init__(batch_size=batch_size, device=device)
+    functional_step = True
+
+    def __init__(self, batch_size=(), max_count: int = 4, device=None, auto_reset_mode=None):
+        super().__init__(batch_size=batch_size, device=device, auto_reset_mode=auto_reset_mode)
         B = self.batch_size
         self.max_count = max_count
         self.observation_spec = Composite(observation=Unbounded((*B, 1)), shape=B)

@@ -20,6 +20,8 @@ class TickEnv(EnvBase):
     base env receives) and echoed as the reward.
     """
 
+    functional_step = True  # the state lives in the tensordict (last_action only records)
+
     def __init__(self, batch_size=(), max_count: int = 1000):
         super().__init__(batch_size=batch_size)
         B = self.batch_size

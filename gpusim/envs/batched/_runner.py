@@ -24,8 +24,6 @@ from typing import Any, Sequence
 
 import torch
 
-from gpusim.envs import _keys
-from gpusim.envs._fasttd import fast_set
 from gpusim.envs.common import EnvBase
 from gpusim.envs.batched._shared import Buffers, KeyPlan, TDBuilder, leaves
 
@@ -57,18 +55,6 @@ class WorkerRunner:
         self._next_keys = plan.next_keys
         self._reset_out_keys = plan.reset_out_keys
         self._plain_step = type(env).step is EnvBase.step
-        self._scalar_flags = all(
-            self.views.next_out[plan.next_keys.index(k)].numel() == 1
-            for level in plan.done_levels
-            for k in level.keys
-        )
-        # the entries whose OR marks a row to reset after a step (done, and truncated if any)
-        self._flag_keys = [
-            level.key(name)
-            for level in plan.done_levels
-            for name in ("done", "truncated")
-            if any(_keys.as_tuple(k)[-1] == name for k in level.keys)
-        ]
 
     def _subset(self, cache: dict, keys: list, views: list, present: tuple):
         builder = cache.get(present)
@@ -78,39 +64,22 @@ class WorkerRunner:
         return builder([views[i] for i in present])
 
     # ------------------------------------------------------------------ env commands
-    def step(self, present: Sequence[int] | None = None, auto_reset: bool = False) -> bool:
+    def step(self, present: Sequence[int] | None = None) -> None:
         """Steps the env on the worker's input row; writes ``"next"`` into the output row.
 
         Args:
             present: indices (in ``plan.input_keys``) of the entries the input holds (``None``:
                 all of them).
-            auto_reset: when a row is done after the step, also run the env's
-                ``step_mdp`` + ``maybe_reset`` and write the resulting root into the reset row.
-
-        Returns:
-            Whether the worker reset (the reset row then holds the next root of all its rows).
         """
         if present is None:
             td = self._input_builder(self.views.inputs)
         else:
             td = self._subset(self._step_builders, self.plan.input_keys, self.views.inputs, tuple(present))
-        if self._plain_step:  # EnvBase.step minus its batch check (the buffers have the shape)
-            next_td = self.env._step_proc(td)
+        if self._plain_step:  # EnvBase.step minus its batch and action checks (done by the batched env)
+            next_td = self.env._step_output(td)
         else:
             next_td = self.env.step(td).get("next")
         torch._foreach_copy_(self.views.next_out, leaves(next_td, self._next_keys))
-        if not auto_reset:
-            return False
-        flags = leaves(next_td, self._flag_keys)
-        if self._scalar_flags:  # one row per worker: read the flags directly
-            if not any(flag.item() for flag in flags):
-                return False
-        elif not any(bool(flag.any()) for flag in flags):
-            return False
-        fast_set(td, "next", next_td)
-        root = self.env.maybe_reset(self.env._step_mdp(td))
-        torch._foreach_copy_(self.views.reset_out, leaves(root, self._reset_out_keys))
-        return True
 
     def reset(self, present: Sequence[int], kwargs: dict | None = None) -> None:
         """Resets the env; ``present`` are the indices (in ``reset_mask_keys + state_keys``)

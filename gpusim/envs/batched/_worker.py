@@ -4,7 +4,7 @@ Messages are bytes. The hot commands are single bytes: ``b"s"`` steps on every i
 ``b"S"`` steps and resets the env if a row is done; answers ``b"k"`` (no reset) or ``b"r"``
 (reset). Every other command or answer is a pickled tuple (pickles start with ``b"\\x80"``):
 
-* ``("step", present, auto_reset)``, ``("reset", present, kwargs)``, ``("seed", seed, static_seed)``,
+* ``("step", present)``, ``("reset", present, kwargs)``, ``("seed", seed, static_seed)``,
   ``("getattr", name)``, ``("call", name, args, kwargs)``, ``("close",)``;
 * answers ``("ok", value)`` or ``("error", pickled_exception_or_None, type_name, message,
   traceback)``.
@@ -28,12 +28,10 @@ import torch
 
 from gpusim.envs.batched import _serialize
 
-__all__ = ["worker_main", "PickledFactory", "encode", "decode", "STEP", "STEP_RESET", "ACK", "ACK_RESET"]
+__all__ = ["worker_main", "PickledFactory", "encode", "decode", "STEP", "ACK"]
 
 STEP = b"s"
-STEP_RESET = b"S"
 ACK = b"k"
-ACK_RESET = b"r"
 _IDLE_CHECK_S = 1.0
 
 
@@ -121,13 +119,13 @@ def worker_main(
                     break
                 continue
             data = recv()
-            if data == STEP or data == STEP_RESET:
+            if data == STEP:
                 try:
-                    did_reset = runner.step(None, data == STEP_RESET)
+                    runner.step(None)
                 except BaseException as err:
                     send(_error(err))
                     continue
-                send(ACK_RESET if did_reset else ACK)
+                send(ACK)
                 continue
             message = decode(data)
             command = message[0]
@@ -141,7 +139,8 @@ def worker_main(
                 break
             try:
                 if command == "step":
-                    value = runner.step(message[1], message[2])
+                    runner.step(message[1])
+                    value = None
                 elif command == "reset":
                     runner.reset(message[1], message[2])
                     value = None

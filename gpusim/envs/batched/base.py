@@ -6,10 +6,10 @@ Its specs are the worker specs expanded with ``num_workers`` in front, taken fro
 metadata at construction (one env per distinct factory is built, read and closed); the workers
 themselves start lazily, on first use.
 
-Partial resets: a ``"_reset"`` mask ``[num_workers, *sub_batch, 1]`` (or one per done level)
-selects rows; only the workers with a selected row are reset, and they receive their rows of
-the masks, so a worker with a sub-batch resets only the selected rows. The base class then
-keeps the previous data of the rows not reset.
+Partial resets: the resolved masks (:class:`~gpusim.envs.episode.ResetMasks`, one per done
+level, ``[num_workers, *sub_batch]``) select rows; only the workers with a selected row are
+reset, and they receive their rows of the masks, so a worker with a sub-batch resets only the
+selected rows. The episode merge then keeps the previous data of the rows not reset.
 
 Examples:
     >>> from gpusim.envs.batched import SerialEnv
@@ -31,11 +31,10 @@ from typing import Any, Callable, Sequence
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs._fasttd import fast_set
-from gpusim.envs.batched._shared import KeyPlan, TDBuilder, leaves, maybe_leaves
+from gpusim.envs.batched._shared import KeyPlan, TDBuilder, maybe_leaves
 from gpusim.envs.batched.metadata import EnvMetaData, get_env_metadata
 from gpusim.envs.common import EnvBase
-from gpusim.kernels.masked_merge import masked_merge
+from gpusim.envs.episode import AutoResetMode, ResetMasks
 
 __all__ = ["BatchedEnvBase"]
 
@@ -79,20 +78,6 @@ def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
     return None
 
 
-def _set_unshared(td: TensorDictBase, key: tuple, value: torch.Tensor, copied: set) -> None:
-    """Sets a nested entry after replacing the nested nodes on its path by shallow copies (the
-    nodes of a ``step_mdp`` output may be shared with the ``"next"`` entry of the step)."""
-    node = td
-    for part in key[:-1]:
-        child = node.get(part)
-        if id(child) not in copied:
-            child = child.copy()
-            copied.add(id(child))
-            node.set(part, child)
-        node = child
-    node.set(key[-1], value)
-
-
 class BatchedEnvBase(EnvBase):
     """Base of the batched envs: specs from metadata, partial resets, seeds, worker attributes.
 
@@ -115,9 +100,6 @@ class BatchedEnvBase(EnvBase):
     return one value per worker (``env.g -> [9.81, 9.81]``); methods return a callable that
     calls every worker and returns the list of results.
     """
-
-    #: batched envs run outside the env device: ``maybe_reset`` may skip calls when nothing is done
-    _cpu_backed = True
 
     def __init__(
         self,
@@ -149,7 +131,10 @@ class BatchedEnvBase(EnvBase):
         worker_meta = meta_data[0]
         if device is None:
             device = worker_meta.device
-        super().__init__(device=device, batch_size=(num_workers, *worker_meta.batch_size))
+        # the workers run on the host: which rows to reset is read there (SPARSE auto-reset)
+        super().__init__(
+            device=device, batch_size=(num_workers, *worker_meta.batch_size), auto_reset_mode=AutoResetMode.SPARSE
+        )
         d = self.__dict__
         d["num_workers"] = num_workers
         d["create_env_fn"] = fns
@@ -230,11 +215,9 @@ class BatchedEnvBase(EnvBase):
 
     # ------------------------------------------------------------------ worker commands
     @abc.abstractmethod
-    def _run_step(self, present: tuple | None, auto_reset: bool = False) -> list[bool]:
+    def _run_step(self, present: tuple | None) -> None:
         """Every worker steps on its input row (the ``present`` entries of ``plan.input_keys``,
-        ``None``: all) and writes its ``"next"`` row; with ``auto_reset``, a worker with a done
-        row also resets and writes its next root into the reset row. Returns, per worker,
-        whether it reset."""
+        ``None``: all) and writes its ``"next"`` row."""
 
     @abc.abstractmethod
     def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
@@ -299,7 +282,7 @@ class BatchedEnvBase(EnvBase):
         return builders[1]
 
     # ------------------------------------------------------------------ EnvBase hooks
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+    def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         self._ensure_started()
         self._wait_transfers()
         plan = self._plan
@@ -308,39 +291,40 @@ class BatchedEnvBase(EnvBase):
         present: tuple = ()
         if tensordict is not None:
             n_masks = len(plan.reset_mask_keys)
-            values = [tensordict.get(k, None) for k in (*plan.reset_mask_keys, *plan.state_keys)]
-            if n_masks and plan.done_levels[0].prefix == () and values[0] is not None:
-                for i in range(1, n_masks):  # a root "_reset" annihilates the nested ones
-                    values[i] = None
+            # the resolved masks: the root one alone when it prevails, else one per nested level
+            by_prefix = {} if masks.root is not None else {
+                lvl.prefix: m for lvl, m in zip(masks.levels, masks.masks) if m is not None
+            }
+            values: list = []
+            for level in plan.done_levels:
+                if masks.root is not None:
+                    mask = masks.root if level.prefix == () else None
+                else:
+                    mask = by_prefix.get(level.prefix)
+                values.append(None if mask is None else mask.unsqueeze(-1))
+            if masks.root is not None and (not plan.done_levels or plan.done_levels[0].prefix != ()):
+                raise ValueError(
+                    f"{type(self).__name__}: a root '_reset' needs a root done level in the worker env; "
+                    f"its done levels are {[lvl.prefix for lvl in plan.done_levels]}"
+                )
+            values += [tensordict.get(k, None) for k in plan.state_keys]
             present = tuple(i for i, v in enumerate(values) if v is not None)
-            masks = [values[i] for i in present if i < n_masks]
             dst = [*b.reset_mask_leaves, *[b.input_leaves[plan.input_keys.index(k)] for k in plan.state_keys]]
             if present:
                 torch._foreach_copy_([dst[i] for i in present], [values[i] for i in present])
-            if masks:
+            rows = masks.env_rows()
+            if rows is not None and any(i < n_masks for i in present):
                 # which workers to call is a host decision (this is the CPU fallback)
-                selected = masks[0].reshape(self.num_workers, -1).any(-1)
-                for mask in masks[1:]:
-                    selected = selected | mask.reshape(self.num_workers, -1).any(-1)
+                selected = rows.reshape(self.num_workers, -1).any(-1)
                 workers = [i for i, s in enumerate(selected.tolist()) if s]
         if workers:
             self._run_reset(workers, present, kwargs)
         return self._output("reset")
 
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
+
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        return self._step_workers(tensordict, auto_reset=False)[0]
-
-    def _step_proc(self, tensordict: TensorDictBase) -> TensorDictBase:
-        # the workers' outputs are complete (done levels, echoed state): no completion pass
-        next_td = self._step(tensordict)
-        if self.run_type_checks:
-            self._type_check(next_td)
-        return next_td
-
-    def _reset_proc(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self._reset(tensordict, **kwargs)
-
-    def _step_workers(self, tensordict: TensorDictBase, auto_reset: bool) -> tuple[TensorDictBase, list[bool]]:
         self._ensure_started()
         self._wait_transfers()
         b = self._exchange
@@ -348,43 +332,15 @@ class BatchedEnvBase(EnvBase):
         values = maybe_leaves(tensordict, plan.input_keys)
         if all(v is not None for v in values):
             torch._foreach_copy_(b.input_leaves, values)
-            did_reset = self._run_step(None, auto_reset)
+            self._run_step(None)
         else:
             for key, v in zip(plan.action_keys, values):
                 if v is None:
                     raise KeyError(f"the input tensordict has no action entry {key!r}")
             present = tuple(i for i, v in enumerate(values) if v is not None)
             torch._foreach_copy_([b.input_leaves[i] for i in present], [values[i] for i in present])
-            did_reset = self._run_step(present, auto_reset)
-        return self._output("next"), did_reset
-
-    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
-        """Steps, builds the next root and resets the done rows, in one round of worker calls.
-
-        Each worker with a done row resets right after its step (its own ``step_mdp`` and
-        ``maybe_reset``) and hands back its next root; the rows of the other workers come from
-        ``step_mdp`` of the step output, as in :meth:`EnvBase.step_and_maybe_reset`.
-        """
-        self._check_batch(tensordict)
-        next_td, did_reset = self._step_workers(tensordict, auto_reset=True)
-        if self.run_type_checks:
-            self._type_check(next_td)
-        fast_set(tensordict, "next", next_td)
-        tensordict_ = self._step_mdp(tensordict)
-        if any(did_reset):
-            keys = self._plan.reset_out_keys
-            reset_leaves = self._output("reset")
-            old = leaves(tensordict_, keys)
-            new = leaves(reset_leaves, keys)
-            mask = torch.tensor(did_reset, device=self.device)
-            merged = masked_merge(new, old, [mask] * len(keys))
-            copied: set = set()
-            for key, value in zip(keys, merged):
-                if isinstance(key, str):
-                    fast_set(tensordict_, key, value)
-                else:
-                    _set_unshared(tensordict_, key, value, copied)
-        return tensordict, tensordict_
+            self._run_step(present)
+        return self._output("next")
 
     def _set_seed(self, seed: int | None) -> None:
         self.set_seed(seed)

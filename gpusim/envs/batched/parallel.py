@@ -373,9 +373,7 @@ class ParallelEnv(BatchedEnvBase):
                     self._fail_dead(i, command)
                 pending.discard(i)
                 if data == _worker.ACK:
-                    values[i] = False
-                elif data == _worker.ACK_RESET:
-                    values[i] = True
+                    values[i] = None
                 else:
                     answer = _worker.decode(data)
                     if answer[0] == "error":
@@ -438,13 +436,13 @@ class ParallelEnv(BatchedEnvBase):
             err = cause = None
 
     # ------------------------------------------------------------------ commands
-    def _run_step(self, present: tuple | None, auto_reset: bool = False) -> list[bool]:
+    def _run_step(self, present: tuple | None) -> None:
         workers = range(self.num_workers)
         if present is None:
-            self._send(workers, _worker.STEP_RESET if auto_reset else _worker.STEP, "step")
+            self._send(workers, _worker.STEP, "step")
         else:
-            self._send(workers, _worker.encode(("step", present, auto_reset)), "step")
-        return [bool(v) for v in self._gather(workers, "step")]
+            self._send(workers, _worker.encode(("step", present)), "step")
+        self._gather(workers, "step")
 
     def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
         self._send(workers, _worker.encode(("reset", present, kwargs)), "reset")

@@ -75,8 +75,9 @@ class SerialEnv(BatchedEnvBase):
         return [runner.env for runner in self.__dict__["_runners"]]
 
     # ------------------------------------------------------------------ commands
-    def _run_step(self, present: tuple | None, auto_reset: bool = False) -> list[bool]:
-        return [runner.step(present, auto_reset) for runner in self.__dict__["_runners"]]
+    def _run_step(self, present: tuple | None) -> None:
+        for runner in self.__dict__["_runners"]:
+            runner.step(present)
 
     def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
         runners = self.__dict__["_runners"]

@@ -38,6 +38,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._fasttd import fast_set
 from gpusim.envs.common import EnvBase
+from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
 from gpusim.envs.libs.gym_backend import import_gymnasium
 from gpusim.envs.libs.gym_info import BaseInfoDictReader, default_info_dict_reader
@@ -87,8 +88,6 @@ class GymWrapper(EnvBase):
         Categorical(n=2, shape=(), dtype=torch.int64, device=cpu)
     """
 
-    _cpu_backed = True
-
     def __init__(
         self,
         env: Any = None,
@@ -125,7 +124,12 @@ class GymWrapper(EnvBase):
             raise ValueError(
                 f"from_pixels=True needs an env with render_mode='rgb_array', got render_mode={getattr(env, 'render_mode', None)!r}"
             )
-        super().__init__(device=device, batch_size=B, allow_done_after_reset=allow_done_after_reset)
+        super().__init__(
+            device=device,
+            batch_size=B,
+            allow_done_after_reset=allow_done_after_reset,
+            auto_reset_mode=AutoResetMode.SPARSE,  # the library runs on the host: done rows are read there
+        )
         self.__dict__["_env"] = env
         self.__dict__["_is_vector"] = is_vector
         self.__dict__["_adapter"] = VectorAdapter(env) if is_vector else None
@@ -165,9 +169,6 @@ class GymWrapper(EnvBase):
             frame = self._first_frame()
             obs_spec["pixels"] = Bounded(0, 255, shape=(*B, *frame.shape[len(B):]), dtype=torch.uint8, device=device)
         self.__dict__["_obs_leaves"] = obs_leaves
-        self.__dict__["_flat_obs"] = all(len(leaf.key) == 1 for leaf in obs_leaves) and all(
-            not isinstance(leaf.spec, NonTensor) for leaf in obs_leaves
-        )
         act_spec, act_leaves = space_to_spec(
             act_space, batch_size=B, device=device, key=("action",),
             categorical_action_encoding=self.categorical_action_encoding,
@@ -315,7 +316,7 @@ class GymWrapper(EnvBase):
             reader(info, td)
         return self._to_device(td)
 
-    def _step_output(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict) -> TensorDictBase:
+    def _step_data(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict) -> TensorDictBase:
         """The ``"next"`` data of a step: one ``from_numpy`` per leaf for vector envs."""
         src = self._read_obs(obs)
         if self._is_vector:
@@ -352,18 +353,20 @@ class GymWrapper(EnvBase):
             if hasattr(reader, "reset"):
                 reader.reset()
 
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+    def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
+        # a vector env resets the selected rows through gymnasium's masked reset and returns the
+        # current observation of the others; the episode merge keeps the previous data there
         self._reset_readers()
         if self._is_vector:
-            mask = None
-            if tensordict is not None:
-                reset = tensordict.get("_reset", None)
-                if reset is not None:
-                    mask = reset.reshape(self.batch_size).cpu().numpy()
+            rows = masks.env_rows()
+            mask = None if rows is None else rows.reshape(self.batch_size).cpu().numpy()
             obs, info = self._adapter.reset(mask)
         else:
             obs, info = self._env.reset()
         return self._reset_output(obs, info)
+
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = write_actions(self._act_leaves, tensordict, self._single_action_space)
@@ -376,7 +379,7 @@ class GymWrapper(EnvBase):
                     break
                 obs, r, terminated, truncated, info = self._env.step(action)
                 reward = reward + r
-        return self._step_output(obs, reward, terminated, truncated, info)
+        return self._step_data(obs, reward, terminated, truncated, info)
 
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """Writes a random action from the action spec (one leaf: written directly)."""
@@ -385,89 +388,6 @@ class GymWrapper(EnvBase):
             return super().rand_action(tensordict)
         leaf = leaves[0]
         return fast_set(tensordict, leaf.key[0], leaf.spec.rand())
-
-    def _step_proc(self, tensordict: TensorDictBase) -> TensorDictBase:
-        # the step output always carries done/terminated/truncated and a gym env has no state
-        # entries to echo, so the generic completion is skipped unless the specs were extended
-        if self._plain_outputs and not self.run_type_checks:
-            return self._step(tensordict)
-        return super()._step_proc(tensordict)
-
-    @property
-    def _plain_outputs(self) -> bool:
-        return self._cached(
-            "gym_plain_outputs",
-            lambda: not self.state_keys and [lvl.prefix for lvl in self.done_levels] == [()],
-        )
-
-    def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Resets the rows whose ``done``/``terminated``/``truncated`` flag is set.
-
-        For a vector env this runs without the generic masked merge (see :meth:`_reset_rows`).
-        """
-        if not self._is_vector or torch.compiler.is_compiling():
-            return super().maybe_reset(tensordict)
-        flags = None
-        for name in ("done", "terminated", "truncated"):
-            value = tensordict.get(name, None)
-            if value is not None:
-                flags = value if flags is None else flags | value
-        mask = flags.reshape(self.batch_size)
-        mask_np = mask.numpy() if mask.device.type == "cpu" else mask.cpu().numpy()
-        if not mask_np.any():
-            return tensordict
-        return self._reset_rows(tensordict, mask_np.copy())
-
-    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
-        """Step, ``step_mdp`` and reset of the rows that just finished.
-
-        For a vector env the rows to reset are the ones the gymnasium step reported done (the
-        flags just written under ``"next"``), read from the numpy arrays without a tensor op.
-        """
-        if not self._is_vector or torch.compiler.is_compiling():
-            return super().step_and_maybe_reset(tensordict)
-        tensordict = self.step(tensordict)
-        tensordict_ = self._step_mdp(tensordict)
-        adapter = self._adapter
-        if adapter.has_pending:
-            tensordict_ = self._reset_rows(tensordict_, None)
-        return tensordict, tensordict_
-
-    def _reset_rows(self, tensordict: TensorDictBase, mask_np: np.ndarray | None) -> TensorDictBase:
-        """Resets the rows of ``mask_np`` and writes the result into ``tensordict``.
-
-        No generic masked merge is needed: gymnasium's masked reset returns the current
-        observation of every row that is not reset (the observation the input holds, as it comes
-        from the step just taken), and every flagged row is reset, so all done flags become False.
-        Only info-reader entries are merged row by row.
-        """
-        self._reset_readers()
-        if mask_np is None:  # the rows the last step reported done
-            mask_np = self._adapter.pending
-            obs, info = self._adapter.reset_pending()
-        else:
-            obs, info = self._adapter.reset(mask_np)
-        out = self._reset_output(obs, info)
-        if self._info_readers:
-            mask = torch.from_numpy(mask_np).to(self.device)
-            for key in self._info_keys():
-                new = out.get(key)
-                old = tensordict.get(key, None)
-                if isinstance(new, torch.Tensor) and isinstance(old, torch.Tensor):
-                    row = mask.reshape(*mask.shape, *([1] * (new.dim() - mask.dim())))
-                    out.set(key, torch.where(row, new, old.to(new.dtype)))
-        if self._flat_obs and type(tensordict) is TensorDict and type(out) is TensorDict and not tensordict.is_locked:
-            # plain containers and root-level tensors only: write the entries (shapes checked
-            # at construction) without tensordict's per-key validation
-            tensordict._tensordict.update(out._tensordict)
-            return tensordict
-        return tensordict.update(out)
-
-    def _info_keys(self) -> list:
-        return self._cached(
-            "gym_info_keys",
-            lambda: [k for r in self._info_readers for k in r.info_spec.keys(True, True)],
-        )
 
     def _set_seed(self, seed: int | None) -> None:
         if self._is_vector:

@@ -166,20 +166,6 @@ class VectorAdapter:
         self.last_obs = obs
         return obs, info
 
-    def reset_pending(self) -> tuple[Any, dict]:
-        """Resets the rows that the last step reported done (at least one); the per-step path."""
-        mask = self.pending
-        if self._same_step:
-            obs, info = self._reset_obs, {}
-        elif self._adapter is not None:
-            obs, info = self._adapter(self.env.unwrapped, mask)
-        else:
-            obs, info = self.env.reset(options={"reset_mask": mask})
-        self.pending = np.zeros_like(mask)
-        self.has_pending = False
-        self.last_obs = obs
-        return obs, info
-
     # -------------------------------------------------------------- step
     def step(self, action: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """One step; done rows carry their final observation."""

@@ -37,6 +37,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs.common import EnvBase
+from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._optional import import_optional
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
 from gpusim.specs import Bounded, Categorical, Composite, MultiCategorical, OneHot, TensorSpec, Unbounded
@@ -104,7 +105,12 @@ class VmasWrapper(EnvBase):
         B = torch.Size([env.num_envs])
         if batch_size is not None and torch.Size(batch_size if not isinstance(batch_size, int) else [batch_size]) != B:
             raise ValueError(f"batch_size={batch_size!r} does not match the VMAS env's num_envs={env.num_envs}")
-        super().__init__(device=env_device, batch_size=B, allow_done_after_reset=allow_done_after_reset)
+        super().__init__(
+            device=env_device,
+            batch_size=B,
+            allow_done_after_reset=allow_done_after_reset,
+            auto_reset_mode=AutoResetMode.SPARSE,  # VMAS resets by index: the rows are read on the host anyway
+        )
         self.__dict__["_env"] = env
         self.categorical_actions = categorical_actions
         self.agent_names = [agent.name for agent in env.agents]
@@ -270,9 +276,9 @@ class VmasWrapper(EnvBase):
         truncated = torch.zeros_like(terminated) if truncated is None else truncated.reshape(shape).bool()
         return {"terminated": terminated, "truncated": truncated, "done": terminated | truncated}
 
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+    def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         env = self._env
-        mask = None if tensordict is None else tensordict.get("_reset", None)
+        mask = masks.env_rows()
         if mask is None:
             env.reset(return_observations=False)
         else:
@@ -313,10 +319,8 @@ class VmasWrapper(EnvBase):
     def _set_seed(self, seed: int | None) -> None:
         self._env.seed(seed)
 
-    def _may_branch(self) -> bool:
-        # partial resets read the mask on the host anyway (VMAS resets by index): skip the reset
-        # call when nothing is done instead of paying a reset per step on device
-        return not torch.compiler.is_compiling()
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
 
 def _stack(values: list, group_shape: torch.Size) -> torch.Tensor:

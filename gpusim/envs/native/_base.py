@@ -17,11 +17,15 @@ from tensordict import TensorDict
 
 from gpusim.envs._fasttd import fast_get
 from gpusim.envs.common import EnvBase
+from gpusim.envs.episode import ResetMasks
 from gpusim.envs.native._checks import random_seed
 from gpusim.envs.native._rng import CounterRNG
 from gpusim.specs import Categorical, Composite
 
-__all__ = ["NativeEnv", "done_spec", "stack_last"]
+__all__ = ["NativeEnv", "done_spec", "stack_last", "SPARSE_RESET_MIN_ROWS"]
+
+SPARSE_RESET_MIN_ROWS = 256
+"""Below this many env rows a sparse reset draws every row (one op beats the row gather)."""
 
 
 def stack_last(columns: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -59,8 +63,9 @@ class NativeEnv(EnvBase):
     """Base of the native envs: owns a :class:`CounterRNG` for reset noise and its seeding.
 
     Subclasses call ``super().__init__(batch_size, device, seed, num_noise=...)`` and draw their
-    start states from :meth:`_noise` (``[*B, num_noise]`` uniforms in ``[low, high]``). The counter
-    that makes consecutive resets differ is a device buffer advanced in place.
+    start states from :meth:`_reset_noise` (``[*B, num_noise]`` uniforms in ``[low, high]``, keyed by
+    the episode index of each row, a device buffer advanced in place) and any step randomness
+    from :meth:`_noise`.
 
     Args:
         batch_size: the env batch dims.
@@ -68,7 +73,10 @@ class NativeEnv(EnvBase):
         seed: the initial seed; ``None`` draws one from torch's global generator.
         num_noise: how many uniforms per env each reset needs (``0``: no generator).
         noise_bits: resolution of the uniforms, 16 or 24 bits.
+        auto_reset_mode: ``"sparse"`` or ``"masked"`` (see :class:`~gpusim.envs.common.EnvBase`).
     """
+
+    functional_step = True
 
     def __init__(
         self,
@@ -78,8 +86,9 @@ class NativeEnv(EnvBase):
         *,
         num_noise: int = 0,
         noise_bits: int = 16,
+        auto_reset_mode: str | None = None,
     ) -> None:
-        super().__init__(batch_size=batch_size, device=device)
+        super().__init__(batch_size=batch_size, device=device, auto_reset_mode=auto_reset_mode)
         self._rng = (
             CounterRNG(self.batch_size, num=num_noise, device=self.device, bits=noise_bits)
             if num_noise > 0
@@ -87,28 +96,34 @@ class NativeEnv(EnvBase):
         )
         self._set_seed(seed)
 
-    def _reset_proc(self, tensordict, **kwargs):
-        # Eager CPU path: the rows being reset are known on the host, so only their reset noise
-        # is hashed (the counter-based numbers are the same as a full draw; the other rows are
-        # discarded by the "_reset" merge). Device and compiled paths draw all rows, mask-based.
-        # Only when the input holds every entry the reset draws (observations and states): the
-        # merge then overwrites the other rows, so they are not even filled.
+    def _reset_rows(self, tensordict, masks: ResetMasks, **kwargs):
+        # The reset noise of a row is keyed by its episode index (see CounterRNG): the rows of
+        # ``masks`` start their next episode. In SPARSE mode, on large batches, only those rows
+        # are hashed (their numbers are those of a full draw) when the input holds every entry a
+        # reset draws, so that the merge restores the other rows; the other rows are zero, never
+        # uninitialised.
+        rng = self._rng
+        if rng is None:
+            return super()._reset_rows(tensordict, masks, **kwargs)
+        env_rows = masks.env_rows()
         rows = None
-        if self._rng is not None and tensordict is not None and self._may_branch():
-            mask = tensordict.get("_reset", None)
-            if mask is not None and mask.numel() == self.batch_size.numel() and mask.numel() >= 256:
-                rows = mask.reshape(-1).nonzero().squeeze(-1)
-        if rows is None or not self._holds_noise_keys(tensordict):
-            # without previous values to merge over, every row keeps its reset draw
-            return super()._reset_proc(tensordict, **kwargs)
-        self._rng.only_rows(rows, fill_others=False)
+        if (
+            env_rows is not None
+            and masks.sparse
+            and self.batch_size.numel() >= SPARSE_RESET_MIN_ROWS
+            and self._holds_noise_keys(tensordict)
+        ):
+            rows = masks.rows()
+        self.__dict__["_reset_selection"] = (None if rows is not None else env_rows, rows)
         try:
-            return super()._reset_proc(tensordict, **kwargs)
+            return super()._reset_rows(tensordict, masks, **kwargs)
         finally:
-            self._rng.only_rows(None, fill_others=True)
+            self.__dict__["_reset_selection"] = (None, None)
 
     def _holds_noise_keys(self, tensordict) -> bool:
         """Whether ``tensordict`` has every entry a reset draws (observation and state keys)."""
+        if tensordict is None:
+            return False
         keys = self._cached("native_noise_keys", lambda: [*self.observation_keys, *self.state_keys])
         for key in keys:
             value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
@@ -116,13 +131,15 @@ class NativeEnv(EnvBase):
                 return False
         return True
 
-    def _reset_skipped(self) -> None:
-        # keep the noise stream aligned with the masked (always-reset) path
-        if self._rng is not None:
-            self._rng.counter.add_(1)
+    def _reset_noise(self, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
+        """``[*B, num_noise]`` float32 uniforms in ``[low, high]`` for the start states of the rows
+        being reset (keyed by their episode index; call once per ``_reset``)."""
+        mask, rows = self.__dict__.get("_reset_selection", (None, None))
+        return self._rng.reset_uniform_range(low, high, mask=mask, rows=rows)
 
     def _noise(self, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
-        """``[*B, num_noise]`` float32 uniforms in ``[low, high]`` (advances the counter)."""
+        """``[*B, num_noise]`` float32 uniforms in ``[low, high]`` from the step stream (advances
+        the counter): randomness of steps and actions, not of resets."""
         return self._rng.uniform_range(low, high)
 
     def _set_seed(self, seed: int | None) -> None:

@@ -14,6 +14,13 @@ search), written with ``int64`` tensors holding 32-bit values: both multipliers 
 non-negative value (arithmetic and logical shifts agree); products are masked back to 32 bits.
 These integer ops work in eager and compiled mode on CPU and CUDA.
 
+Reset noise is keyed differently (:meth:`CounterRNG.reset_uniform_range`): by ``(seed, env row,
+episode index of the row)``, where a row's episode index is a device buffer incremented in place
+when that row resets. So the start state of a row's ``k``-th episode does not depend on how often
+``reset`` was called for other rows, nor on whether a reset call was skipped because nothing was
+done: masked resets (every row drawn, compiled graphs, GPUs) and sparse resets (only the reset
+rows drawn, eager CPU) give the same numbers.
+
 Each 32-bit hash yields either two 16-bit uniforms (``bits=16``, the cheap default for reset
 noise: one hash per two numbers) or one 24-bit uniform (``bits=24``, the full precision of a
 float32 in ``[0, 1)``).
@@ -32,6 +39,7 @@ _MASK16 = 0xFFFF
 _C1 = 0x2C1B3C6D  # < 2**30: x * C1 < 2**62 for any 32-bit x
 _C2 = 0x297A2D39  # < 2**30
 _GOLDEN = 0x61C88647  # 2**32 - 2**32 / phi (odd, < 2**31): spreads consecutive counters
+_EPISODE_SALT = 0x5BD1E995  # separates the reset stream's key from the step stream's
 
 
 def hash32(x: torch.Tensor) -> torch.Tensor:
@@ -147,8 +155,9 @@ class CounterRNG(torch.nn.Module):
         self.register_buffer("lanes", lanes.reshape(*batch_size, self._num_hashes), persistent=False)
         self.register_buffer("key", torch.zeros((), dtype=torch.int64, device=device))
         self.register_buffer("counter", torch.zeros((), dtype=torch.int64, device=device))
-        self._rows: torch.Tensor | None = None
-        self._fill_others = True
+        # per env row: the index of its current episode (reset draws are keyed by it)
+        self.register_buffer("episodes", torch.zeros(batch_size, dtype=torch.int32, device=device), persistent=False)
+        self.register_buffer("reset_key", torch.zeros((), dtype=torch.int32, device=device), persistent=False)
         self.manual_seed(0 if seed is None else seed)
 
     def manual_seed(self, seed: int) -> None:
@@ -157,8 +166,12 @@ class CounterRNG(torch.nn.Module):
         Args:
             seed: any Python int.
         """
-        self.key.fill_(seed_to_key(seed))
+        key = seed_to_key(seed)
+        self.key.fill_(key)
         self.counter.zero_()
+        self.episodes.zero_()
+        reset_key = int(hash32(torch.tensor(key ^ _EPISODE_SALT, dtype=torch.int64)))
+        self.reset_key.fill_(reset_key - (1 << 32) if reset_key >= (1 << 31) else reset_key)
 
     def bits32(self) -> torch.Tensor:
         """Draw raw 32-bit hashes, ``[*batch_size, num_hashes]``, and advance the counter.
@@ -169,41 +182,16 @@ class CounterRNG(torch.nn.Module):
         32-bit vector multiplies on CPU. The result is ``int32`` (the bit pattern; read the
         halves with masks).
         """
-        rows = self._rows
-        h = self._bits32()
-        if rows is None:
-            return h
-        # only the selected env rows are hashed (same numbers there); the others are zero
-        out = torch.zeros((self.lanes.numel() // self._num_hashes, self._num_hashes), dtype=h.dtype, device=h.device)
-        out[rows] = h
-        return out.reshape(self.lanes.shape)
-
-    def _bits32(self) -> torch.Tensor:
-        """The hashes of this draw: ``[*batch_size, num_hashes]``, or ``[len(rows), num_hashes]``
-        for the selected rows only (see :meth:`only_rows`); advances the counter."""
         counter = self.counter
         # one scalar per call, from (key, counter); XOR keeps lane ids distinct within a call
         base = hash32(self.key ^ (((counter & _MASK32) * _GOLDEN) & _MASK32)).to(torch.int32)
         counter.add_(1)
-        rows = self._rows
-        if rows is None:
-            return _hash32_i32(self.lanes ^ base)
-        return _hash32_i32(self.lanes.reshape(-1, self._num_hashes)[rows] ^ base)
+        return _hash32_i32(self.lanes ^ base)
 
     def _draw(self, post: Callable[[torch.Tensor, float], torch.Tensor]) -> torch.Tensor:
         """Integer draws ``[*batch_size, num]`` held in float32 (exact), passed through
-        ``post(ints, scale)`` (``scale`` maps the integers to ``[0, 1)``). With :meth:`only_rows`, the
-        draw and ``post`` run on the selected rows only, which are then scattered into the full
-        shape (zeros, or unfilled, elsewhere)."""
-        rows = self._rows
-        u = post(*self._ints_of(self._bits32()))
-        if rows is None:
-            return u
-        shape = (self.lanes.numel() // self._num_hashes, self.num)
-        make = torch.zeros if self._fill_others else torch.empty
-        full = make(shape, dtype=u.dtype, device=u.device)
-        full[rows] = u
-        return full.reshape(*self.lanes.shape[:-1], self.num)
+        ``post(ints, scale)`` (``scale`` maps the integers to ``[0, 1)``)."""
+        return post(*self._ints_of(self.bits32()))
 
     def _ints_of(self, h: torch.Tensor) -> tuple[torch.Tensor, float]:
         """Integer draws held in float32 from hashes ``h`` (``[..., num_hashes]``), and the scale
@@ -232,19 +220,6 @@ class CounterRNG(torch.nn.Module):
         """
         return self._draw(lambda u, scale: u.mul_(scale))
 
-    def only_rows(self, rows: torch.Tensor | None, fill_others: bool = True) -> "CounterRNG":
-        """Restricts the next draws to the env rows ``rows`` (flat indices, ``None``: all rows).
-
-        The selected rows get exactly the numbers a full draw would give them; the others get
-        zeros, or are left uninitialised with ``fill_others=False`` (for callers that overwrite
-        them: no full-size fill, and only the pages of the selected rows are touched). For the
-        eager CPU path, where the rows being reset are known on the host: the counter still
-        advances once per draw, so the stream stays that of full draws.
-        """
-        self._rows = rows
-        self._fill_others = fill_others
-        return self
-
     def uniform_range(self, low: float, high: float) -> torch.Tensor:
         """Draw ``[*batch_size, num]`` float32 numbers uniform in ``[low, high]``.
 
@@ -263,3 +238,89 @@ class CounterRNG(torch.nn.Module):
         """
         width = high - low
         return self._draw(lambda u, scale: u.mul_(width * scale).add_(low))
+
+    def episode_uniform(self, salt: int) -> torch.Tensor:
+        """``[*batch_size, num]`` float32 uniforms in ``[0, 1)`` keyed by ``(seed, row, current
+        episode index of the row, salt)``; nothing advances. For randomness that belongs to an
+        episode's start (e.g. no-op starts), drawn the same whether or not other rows reset.
+
+        Examples:
+            >>> rng = CounterRNG((3,), num=2, seed=0)
+            >>> torch.equal(rng.episode_uniform(1), rng.episode_uniform(1))
+            True
+            >>> torch.equal(rng.episode_uniform(1), rng.episode_uniform(2))
+            False
+        """
+        if isinstance(salt, bool) or not isinstance(salt, int):
+            raise TypeError(f"salt must be an int, got {salt!r}")
+        mixed = int(hash32(torch.tensor((salt * _GOLDEN + 0x3C6EF372) & _MASK32, dtype=torch.int64)))
+        mixed = mixed - (1 << 32) if mixed >= (1 << 31) else mixed
+        x = (self.lanes ^ self.reset_key ^ mixed) + self.episodes.unsqueeze(-1) * _GOLDEN
+        u, scale = self._ints_of(_hash32_i32(x))
+        return u.mul_(scale)
+
+    def start_episodes(self, mask: torch.Tensor | None = None) -> None:
+        """Increments the episode index of the rows of ``mask`` (``None``: every row), in place.
+
+        Examples:
+            >>> rng = CounterRNG((3,), num=1)
+            >>> rng.start_episodes(torch.tensor([True, False, True]))
+            >>> rng.episodes.tolist()
+            [1, 0, 1]
+        """
+        if mask is None:
+            self.episodes.add_(1)
+        else:
+            self.episodes.add_(mask.reshape(self.episodes.shape).to(torch.int32))
+
+    def reset_uniform_range(
+        self,
+        low: float,
+        high: float,
+        mask: torch.Tensor | None = None,
+        rows: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Reset noise: ``[*batch_size, num]`` float32 uniforms in ``[low, high]`` for the rows
+        being reset, keyed by ``(seed, row, episode index of the row)``.
+
+        The episode index of the reset rows is incremented first (in place; ``mask=None`` and
+        ``rows=None``: every row). With ``rows`` (host flat indices, the sparse CPU path) only
+        those rows are hashed and the others are zero; otherwise every row is hashed (the rows
+        not reset get the numbers of their current episode, discarded by the reset merge). The
+        reset rows get the same numbers either way, and they do not depend on how many reset
+        calls came before (skipped auto-resets included).
+
+        Args:
+            low: the lower bound.
+            high: the upper bound.
+            mask: bool ``batch_size`` mask of the rows being reset (no host read).
+            rows: flat indices of the rows being reset (a CPU tensor).
+
+        Examples:
+            >>> a, b = CounterRNG((4,), num=2, seed=0), CounterRNG((4,), num=2, seed=0)
+            >>> full = a.reset_uniform_range(0.0, 1.0)
+            >>> part = b.reset_uniform_range(0.0, 1.0, rows=torch.tensor([1, 3]))
+            >>> torch.equal(part[1], full[1]), bool(part[0].eq(0).all())
+            (True, True)
+            >>> b.episodes.tolist()
+            [0, 1, 0, 1]
+        """
+        episodes = self.episodes
+        lanes = self.lanes
+        if rows is not None:
+            flat = episodes.view(-1)
+            flat[rows] += 1
+            lanes = lanes.reshape(-1, self._num_hashes)[rows]
+            ep = flat[rows]
+        else:
+            self.start_episodes(mask)
+            ep = episodes
+        x = (lanes ^ self.reset_key) + ep.unsqueeze(-1) * _GOLDEN
+        u, scale = self._ints_of(_hash32_i32(x))
+        width = high - low
+        u = u.mul_(width * scale).add_(low)
+        if rows is None:
+            return u
+        full = torch.zeros((episodes.numel(), self.num), dtype=u.dtype, device=u.device)
+        full[rows] = u
+        return full.reshape(*episodes.shape, self.num)

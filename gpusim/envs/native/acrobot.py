@@ -76,6 +76,7 @@ class AcrobotEnv(NativeEnv):
         seed: seed of the reset noise (``None``: drawn from torch's global generator).
 
     Keyword Args:
+        auto_reset_mode: ``"sparse"`` or ``"masked"`` (default: sparse on CPU, masked elsewhere).
         dt: integration time step (s).
         link_length_1: length of the first link (m).
         link_mass_1, link_mass_2: masses of the links (kg).
@@ -98,6 +99,7 @@ class AcrobotEnv(NativeEnv):
         device: torch.device | str | None = None,
         seed: int | None = None,
         *,
+        auto_reset_mode: str | None = None,
         dt: float = 0.2,
         link_length_1: float = 1.0,
         link_mass_1: float = 1.0,
@@ -125,7 +127,7 @@ class AcrobotEnv(NativeEnv):
         self.avail_torque = tuple(check_number(f"avail_torque[{i}]", t) for i, t in enumerate(avail_torque))
         self.gravity = check_number("gravity", gravity)
         self.book_or_nips = check_choice("book_or_nips", book_or_nips, ("book", "nips"))
-        super().__init__(batch_size, device, seed, num_noise=4)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4)
         B, dev = self.batch_size, self.device
         high = torch.tensor(
             [1.0, 1.0, 1.0, 1.0, self.max_vel_1, self.max_vel_2], dtype=torch.float32, device=dev
@@ -147,7 +149,7 @@ class AcrobotEnv(NativeEnv):
         )
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        state = self._noise(-0.1, 0.1)
+        state = self._reset_noise(-0.1, 0.1)
         done, terminated = self._flags()
         return self._out(observation=self._obs(*state.unbind(-1)), state=state, done=done, terminated=terminated)
 

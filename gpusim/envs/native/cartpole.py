@@ -64,6 +64,7 @@ class CartPoleEnv(NativeEnv):
         seed: seed of the reset noise (``None``: drawn from torch's global generator).
 
     Keyword Args:
+        auto_reset_mode: ``"sparse"`` or ``"masked"`` (default: sparse on CPU, masked elsewhere).
         gravity: gravitational acceleration (m/s^2).
         masscart: mass of the cart (kg).
         masspole: mass of the pole (kg).
@@ -91,6 +92,7 @@ class CartPoleEnv(NativeEnv):
         device: torch.device | str | None = None,
         seed: int | None = None,
         *,
+        auto_reset_mode: str | None = None,
         gravity: float = 9.8,
         masscart: float = 1.0,
         masspole: float = 0.1,
@@ -114,7 +116,7 @@ class CartPoleEnv(NativeEnv):
         if not isinstance(sutton_barto_reward, bool):
             raise TypeError(f"sutton_barto_reward must be a bool, got {sutton_barto_reward!r}")
         self.sutton_barto_reward = sutton_barto_reward
-        super().__init__(batch_size, device, seed, num_noise=4)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4)
         B, dev = self.batch_size, self.device
         inf = float("inf")
         high = torch.tensor(
@@ -141,7 +143,7 @@ class CartPoleEnv(NativeEnv):
         return self.masspole * self.length
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        state = self._noise(-0.05, 0.05)
+        state = self._reset_noise(-0.05, 0.05)
         done, terminated = self._flags()
         return self._out(observation=state, state=state, done=done, terminated=terminated)
 

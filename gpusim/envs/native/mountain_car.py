@@ -68,6 +68,7 @@ class _MountainCarBase(NativeEnv):
         device: torch.device | str | None,
         seed: int | None,
         *,
+        auto_reset_mode: str | None = None,
         min_position: float,
         max_position: float,
         max_speed: float,
@@ -82,7 +83,7 @@ class _MountainCarBase(NativeEnv):
         self.goal_position = check_number("goal_position", goal_position)
         self.goal_velocity = check_number("goal_velocity", goal_velocity)
         self.gravity = check_number("gravity", gravity)
-        super().__init__(batch_size, device, seed, num_noise=1, noise_bits=24)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=1, noise_bits=24)
         B, dev = self.batch_size, self.device
         low = torch.tensor([self.min_position, -self.max_speed], dtype=torch.float32, device=dev).expand(*B, 2)
         high = torch.tensor([self.max_position, self.max_speed], dtype=torch.float32, device=dev).expand(*B, 2)
@@ -96,7 +97,7 @@ class _MountainCarBase(NativeEnv):
         self.full_done_spec = done_spec(B, dev)
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        position = self._noise(-0.6, -0.4)[..., 0]
+        position = self._reset_noise(-0.6, -0.4)[..., 0]
         state = stack_last((position, torch.zeros_like(position)))
         done, terminated = self._flags()
         return self._out(observation=state, state=state, done=done, terminated=terminated)
@@ -120,6 +121,7 @@ class MountainCarEnv(_MountainCarBase):
         seed: seed of the reset noise (``None``: drawn from torch's global generator).
 
     Keyword Args:
+        auto_reset_mode: ``"sparse"`` or ``"masked"`` (default: sparse on CPU, masked elsewhere).
         min_position, max_position: the track bounds.
         max_speed: bound of the velocity.
         goal_position, goal_velocity: the goal (both must be reached or exceeded).
@@ -138,6 +140,7 @@ class MountainCarEnv(_MountainCarBase):
         device: torch.device | str | None = None,
         seed: int | None = None,
         *,
+        auto_reset_mode: str | None = None,
         min_position: float = -1.2,
         max_position: float = 0.6,
         max_speed: float = 0.07,
@@ -151,6 +154,7 @@ class MountainCarEnv(_MountainCarBase):
             batch_size,
             device,
             seed,
+            auto_reset_mode=auto_reset_mode,
             min_position=min_position,
             max_position=max_position,
             max_speed=max_speed,
@@ -183,6 +187,7 @@ class MountainCarContinuousEnv(_MountainCarBase):
         seed: seed of the reset noise (``None``: drawn from torch's global generator).
 
     Keyword Args:
+        auto_reset_mode: ``"sparse"`` or ``"masked"`` (default: sparse on CPU, masked elsewhere).
         min_action, max_action: the action bounds (actions are clipped to them).
         min_position, max_position: the track bounds.
         max_speed: bound of the velocity.
@@ -202,6 +207,7 @@ class MountainCarContinuousEnv(_MountainCarBase):
         device: torch.device | str | None = None,
         seed: int | None = None,
         *,
+        auto_reset_mode: str | None = None,
         min_action: float = -1.0,
         max_action: float = 1.0,
         min_position: float = -1.2,
@@ -220,6 +226,7 @@ class MountainCarContinuousEnv(_MountainCarBase):
             batch_size,
             device,
             seed,
+            auto_reset_mode=auto_reset_mode,
             min_position=min_position,
             max_position=max_position,
             max_speed=max_speed,

@@ -65,6 +65,7 @@ class PendulumEnv(NativeEnv):
         seed: seed of the reset noise (``None``: drawn from torch's global generator).
 
     Keyword Args:
+        auto_reset_mode: ``"sparse"`` or ``"masked"`` (default: sparse on CPU, masked elsewhere).
         g: gravitational acceleration (m/s^2).
         m: mass of the pendulum (kg).
         l: length of the pendulum (m).
@@ -84,6 +85,7 @@ class PendulumEnv(NativeEnv):
         device: torch.device | str | None = None,
         seed: int | None = None,
         *,
+        auto_reset_mode: str | None = None,
         g: float = 10.0,
         m: float = 1.0,
         l: float = 1.0,  # noqa: E741 (gymnasium's name)
@@ -97,7 +99,7 @@ class PendulumEnv(NativeEnv):
         self.dt = check_positive("dt", dt)
         self.max_speed = check_positive("max_speed", max_speed)
         self.max_torque = check_positive("max_torque", max_torque)
-        super().__init__(batch_size, device, seed, num_noise=2, noise_bits=24)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=2, noise_bits=24)
         B, dev = self.batch_size, self.device
         high = torch.tensor([1.0, 1.0, self.max_speed], dtype=torch.float32, device=dev).expand(*B, 3)
         self.observation_spec = Composite(
@@ -119,7 +121,7 @@ class PendulumEnv(NativeEnv):
         return stack_last((torch.cos(theta), torch.sin(theta), theta_dot))
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        state = self._noise(-1.0, 1.0) * self._reset_high
+        state = self._reset_noise(-1.0, 1.0) * self._reset_high
         done, terminated = self._flags()
         theta, theta_dot = state.unbind(-1)
         return self._out(observation=self._obs(theta, theta_dot), state=state, done=done, terminated=terminated)

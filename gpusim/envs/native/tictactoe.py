@@ -72,6 +72,7 @@ class TicTacToeEnv(NativeEnv):
         seed: seed of the random moves (``rand_action`` and the ``single_player`` opponent).
 
     Keyword Args:
+        auto_reset_mode: ``"sparse"`` or ``"masked"`` (default: sparse on CPU, masked elsewhere).
         single_player: the env plays player 1 with random legal moves.
 
     Examples:
@@ -91,12 +92,13 @@ class TicTacToeEnv(NativeEnv):
         device: torch.device | str | None = None,
         seed: int | None = None,
         *,
+        auto_reset_mode: str | None = None,
         single_player: bool = False,
     ) -> None:
         if not isinstance(single_player, bool):
             raise TypeError(f"single_player must be a bool, got {single_player!r}")
         self.single_player = single_player
-        super().__init__(batch_size, device, seed, num_noise=9, noise_bits=24)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=9, noise_bits=24)
         B, dev = self.batch_size, self.device
         self.observation_spec = Composite(
             board=Bounded(-1, 1, shape=(*B, 3, 3), dtype=torch.int32, device=dev),

@@ -137,18 +137,40 @@ def test_int32_lane_hash_equals_int64_reference() -> None:
         assert torch.equal(got, expected)
 
 
-def test_row_restricted_draw_matches_full_draw_on_those_rows() -> None:
-    a = CounterRNG((300,), num=4, seed=5)
-    b = CounterRNG((300,), num=4, seed=5)
+def test_reset_draw_rows_match_full_draw_and_mask_draw() -> None:
+    """Reset noise keyed by episode index: a row-restricted draw, a masked draw and a full draw
+    give the reset rows the same numbers; the other rows are zero (rows) or valid numbers of
+    their current episode (mask), never uninitialised."""
+    full, part, masked = (CounterRNG((300,), num=4, seed=5) for _ in range(3))
     rows = torch.tensor([0, 7, 123, 299])
-    full = a.uniform()
-    part = b.only_rows(rows).uniform()
-    b.only_rows(None)
-    assert torch.equal(part[rows], full[rows])
-    others = torch.ones(300, dtype=torch.bool)
-    others[rows] = False
-    assert part[others].eq(0).all()
-    assert torch.equal(a.uniform(), b.uniform())  # the streams stay aligned afterwards
+    mask = torch.zeros(300, dtype=torch.bool)
+    mask[rows] = True
+    a = full.reset_uniform_range(-1.0, 1.0)
+    b = part.reset_uniform_range(-1.0, 1.0, rows=rows)
+    c = masked.reset_uniform_range(-1.0, 1.0, mask=mask)
+    assert torch.equal(b[rows], a[rows]) and torch.equal(c[rows], a[rows])
+    assert b[~mask].eq(0).all()
+    assert torch.isfinite(c).all() and bool(((c >= -1) & (c <= 1)).all())
+    assert part.episodes.tolist() == masked.episodes.tolist() == mask.int().tolist()
+    # a row's next episode does not depend on how often the other rows were reset
+    for _ in range(3):
+        full.reset_uniform_range(-1.0, 1.0, mask=~mask)
+    nxt_full = full.reset_uniform_range(-1.0, 1.0)
+    nxt_part = part.reset_uniform_range(-1.0, 1.0)
+    # rows of ``mask``: episode 2 in both; the others: episode 5 (full) vs 1 (part)
+    assert torch.equal(nxt_full[rows], nxt_part[rows])
+    assert not torch.equal(nxt_full[~mask], nxt_part[~mask])
+
+
+def test_reset_draws_differ_between_episodes_and_from_step_stream() -> None:
+    rng = CounterRNG((1000,), num=2, seed=9)
+    first = rng.reset_uniform_range(0.0, 1.0)
+    second = rng.reset_uniform_range(0.0, 1.0)
+    step = rng.uniform_range(0.0, 1.0)
+    assert not torch.equal(first, second) and not torch.equal(first, step)
+    assert float(torch.corrcoef(torch.stack([first[:, 0], second[:, 0]]))[0, 1].abs()) < 0.1
+    rng.manual_seed(9)
+    assert torch.equal(rng.reset_uniform_range(0.0, 1.0), first)
 
 
 def test_sparse_eager_resets_equal_masked_resets() -> None:
@@ -159,8 +181,8 @@ def test_sparse_eager_resets_equal_masked_resets() -> None:
         return td.set("action", (td["observation"][..., 2] > 0).long())
 
     sparse_env = CartPoleEnv(batch_size=[300], seed=11)
-    masked_env = CartPoleEnv(batch_size=[300], seed=11)
-    masked_env._may_branch = lambda: False  # the accelerator / compiled path: all rows, masks
+    masked_env = CartPoleEnv(batch_size=[300], seed=11, auto_reset_mode="masked")  # the GPU / compiled path
+    assert sparse_env.auto_reset_mode.value == "sparse"
     a = sparse_env.rollout(60, policy, break_when_any_done=False)
     b = masked_env.rollout(60, policy, break_when_any_done=False)
     assert a["next", "done"].any()
@@ -169,7 +191,8 @@ def test_sparse_eager_resets_equal_masked_resets() -> None:
 
 def test_sparse_reset_without_previous_values_draws_every_row() -> None:
     """A partial ``"_reset"`` on an input without the state/observation entries has nothing to
-    merge over: every row takes its reset draw, as with a full draw (never left unfilled)."""
+    merge over: every row takes a reset draw (the reset rows that of their next episode, the
+    others that of their current one), never zeros or uninitialised memory."""
     from tensordict import TensorDict
 
     from gpusim.envs.native import CartPoleEnv, PendulumEnv
@@ -180,15 +203,19 @@ def test_sparse_reset_without_previous_values_draws_every_row() -> None:
         mask[::7] = True
         out = sparse_env.reset(TensorDict({"_reset": mask}, [400]))
         ref = full_env.reset()
+        rows = mask[:, 0]
         for key in ("observation", "state"):
-            assert torch.equal(out[key], ref[key]), (cls.__name__, key)
-        # with previous values, the rows not reset keep them (the unfilled rows are merged over)
+            assert torch.equal(out[key][rows], ref[key][rows]), (cls.__name__, key)
+            assert torch.isfinite(out[key]).all()
+            assert sparse_env.observation_spec[key].is_in(out[key]) if key == "observation" else True
+        assert out["state"][~rows].abs().sum() > 0  # drawn, not left at zero
+        # with previous values, the rows not reset keep them
         prev = sparse_env.reset()
         prev["_reset"] = mask
         before = prev["state"].clone()
         after = sparse_env.reset(prev)
-        assert torch.equal(after["state"][~mask[:, 0]], before[~mask[:, 0]])
-        assert not torch.equal(after["state"][mask[:, 0]], before[mask[:, 0]])
+        assert torch.equal(after["state"][~rows], before[~rows])
+        assert not torch.equal(after["state"][rows], before[rows])
         assert torch.isfinite(after["observation"]).all()
 
 
@@ -200,8 +227,7 @@ def test_sparse_partial_resets_equal_masked_resets_every_env(name: str) -> None:
     from gpusim.envs.utils import step_mdp
 
     cls = getattr(native, name)
-    sparse_env, masked_env = cls(batch_size=[300], seed=5), cls(batch_size=[300], seed=5)
-    masked_env._may_branch = lambda: False
+    sparse_env, masked_env = cls(batch_size=[300], seed=5), cls(batch_size=[300], seed=5, auto_reset_mode="masked")
     gen = torch.Generator().manual_seed(0)
     a, b = sparse_env.reset(), masked_env.reset()
     for _ in range(12):

@@ -1,0 +1,647 @@
+"""The episode core: which rows reset, how ``"_reset"`` masks resolve, and how reset rows merge.
+
+Everything that decides or applies a (partial) reset lives here, planned once per env when its
+specs are locked (:class:`EpisodePlan`, from the ``full_done_spec``), and executed by
+:class:`~gpusim.envs.common.EnvBase` (``reset``, ``maybe_reset``, ``step_and_maybe_reset``). Envs,
+wrappers, batched envs and transforms receive the resolved masks (:class:`ResetMasks`) or ask
+:func:`reset_mask_for`; none of them re-derives the rules.
+
+The rules (TorchRL's documented ``"_reset"`` semantics, DESIGN.md section 3):
+
+* a ``"_reset"`` entry at a done level (bool, shaped like that level's ``done``) selects the rows
+  of that level to reset;
+* a root ``"_reset"`` prevails: it applies to every level and nested ``"_reset"`` entries are
+  ignored;
+* without any ``"_reset"``, every row resets;
+* after the reset, the rows that were not reset keep the previous data, and every ``"_reset"``
+  entry is erased.
+
+Auto-reset (``step_and_maybe_reset``) marks a level's rows with ``done`` (or ``truncated``, which
+a transform may set without touching ``done``) and resets them the same way. How it runs is the
+env's :class:`AutoResetMode`, chosen once at construction:
+
+* ``MASKED``: every row goes through the reset and the merge, selected by masks; nothing is read
+  on the host. What a device env does, and what every compiled graph does.
+* ``SPARSE``: the rows to reset are read on the host once per step; with none, no reset work is
+  done at all; otherwise only those rows are drawn and merged. The default on the CPU, where a
+  host read costs nothing, and for envs backed by a host library (gymnasium, VMAS, batched
+  workers).
+
+Both modes give the same data, and the same random numbers: native envs key their reset noise by
+(seed, row, episode index of the row), not by how often reset was called.
+
+Examples:
+    >>> import torch
+    >>> from gpusim.specs import Categorical, Composite
+    >>> from tensordict import TensorDict
+    >>> done = Composite(done=Categorical(2, shape=(3, 1), dtype=torch.bool), shape=(3,))
+    >>> plan = EpisodePlan(done, torch.Size([3]))
+    >>> td = TensorDict({"_reset": torch.tensor([[True], [False], [True]])}, [3])
+    >>> masks = plan.resolve(td)
+    >>> masks.env_rows()
+    tensor([ True, False,  True])
+    >>> new = TensorDict({"x": torch.zeros(3)}, [3])
+    >>> old = TensorDict({"x": torch.ones(3)}, [3])
+    >>> merge_rows(new, old, masks.env_rows())["x"]
+    tensor([0., 1., 0.])
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs import _keys
+from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
+from gpusim.envs._keys import DoneLevel, NestedKey
+from gpusim.kernels.masked_merge import masked_merge
+
+__all__ = [
+    "AutoResetMode",
+    "EpisodePlan",
+    "ResetMasks",
+    "merge_rows",
+    "reset_mask_for",
+    "mask_at",
+    "level_for_key",
+    "reduce_rows",
+    "rows_of",
+]
+
+
+class AutoResetMode(str, enum.Enum):
+    """How an env runs the reset part of ``step_and_maybe_reset`` (chosen at construction).
+
+    * ``MASKED``: all rows go through the reset and a masked merge; no host read (device envs,
+      compiled graphs).
+    * ``SPARSE``: the done rows are read on the host; no reset work when none is done, otherwise
+      only those rows are reset and merged (CPU envs, host-backed wrappers, batched envs).
+
+    Both give the same results. Inside ``torch.compile`` every env runs ``MASKED``.
+
+    Examples:
+        >>> AutoResetMode("sparse") is AutoResetMode.SPARSE
+        True
+        >>> AutoResetMode.MASKED.value
+        'masked'
+    """
+
+    MASKED = "masked"
+    SPARSE = "sparse"
+
+    @classmethod
+    def parse(cls, value: "AutoResetMode | str | None", device: torch.device) -> "AutoResetMode":
+        """The mode for ``value`` (``None``: ``SPARSE`` on the CPU, ``MASKED`` elsewhere).
+
+        Raises:
+            ValueError: an unknown mode name, naming the known ones.
+
+        Examples:
+            >>> AutoResetMode.parse(None, torch.device("cpu"))
+            <AutoResetMode.SPARSE: 'sparse'>
+        """
+        if value is None:
+            return cls.SPARSE if device.type == "cpu" else cls.MASKED
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(
+                f"auto_reset_mode must be one of {[m.value for m in cls]} (or an AutoResetMode), got {value!r}"
+            ) from None
+
+
+_fmt = _keys.fmt
+
+
+def _tget(td: TensorDictBase, key: NestedKey) -> Any:
+    if isinstance(key, str):
+        return fast_get(td, key)
+    node = td
+    for part in key[:-1]:
+        node = fast_get(node, part)
+        if node is None or isinstance(node, torch.Tensor):
+            return None
+    return fast_get(node, key[-1])
+
+
+def _check_mask(value: Any, key: NestedKey, shape: torch.Size) -> torch.Tensor:
+    """``value`` as a bool mask of ``shape`` (accepts ``shape`` or ``(*shape, 1)``); raises naming
+    the key, the expected and the received dtype/shape (metadata only: no device sync)."""
+    expected = f"a bool tensor of shape {list(shape) + [1]} (or {list(shape)})"
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"the {_fmt(key)} entry must be {expected}, got {type(value).__name__}")
+    if value.dtype is not torch.bool:
+        raise TypeError(f"the {_fmt(key)} entry must be {expected}, got dtype {value.dtype}")
+    if value.shape == shape:
+        return value
+    if value.ndim == len(shape) + 1 and value.shape[-1] == 1 and value.shape[:-1] == shape:
+        return value.squeeze(-1)
+    raise ValueError(f"the {_fmt(key)} entry must be {expected}, got shape {list(value.shape)}")
+
+
+def _broadcast(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """A root mask (env rows) broadcast to a level's finer ``shape`` (a view)."""
+    if mask.shape == shape:
+        return mask
+    return mask.reshape(*mask.shape, *([1] * (len(shape) - mask.ndim))).expand(shape)
+
+
+_ROWS_CACHE: list = [None, None, None]  # mask, its version, its flat indices
+
+
+def rows_of(mask: torch.Tensor) -> torch.Tensor:
+    """Flat indices of the True entries of a CPU ``mask`` (host read; cached for the last mask).
+
+    For the ``SPARSE`` paths only (a CPU mask needs no device sync): the episode code, the native
+    envs' sparse draws and the transforms' row refills of one reset all ask for the same mask, so
+    it is read once.
+
+    Examples:
+        >>> rows_of(torch.tensor([False, True, True]))
+        tensor([1, 2])
+    """
+    cached, version, rows = _ROWS_CACHE
+    if cached is mask and version == mask._version:
+        return rows
+    rows = mask.reshape(-1).nonzero().squeeze(-1)
+    _ROWS_CACHE[:] = [mask, mask._version, rows]
+    return rows
+
+
+class ResetMasks:
+    """The rows to reset, resolved once: one bool mask per done level (``None``: every row).
+
+    Built by :meth:`EpisodePlan.resolve` (from the ``"_reset"`` entries of a ``reset`` input) or
+    :meth:`EpisodePlan.done_masks` (from the done flags, for auto-reset), and handed to the env's
+    ``_reset_rows`` hook. Wrappers and transforms read it; nobody else applies the rules.
+
+    Attributes:
+        levels: the env's done levels (root first).
+        masks: per level, a bool tensor of the level's shape, or ``None`` (every row).
+        root: the env-rows mask (``batch_size`` shape) when it applies to every level (a root
+            ``"_reset"``, or root done flags), else ``None``.
+        sparse: whether host reads are allowed (``SPARSE`` mode, eager).
+        auto: whether the reset comes from ``maybe_reset`` (done flags).
+    """
+
+    __slots__ = ("levels", "masks", "root", "sparse", "auto", "batch_size", "premerged")
+
+    def __init__(
+        self,
+        levels: Sequence[DoneLevel],
+        masks: Sequence[torch.Tensor | None],
+        root: torch.Tensor | None,
+        batch_size: torch.Size,
+        sparse: bool = False,
+        auto: bool = False,
+    ) -> None:
+        self.levels = tuple(levels)
+        self.masks = tuple(masks)
+        self.root = root
+        self.batch_size = batch_size
+        self.sparse = sparse
+        self.auto = auto
+        self.premerged: dict[int, torch.Tensor] = {}  # id -> the tensor itself (kept alive)
+
+    @property
+    def full(self) -> bool:
+        """Whether every row of every level resets (no mask at all).
+
+        Examples:
+            >>> ResetMasks([], [], None, torch.Size([2])).full
+            True
+        """
+        return self.root is None and all(m is None for m in self.masks)
+
+    def env_rows(self) -> torch.Tensor | None:
+        """The env rows (``batch_size`` shape) touched by the reset, or ``None`` for all rows: the
+        root mask, else the OR of the nested levels' masks over their extra dims.
+
+        Examples:
+            >>> m = ResetMasks([], [], torch.tensor([True, False]), torch.Size([2]))
+            >>> m.env_rows()
+            tensor([ True, False])
+        """
+        if self.root is not None:
+            return self.root
+        out = None
+        nb = len(self.batch_size)
+        for mask in self.masks:
+            if mask is None:
+                return None
+            m = mask if mask.ndim == nb else mask.reshape(*self.batch_size, -1).any(-1)
+            out = m if out is None else out | m
+        return out
+
+    def rows(self) -> torch.Tensor | None:
+        """Host flat indices of :meth:`env_rows` (``None``: all rows). ``SPARSE`` mode only.
+
+        Raises:
+            RuntimeError: called on masks that may not be read on the host (``MASKED`` mode).
+
+        Examples:
+            >>> m = ResetMasks([], [], torch.tensor([True, False, True]), torch.Size([3]), sparse=True)
+            >>> m.rows()
+            tensor([0, 2])
+        """
+        if not self.sparse:
+            raise RuntimeError("ResetMasks.rows() reads the masks on the host: SPARSE mode only")
+        rows = self.env_rows()
+        return None if rows is None else rows_of(rows)
+
+    def any(self) -> bool:
+        """Whether any row resets (a host read: ``SPARSE`` mode, or outside the step path).
+
+        Examples:
+            >>> ResetMasks([], [], torch.tensor([False, False]), torch.Size([2])).any()
+            False
+        """
+        rows = self.env_rows()
+        return True if rows is None else bool(rows.any())
+
+    def for_level(self, level: DoneLevel) -> torch.Tensor | None:
+        """The mask of ``level`` (its shape), or ``None`` (every row of the level).
+
+        Examples:
+            >>> lvl = DoneLevel((), ("done",), "_reset", torch.Size([2]))
+            >>> ResetMasks([lvl], [torch.tensor([True, False])], None, torch.Size([2])).for_level(lvl)
+            tensor([ True, False])
+        """
+        for lvl, mask in zip(self.levels, self.masks):
+            if lvl.prefix == level.prefix:
+                return mask
+        return None if self.root is None else _broadcast(self.root, level.shape)
+
+    def for_key(self, key: NestedKey) -> torch.Tensor | None:
+        """The mask of the deepest done level whose group holds ``key`` (the root level for
+        root keys), or ``None``.
+
+        Examples:
+            >>> lvl = DoneLevel((), ("done",), "_reset", torch.Size([2]))
+            >>> ResetMasks([lvl], [torch.tensor([True, False])], None, torch.Size([2])).for_key("obs")
+            tensor([ True, False])
+        """
+        level = level_for_key(self.levels, key)
+        if level is None:
+            return self.root
+        return self.for_level(level)
+
+    def mark_merged(self, value: torch.Tensor) -> torch.Tensor:
+        """Declares that ``value`` (a leaf of the reset output) already holds the previous data in
+        the rows that are not reset, so the merge keeps it as is. Returns ``value``.
+
+        Examples:
+            >>> m = ResetMasks([], [], None, torch.Size([2]))
+            >>> x = m.mark_merged(torch.zeros(2))
+            >>> id(x) in m.premerged
+            True
+        """
+        self.premerged[id(value)] = value
+        return value
+
+
+def level_for_key(levels: Sequence[DoneLevel], key: NestedKey) -> DoneLevel | None:
+    """The deepest level whose prefix contains ``key`` (the root level, if any, for root keys).
+
+    Examples:
+        >>> root = DoneLevel((), ("done",), "_reset", torch.Size([2]))
+        >>> agents = DoneLevel(("agents",), (("agents", "done"),), ("agents", "_reset"), torch.Size([2, 3]))
+        >>> level_for_key([root, agents], ("agents", "obs")).prefix
+        ('agents',)
+    """
+    tkey = _keys.as_tuple(key)
+    best = None
+    for level in levels:
+        p = level.prefix
+        if len(p) < len(tkey) and tkey[: len(p)] == p:
+            if best is None or len(p) > len(best.prefix):
+                best = level
+    return best
+
+
+def reset_mask_for(
+    tensordict: TensorDictBase | None, key: NestedKey, levels: Sequence[DoneLevel], batch_size: torch.Size
+) -> torch.Tensor | None:
+    """The reset rows for entry ``key`` of a ``reset`` input (``"_reset"`` entries still in it), or
+    ``None`` (every row): a root ``"_reset"`` prevails, else the ``"_reset"`` of the deepest done
+    level holding ``key``. The shape is that level's (``batch_size`` for root keys).
+
+    For transforms, whose ``_reset(tensordict, tensordict_reset)`` receives the input of the reset.
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> lvl = DoneLevel((), ("done",), "_reset", torch.Size([2]))
+        >>> td = TensorDict({"_reset": torch.tensor([[False], [True]])}, [2])
+        >>> reset_mask_for(td, "obs", [lvl], torch.Size([2]))
+        tensor([False,  True])
+    """
+    if tensordict is None:
+        return None
+    level = level_for_key(levels, key) if levels else None
+    shape = batch_size if level is None else level.shape
+    root = fast_get(tensordict, "_reset")
+    if root is not None:
+        root_shape = levels[0].shape if levels and levels[0].prefix == () else batch_size
+        return _broadcast(_check_mask(root, "_reset", root_shape), shape)
+    if level is None or level.prefix == ():
+        return None
+    own = _tget(tensordict, level.reset_key)
+    return None if own is None else _check_mask(own, level.reset_key, level.shape)
+
+
+def mask_at(tensordict: TensorDictBase | None, key: NestedKey, shape: torch.Size) -> torch.Tensor | None:
+    """The bool mask stored at an explicitly named ``key`` (a transform's ``reset_key`` argument),
+    checked and shaped ``shape``, or ``None`` when absent.
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"r": torch.tensor([[True], [False]])}, [2])
+        >>> mask_at(td, "r", torch.Size([2]))
+        tensor([ True, False])
+    """
+    if tensordict is None:
+        return None
+    value = _tget(tensordict, _keys.unravel(key))
+    return None if value is None else _check_mask(value, key, shape)
+
+
+def reduce_rows(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """A level mask brought to ``shape`` rows: unchanged when equal, OR-ed over the extra dims of
+    a finer level (a row resets when any of its agents does).
+
+    Examples:
+        >>> reduce_rows(torch.tensor([[True, False], [False, False]]), torch.Size([2]))
+        tensor([ True, False])
+    """
+    if mask.shape == shape:
+        return mask
+    if mask.ndim > len(shape) and mask.shape[: len(shape)] == shape:
+        return mask.reshape(*shape, -1).any(-1)
+    return _broadcast(mask, shape)
+
+
+class EpisodePlan:
+    """The episode plan of an env, built once from its ``full_done_spec`` when specs are locked.
+
+    Args:
+        full_done_spec: the env's done Composite (every level's ``done``/``terminated``/...).
+        batch_size: the env batch dims.
+
+    Examples:
+        >>> from gpusim.specs import Categorical, Composite
+        >>> spec = Composite(done=Categorical(2, shape=(2, 1), dtype=torch.bool), shape=(2,))
+        >>> EpisodePlan(spec, torch.Size([2])).levels[0].prefix
+        ()
+    """
+
+    def __init__(self, full_done_spec: Any, batch_size: torch.Size) -> None:
+        self.batch_size = torch.Size(batch_size)
+        self.levels: list[DoneLevel] = _keys.done_levels(full_done_spec, self.batch_size) if full_done_spec is not None else []
+        self.root_level = self.levels[0] if self.levels and self.levels[0].prefix == () else None
+        # the shape of a root mask: the root done level's (usually ``batch_size``)
+        self.root_shape = self.root_level.shape if self.root_level is not None else self.batch_size
+        # per level, the entries whose OR marks a row to reset: ``done`` is by contract the union
+        # of the end-of-trajectory signals; ``truncated`` is re-read (a transform may set it alone)
+        self.flag_names: list[tuple[str, ...]] = []
+        for level in self.levels:
+            names = {_keys.as_tuple(k)[-1] for k in level.keys}
+            self.flag_names.append(("done", "truncated") if "truncated" in names else ("done",))
+        self.root_done_only = len(self.levels) == 1 and self.root_level is not None and self.flag_names[0] == ("done",)
+        self.reset_keys = ["_reset", *(lvl.reset_key for lvl in self.levels if lvl.prefix != ())]
+
+    # -------------------------------------------------------------- resolution
+    def _check_root(self, value: Any) -> torch.Tensor:
+        """A root ``"_reset"``: the root done level's shape; without a root level, ``batch_size``
+        or the shape shared by the nested levels (the documentation's worked example)."""
+        if self.root_level is not None or not self.levels:
+            return _check_mask(value, "_reset", self.root_shape)
+        batch = self.batch_size
+        shapes = {lvl.shape for lvl in self.levels}
+        if isinstance(value, torch.Tensor) and value.shape not in (batch, torch.Size([*batch, 1])) and len(shapes) == 1:
+            (shape,) = shapes
+            if value.shape in (shape, torch.Size([*shape, 1])):
+                return _check_mask(value, "_reset", shape)
+        return _check_mask(value, "_reset", batch)
+
+    def full(self, sparse: bool = False) -> ResetMasks:
+        """Masks for a full reset (every row of every level).
+
+        Examples:
+            >>> EpisodePlan(None, torch.Size([2])).full().full
+            True
+        """
+        return ResetMasks(self.levels, [None] * len(self.levels), None, self.batch_size, sparse)
+
+    def resolve(self, tensordict: TensorDictBase | None, sparse: bool = False) -> ResetMasks:
+        """The masks of a ``reset`` input: a root ``"_reset"`` prevails over nested ones; a level
+        without one resets fully. Each entry is checked (bool, the level's done shape) and the
+        error names the key, the expected and the received dtype/shape.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.specs import Categorical, Composite
+            >>> spec = Composite(done=Categorical(2, shape=(2, 1), dtype=torch.bool), shape=(2,))
+            >>> plan = EpisodePlan(spec, torch.Size([2]))
+            >>> plan.resolve(TensorDict({"_reset": torch.ones(2, 1)}, [2]))
+            Traceback (most recent call last):
+            ...
+            TypeError: the '_reset' entry must be a bool tensor of shape [2, 1] (or [2]), got dtype torch.float32
+        """
+        if tensordict is None:
+            return self.full(sparse)
+        root = fast_get(tensordict, "_reset")
+        if root is not None:
+            root = self._check_root(root)
+            masks = [_broadcast(root, lvl.shape) for lvl in self.levels]
+            return ResetMasks(self.levels, masks, root, self.batch_size, sparse)
+        masks = []
+        for level in self.levels:
+            if level.prefix == ():
+                masks.append(None)
+                continue
+            own = _tget(tensordict, level.reset_key)
+            masks.append(None if own is None else _check_mask(own, level.reset_key, level.shape))
+        return ResetMasks(self.levels, masks, None, self.batch_size, sparse)
+
+    def done_masks(self, tensordict: TensorDictBase, sparse: bool = False) -> ResetMasks:
+        """The auto-reset masks of a next-step root: per level, ``done`` (OR ``truncated``); the
+        root level's flags prevail over nested ones, as a root ``"_reset"`` would.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.specs import Categorical, Composite
+            >>> spec = Composite(done=Categorical(2, shape=(2, 1), dtype=torch.bool), shape=(2,))
+            >>> plan = EpisodePlan(spec, torch.Size([2]))
+            >>> plan.done_masks(TensorDict({"done": torch.tensor([[True], [False]])}, [2])).env_rows()
+            tensor([ True, False])
+        """
+        if self.root_done_only:
+            done = fast_get(tensordict, "done")
+            if done is None:
+                raise KeyError("maybe_reset: the tensordict has no 'done' entry (the root done flag of the env)")
+            root = done.reshape(self.root_shape)
+            return ResetMasks(self.levels, [root], root, self.batch_size, sparse, auto=True)
+        masks = []
+        for level, names in zip(self.levels, self.flag_names):
+            node = tensordict if level.prefix == () else _tget(tensordict, level.prefix)
+            flag = None
+            for name in names:
+                value = None if node is None else fast_get(node, name)
+                if value is not None:
+                    flag = value if flag is None else flag | value
+            if flag is None:
+                raise KeyError(f"maybe_reset: the tensordict has no {_fmt(level.key('done'))} entry")
+            masks.append(flag.reshape(level.shape))
+        if self.root_level is not None:
+            root = masks[0]
+            masks = [_broadcast(root, lvl.shape) for lvl in self.levels]
+            return ResetMasks(self.levels, masks, root, self.batch_size, sparse, auto=True)
+        return ResetMasks(self.levels, masks, None, self.batch_size, sparse, auto=True)
+
+    def ended(self, next_tensordict: TensorDictBase) -> torch.Tensor:
+        """The env rows (``batch_size`` shape) where any done entry (``done``, ``terminated``,
+        ``truncated``) of any level is set: the rows whose trajectory ended at this step.
+
+        Raises:
+            KeyError: the data lacks a done entry of the env (named).
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.specs import Categorical, Composite
+            >>> spec = Composite(done=Categorical(2, shape=(2, 1), dtype=torch.bool), shape=(2,))
+            >>> nxt = TensorDict({"done": torch.tensor([[False], [True]])}, [2])
+            >>> EpisodePlan(spec, torch.Size([2])).ended(nxt)
+            tensor([False,  True])
+        """
+        flags = None
+        for level in self.levels:
+            node = next_tensordict if level.prefix == () else _tget(next_tensordict, level.prefix)
+            for key in level.keys:
+                name = _keys.as_tuple(key)[-1]
+                value = None if node is None else fast_get(node, name)
+                if value is None:
+                    raise KeyError(f"the step data has no done entry {_fmt(key)}")
+                value = value.reshape(*self.batch_size, -1).any(-1)
+                flags = value if flags is None else flags | value
+        if flags is None:
+            raise KeyError("the env has no done entry")
+        return flags
+
+    def write(self, tensordict: TensorDictBase, masks: ResetMasks) -> None:
+        """Writes ``masks`` as ``"_reset"`` entries (``(*level, 1)`` bool), TorchRL's contract for
+        an env's ``_reset``: the root entry when the root mask prevails, else one per level.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> plan = EpisodePlan(None, torch.Size([2]))
+            >>> td = TensorDict({}, [2])
+            >>> plan.write(td, ResetMasks([], [], torch.tensor([True, False]), torch.Size([2])))
+            >>> td["_reset"].shape
+            torch.Size([2, 1])
+        """
+        if masks.root is not None:
+            fast_set(tensordict, "_reset", masks.root.unsqueeze(-1))
+            return
+        for level, mask in zip(masks.levels, masks.masks):
+            if mask is not None:
+                node = tensordict if level.prefix == () else _tget(tensordict, level.prefix)
+                if node is not None:
+                    fast_set(node, "_reset", mask.unsqueeze(-1))
+
+    def erase(self, tensordict: TensorDictBase) -> None:
+        """Removes every ``"_reset"`` entry of the env's levels from ``tensordict``.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"_reset": torch.ones(2, 1, dtype=torch.bool)}, [2])
+            >>> EpisodePlan(None, torch.Size([2])).erase(td)
+            >>> "_reset" in td.keys()
+            False
+        """
+        fast_pop(tensordict, "_reset")
+        for level in self.levels:
+            if level.prefix != ():
+                node = _tget(tensordict, level.prefix)
+                if isinstance(node, TensorDictBase):
+                    fast_pop(node, "_reset")
+
+    # -------------------------------------------------------------- merge
+    def merge(self, reset_out: TensorDictBase, previous: TensorDictBase, masks: ResetMasks) -> TensorDictBase:
+        """Writes the reset into ``previous`` and returns it: rows not reset keep ``previous``'s
+        data (a root mask applies to every leaf, a level mask to the leaves of its group), the
+        ``"_reset"`` entries are erased, then ``previous`` takes every entry of ``reset_out``.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> plan = EpisodePlan(None, torch.Size([2]))
+            >>> prev = TensorDict({"x": torch.ones(2)}, [2])
+            >>> m = ResetMasks([], [], torch.tensor([True, False]), torch.Size([2]))
+            >>> plan.merge(TensorDict({"x": torch.zeros(2)}, [2]), prev, m)["x"]
+            tensor([0., 1.])
+        """
+        if masks.root is not None:
+            merge_rows(reset_out, previous, masks.root, masks.premerged)
+        else:
+            for level, mask in zip(masks.levels, masks.masks):
+                if mask is None or level.prefix == ():
+                    continue
+                node_new = _tget(reset_out, level.prefix)
+                node_old = _tget(previous, level.prefix)
+                if isinstance(node_new, TensorDictBase) and isinstance(node_old, TensorDictBase):
+                    merge_rows(node_new, node_old, mask, masks.premerged)
+        self.erase(previous)
+        if type(previous) is type(reset_out) and not previous.is_locked and _flat(reset_out):
+            for key, value in reset_out.items():
+                fast_set(previous, key, value)
+            return previous
+        return previous.update(reset_out)
+
+
+def _flat(td: TensorDictBase) -> bool:
+    return all(isinstance(v, torch.Tensor) for v in td.values())
+
+
+def merge_rows(
+    new: TensorDictBase, old: TensorDictBase | None, mask: torch.Tensor, skip: dict | None = None
+) -> TensorDictBase:
+    """Writes into ``new`` the values of ``old`` wherever ``mask`` is False, leaf by leaf; returns
+    ``new``. Leaves absent from ``old`` (or of another shape) keep ``new``'s values; leaves in
+    ``skip`` (``{id: tensor}``, see :meth:`ResetMasks.mark_merged`) are kept as they are. ``old`` values of another dtype
+    are cast. One fused merge for all leaves (:func:`gpusim.kernels.masked_merge`).
+
+    The merge of a partial reset, and of any "rows that take the new data" update (frame skip,
+    no-op starts).
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> new = TensorDict({"a": torch.zeros(2, 3)}, [2])
+        >>> old = TensorDict({"a": torch.ones(2, 3)}, [2])
+        >>> merge_rows(new, old, torch.tensor([False, True]))["a"][:, 0]
+        tensor([1., 0.])
+    """
+    if old is None:
+        return new
+    keys, new_leaves, old_leaves = [], [], []
+    for key, value in new.items(True, True):
+        if not isinstance(value, torch.Tensor) or (skip and skip.get(id(value)) is value):
+            continue
+        prev = old.get(key, None)
+        if not isinstance(prev, torch.Tensor) or prev.shape != value.shape:
+            continue
+        keys.append(key)
+        new_leaves.append(value)
+        old_leaves.append(prev if prev.dtype == value.dtype else prev.to(value.dtype))
+    if keys:
+        merged = masked_merge(new_leaves, old_leaves, [mask] * len(keys))
+        for key, value in zip(keys, merged):
+            if isinstance(key, str):
+                fast_set(new, key, value)
+            else:
+                new.set(key, value)
+    return new
