@@ -10,7 +10,8 @@ Messages are bytes. The hot commands are single bytes: ``b"s"`` steps on every i
   traceback)``.
 
 The worker exits when told to close, when its pipe closes, or when its parent process is gone
-(checked every second while idle), so it never outlives the main process for long.
+(checked every second while idle), so it never outlives the main process for long. It also
+exits after answering an error to its env creation or to a command it could not unpickle.
 
 Examples:
     >>> encode(("seed", 0, False))[:1] != STEP
@@ -63,12 +64,21 @@ class PickledFactory:
 
 
 def _error(err: BaseException) -> bytes:
-    tb = traceback.format_exc()
+    """The error answer for ``err`` (being handled): never raises, so the failure always reaches
+    the main process, even for an exception that cannot be printed or pickled."""
+    try:
+        tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    except Exception:
+        tb = "(the worker could not format the traceback)\n"
+    try:
+        message = str(err)
+    except Exception:
+        message = f"(unprintable {type(err).__name__})"
     try:
         exc: bytes | None = pickle.dumps(err)
     except Exception:
         exc = None
-    return encode(("error", exc, type(err).__name__, str(err), tb))
+    return encode(("error", exc, type(err).__name__, message, tb))
 
 
 def worker_main(
@@ -96,18 +106,21 @@ def worker_main(
     from gpusim.envs.batched._runner import WorkerRunner
     from gpusim.envs.batched._shared import Buffers
 
-    for other in close_fds:
-        try:
-            other.close()
-        except OSError:
-            pass
-    torch.set_num_threads(num_threads)
     runner = None
     try:
+        for other in close_fds:
+            try:
+                other.close()
+            except OSError:
+                pass
+        torch.set_num_threads(num_threads)
         env = factory()
         runner = WorkerRunner(env, plan, Buffers.from_tensordicts(plan, *buffers), index)
     except BaseException as err:  # report the failure, then exit
-        conn.send_bytes(_error(err))
+        try:
+            conn.send_bytes(_error(err))
+        except (OSError, ValueError):  # the main process is gone
+            pass
         conn.close()
         return
     conn.send_bytes(encode(("ok", None)))
@@ -158,5 +171,10 @@ def worker_main(
             send(answer)
     except (EOFError, OSError, KeyboardInterrupt):  # pipe closed or interrupted: just exit
         pass
+    except Exception as err:  # e.g. a command that cannot be unpickled here: answer it, then exit
+        try:
+            send(_error(err))
+        except (OSError, ValueError):
+            pass
     finally:
         conn.close()

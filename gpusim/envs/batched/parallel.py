@@ -7,8 +7,10 @@ copies them out with one transfer per step (to the env device when it is not the
 
 Failure modes are bounded: a worker that raises, dies or does not answer within
 ``BATCHED_PIPE_TIMEOUT`` seconds (environment variable, read when the workers start; default
-10000) makes the call raise in the main process; every worker is then stopped, and the env
-restarts fresh on next use.
+10000) makes the call raise a :class:`WorkerError` in the main process; every worker is then
+stopped, and the env restarts fresh on next use. The error names the worker and what it was
+doing, and carries the worker's exception type, message and traceback (as ``__cause__`` too
+when the exception unpickles here), or, for a worker that died, its exit code or signal.
 
 Examples:
     >>> from gpusim.envs.batched import ParallelEnv
@@ -24,6 +26,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import select
+import signal
 import sys
 import time
 import warnings
@@ -38,7 +41,7 @@ from gpusim.envs.batched.base import BatchedEnvBase
 from gpusim.envs.batched.env_creator import EnvCreator
 from gpusim.envs.common import EnvBase
 
-__all__ = ["ParallelEnv", "WorkerError", "WorkerTimeoutError", "DEFAULT_PIPE_TIMEOUT"]
+__all__ = ["ParallelEnv", "WorkerError", "WorkerTimeoutError", "DEFAULT_PIPE_TIMEOUT", "describe_exit"]
 
 DEFAULT_PIPE_TIMEOUT = 10000.0
 _START_TIMEOUT = 120.0
@@ -76,6 +79,41 @@ def _read_timeout() -> float:
     if not value > 0:
         raise ValueError(f"BATCHED_PIPE_TIMEOUT must be positive, got {raw!r}")
     return value
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """Describes a worker's exit status (``Process.exitcode``) for an error message.
+
+    Examples:
+        >>> describe_exit(3)
+        'exit code 3'
+        >>> describe_exit(-9)
+        'killed by signal SIGKILL, exit code -9; the kernel OOM killer sends SIGKILL'
+        >>> describe_exit(None)
+        'still running'
+    """
+    if exitcode is None:
+        return "still running"
+    if exitcode >= 0:
+        return f"exit code {exitcode}"
+    try:
+        name = signal.Signals(-exitcode).name
+    except ValueError:
+        name = f"signal {-exitcode}"
+    else:
+        name = f"signal {name}"
+    hint = "; the kernel OOM killer sends SIGKILL" if -exitcode == signal.SIGKILL else ""
+    return f"killed by {name}, exit code {exitcode}{hint}"
+
+
+def _during(command: str) -> str:
+    return "while creating its env" if command == "start" else f"during {command!r}"
+
+
+def _keeps_running(answer: tuple, command: str) -> bool:
+    """Whether an error answer leaves the env usable: only a missing worker attribute does
+    (``hasattr``/``getattr`` with a default), so the other workers' answers are still read."""
+    return answer[2] == "AttributeError" and command.startswith("getattr")
 
 
 def _default_start_method() -> str:
@@ -325,7 +363,7 @@ class ParallelEnv(BatchedEnvBase):
             try:
                 conns[i].send_bytes(payload)
             except (OSError, ValueError) as err:
-                self._fail(i, command, f"its pipe is closed ({err}); it is probably dead")
+                self._fail_dead(i, command, err)
 
     def _gather(self, workers: Sequence[int], command: str, timeout: float | None = None) -> list:
         """Waits for one answer from each of ``workers``; returns their values in order."""
@@ -360,12 +398,12 @@ class ParallelEnv(BatchedEnvBase):
                 ready = [("conn", i) for i in pending if conns[i] in got]
                 ready += [("proc", i) for i in pending if procs[i].sentinel in got]
             for kind, i in ready:
-                if i not in pending:  # a worker outside this command: only its death matters
-                    if not procs[i].is_alive():
-                        self._fail_dead(i, command)
-                    continue
+                if i not in pending:
+                    # it owes no answer (none asked, or already given): an event on its pipe or
+                    # process means it closed its pipe or exited
+                    self._fail_dead(i, command)
                 conn = conns[i]
-                if kind == "proc" and not conn.poll(0):
+                if kind == "proc" and not conn.poll(0):  # what it sent before exiting is read first
                     self._fail_dead(i, command)
                 try:
                     data = conn.recv_bytes()
@@ -375,8 +413,12 @@ class ParallelEnv(BatchedEnvBase):
                 if data == _worker.ACK:
                     values[i] = None
                 else:
-                    answer = _worker.decode(data)
+                    answer = self._decode_answer(i, data, command)
                     if answer[0] == "error":
+                        if not _keeps_running(answer, command):
+                            # raised now: the worker may exit right after its answer (a failed
+                            # creation does), and its exit must not be reported instead
+                            self._raise_remote(i, answer, command)
                         errors.append((i, answer))
                     else:
                         values[i] = answer[1]
@@ -384,27 +426,48 @@ class ParallelEnv(BatchedEnvBase):
             self._raise_remote(*errors[0], command=command)
         return [values[i] for i in workers]
 
-    def _fail_dead(self, i: int, command: str) -> None:
+    def _decode_answer(self, i: int, data: bytes, command: str) -> tuple:
+        try:
+            return _worker.decode(data)
+        except Exception as err:  # unread answers of the other workers: stop them all
+            message = (
+                f"{self._worker_name(i)} answered {command!r} with a value that cannot be unpickled "
+                f"in the main process ({type(err).__name__}: {err}); all workers were stopped"
+            )
+            self._abort_and_raise(WorkerError(message, i), cause=err)
+            raise  # unreachable
+
+    def _fail_dead(self, i: int, command: str, pipe_error: BaseException | None = None) -> None:
+        """Raises for worker ``i``, whose process ended or whose pipe closed, naming its exit
+        status (exit code or signal)."""
         proc = self._procs[i]
-        proc.join(0.5)
-        self._fail(i, command, f"died (exit code {proc.exitcode})")
+        # its process ended or its pipe closed (it is exiting): a bounded wait for its status
+        proc.join(_CLOSE_TIMEOUT)
+        if proc.exitcode is None:
+            reason = pipe_error or "end of file"
+            what = f"closed its pipe ({reason}) but was still running {_CLOSE_TIMEOUT:g} s later"
+        else:
+            what = f"died ({describe_exit(proc.exitcode)})"
+            if proc.exitcode > 0 and command == "start":  # e.g. a spawn bootstrap failure
+                what += " before reporting an error (its stderr may hold a traceback)"
+        self._fail(i, command, what)
 
     def _fail(self, i: int, command: str, what: str) -> None:
-        pid = None
+        message = f"{self._worker_name(i)} {what} {_during(command)}; all workers were stopped"
+        self._abort_and_raise(WorkerError(message, i))
+
+    def _worker_name(self, i: int) -> str:
         try:
             pid = self._procs[i].pid
         except (IndexError, ValueError):
-            pass
-        self._abort_and_raise(
-            WorkerError(
-                f"ParallelEnv worker {i} (pid {pid}) {what} during {command!r}; all workers were "
-                "stopped",
-                i,
-            )
-        )
+            pid = None
+        return f"ParallelEnv worker {i} (pid {pid})"
 
     def _raise_remote(self, i: int, answer: tuple, command: str) -> None:
         _, exc_bytes, type_name, message, tb = answer
+        if _keeps_running(answer, command):
+            # attribute access keeps Python's contract (hasattr/getattr default)
+            raise AttributeError(message) from None
         exc = None
         if exc_bytes is not None:
             try:
@@ -412,15 +475,12 @@ class ParallelEnv(BatchedEnvBase):
             except Exception:  # the exception type may not exist in this process
                 exc = None
         err = WorkerError(
-            f"ParallelEnv worker {i} raised {type_name}: {message} during {command!r}; all workers "
-            f"were stopped.\nWorker traceback:\n{tb}",
+            f"{self._worker_name(i)} failed {_during(command)}: {type_name}: {message}\n"
+            f"All workers were stopped. Worker traceback:\n{tb}",
             i,
             type_name,
             tb,
         )
-        if type_name == "AttributeError" and command.startswith("getattr"):
-            # attribute access keeps Python's contract (hasattr/getattr default)
-            raise AttributeError(message) from None
         try:
             self._abort_and_raise(err, cause=exc)
         finally:
