@@ -572,6 +572,41 @@ class EpisodePlan:
                     fast_pop(node, "_reset")
 
     # -------------------------------------------------------------- merge
+    def _merge_levels(
+        self, reset_out: TensorDictBase, previous: TensorDictBase, masks: ResetMasks, mark: dict | None
+    ) -> None:
+        if masks.root is not None:
+            merge_rows(reset_out, previous, masks.root, masks.premerged, mark)
+            return
+        for level, mask in zip(masks.levels, masks.masks):
+            if mask is None or level.prefix == ():
+                continue
+            node_new = _tget(reset_out, level.prefix)
+            node_old = _tget(previous, level.prefix)
+            if isinstance(node_new, TensorDictBase) and isinstance(node_old, TensorDictBase):
+                merge_rows(node_new, node_old, mask, masks.premerged, mark)
+
+    def merge_early(
+        self, reset_out: TensorDictBase, previous: TensorDictBase | None, masks: ResetMasks
+    ) -> TensorDictBase:
+        """Merges the previous data into the rows of ``reset_out`` that are not reset, before
+        anything else reads it (a ``TransformedEnv`` does this to its base env's reset data, so
+        that its transforms see the reset rows' new data and the other rows' previous data,
+        never placeholders). The merged leaves are marked (:meth:`ResetMasks.mark_merged`), so
+        the final :meth:`merge` does not merge them again. Returns ``reset_out``.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> plan = EpisodePlan(None, torch.Size([2]))
+            >>> m = ResetMasks([], [], torch.tensor([True, False]), torch.Size([2]))
+            >>> out = plan.merge_early(TensorDict({"x": torch.zeros(2)}, [2]), TensorDict({"x": torch.ones(2)}, [2]), m)
+            >>> out["x"], len(m.premerged)
+            (tensor([0., 1.]), 1)
+        """
+        if previous is not None and not masks.full:
+            self._merge_levels(reset_out, previous, masks, masks.premerged)
+        return reset_out
+
     def merge(self, reset_out: TensorDictBase, previous: TensorDictBase, masks: ResetMasks) -> TensorDictBase:
         """Writes the reset into ``previous`` and returns it: rows not reset keep ``previous``'s
         data (a root mask applies to every leaf, a level mask to the leaves of its group), the
@@ -585,16 +620,7 @@ class EpisodePlan:
             >>> plan.merge(TensorDict({"x": torch.zeros(2)}, [2]), prev, m)["x"]
             tensor([0., 1.])
         """
-        if masks.root is not None:
-            merge_rows(reset_out, previous, masks.root, masks.premerged)
-        else:
-            for level, mask in zip(masks.levels, masks.masks):
-                if mask is None or level.prefix == ():
-                    continue
-                node_new = _tget(reset_out, level.prefix)
-                node_old = _tget(previous, level.prefix)
-                if isinstance(node_new, TensorDictBase) and isinstance(node_old, TensorDictBase):
-                    merge_rows(node_new, node_old, mask, masks.premerged)
+        self._merge_levels(reset_out, previous, masks, None)
         self.erase(previous)
         if type(previous) is type(reset_out) and not previous.is_locked and _flat(reset_out):
             for key, value in reset_out.items():
@@ -608,11 +634,16 @@ def _flat(td: TensorDictBase) -> bool:
 
 
 def merge_rows(
-    new: TensorDictBase, old: TensorDictBase | None, mask: torch.Tensor, skip: dict | None = None
+    new: TensorDictBase,
+    old: TensorDictBase | None,
+    mask: torch.Tensor,
+    skip: dict | None = None,
+    mark: dict | None = None,
 ) -> TensorDictBase:
     """Writes into ``new`` the values of ``old`` wherever ``mask`` is False, leaf by leaf; returns
     ``new``. Leaves absent from ``old`` (or of another shape) keep ``new``'s values; leaves in
-    ``skip`` (``{id: tensor}``, see :meth:`ResetMasks.mark_merged`) are kept as they are. ``old`` values of another dtype
+    ``skip`` (``{id: tensor}``, see :meth:`ResetMasks.mark_merged`) are kept as they are; the
+    merged leaves are recorded in ``mark`` (same form) when given. ``old`` values of another dtype
     are cast. One fused merge for all leaves (:func:`gpusim.kernels.masked_merge`).
 
     The merge of a partial reset, and of any "rows that take the new data" update (frame skip,
@@ -644,4 +675,6 @@ def merge_rows(
                 fast_set(new, key, value)
             else:
                 new.set(key, value)
+            if mark is not None:
+                mark[id(value)] = value
     return new

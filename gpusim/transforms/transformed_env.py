@@ -263,6 +263,9 @@ class TransformedEnv(EnvBase):
         if [lvl.prefix for lvl in base.done_levels] != [lvl.prefix for lvl in masks.levels]:
             base_masks = base.episode.resolve(tensordict, masks.sparse)  # a transform changed the levels
         tensordict_reset = base._reset_rows(tensordict, base_masks, **kwargs)
+        # the transforms see the base env's new data in the reset rows and the previous data in
+        # the others (never placeholders); the final merge skips what is merged here
+        base.episode.merge_early(tensordict_reset, tensordict, base_masks)
         if base_masks is not masks:
             masks.premerged.update(base_masks.premerged)
         if tensordict is None:
