@@ -12,8 +12,8 @@ the choices. The operators carry a fake implementation so ``torch.compile(fullgr
 traces them as one opaque node that dispatches at run time.
 
 Modules: ``masked_merge`` (partial-reset / step_and_maybe_reset merge of many leaves),
-``cat_frames`` (CatFrames shift-in + refill), ``vecnorm`` (running statistics + normalization).
-The kernels sit beside them in ``*_triton.py``
+``cat_frames`` (CatFrames shift-in + refill), ``vecnorm`` (running statistics + normalization),
+``categorical`` (uniform categorical draws). The kernels sit beside them in ``*_triton.py``
 modules, imported only when a call needs them: importing this package imports no Triton,
 compiles nothing and queries no device.
 
@@ -35,6 +35,7 @@ from gpusim.kernels._dispatch import (
 )
 from gpusim.kernels._registry import KERNEL_OPS, KernelOp, kernel_op
 from gpusim.kernels.cat_frames import cat_frames_update, cat_frames_update_reference
+from gpusim.kernels.categorical import categorical_rand, categorical_rand_reference
 from gpusim.kernels.masked_merge import (
     masked_fill_rows_,
     masked_fill_rows_reference_,
@@ -72,4 +73,6 @@ __all__ = [
     "vecnorm_update_reference_",
     "vecnorm_normalize_reference",
     "vecnorm_update_normalize_reference_",
+    "categorical_rand",
+    "categorical_rand_reference",
 ]

@@ -151,6 +151,61 @@ def test_vecnorm_cpu_path_hands_other_dtypes_and_grads_to_the_reference():
         assert y.requires_grad == x_in.requires_grad
 
 
+# --- categorical draws: size = values drawn -----------------------------------------------------
+
+CAT_RAND_T = threshold("categorical_rand")
+
+
+def _packed_by_hand(n: int, numel: int, seed: int) -> torch.Tensor:
+    """The packed scheme spelled out: ``31 // bits`` fields of ``bits`` bits per 31-bit draw,
+    lowest bits first, from torch's default generator."""
+    bits = n.bit_length() - 1
+    per = 31 // bits
+    torch.manual_seed(seed)
+    draws = torch.empty(-(-numel // per), dtype=torch.int32).random_().tolist()
+    values = [(d >> (k * bits)) & (n - 1) for d in draws for k in range(per)]
+    return torch.tensor(values[:numel])
+
+
+@pytest.mark.parametrize("numel", [CAT_RAND_T - 1, CAT_RAND_T, 65536])
+@pytest.mark.parametrize("n", [2, 16])
+def test_categorical_rand_at_threshold(n, numel):
+    from gpusim.specs import Categorical
+
+    shape = (numel // 2, 2) if numel % 2 == 0 else (numel,)
+    backend = _expected("categorical_rand", numel)
+    torch.manual_seed(5)
+    with record_backends() as calls:
+        drawn = [K.categorical_rand(n, shape)]
+        torch.manual_seed(5)
+        drawn.append(Categorical(n, shape=shape).rand())
+    assert calls == [("categorical_rand", backend)] * 2
+    if backend == "cpu":
+        expected = _packed_by_hand(n, numel, 5).reshape(shape)
+    else:
+        torch.manual_seed(5)
+        expected = torch.randint(0, n, shape)
+    for x in drawn:
+        assert x.dtype == torch.int64 and torch.equal(x, expected)
+    if numel == 65536:  # uniform: every category about numel / n times
+        counts = torch.bincount(drawn[0].reshape(-1), minlength=n).float()
+        assert (counts / (numel / n) - 1).abs().max() < 0.1
+
+
+def test_categorical_rand_packed_only_where_it_applies():
+    torch.manual_seed(0)
+    ref = torch.randint(0, 3, (CAT_RAND_T,), dtype=torch.int32)
+    torch.manual_seed(0)
+    with record_backends() as calls:
+        out = K.categorical_rand(3, (CAT_RAND_T,), torch.int32)  # not a power of two
+    assert calls == [("categorical_rand", "cpu")] and torch.equal(out, ref)
+    with force_backend("reference"):
+        torch.manual_seed(0)
+        assert torch.equal(K.categorical_rand(3, (CAT_RAND_T,), torch.int32), ref)
+    with pytest.raises(ValueError, match="n must be >= 1, got 0"):
+        K.categorical_rand(0, (3,))
+
+
 # --- forcing: every public function and operator runs the Triton kernel on request --------------
 
 
