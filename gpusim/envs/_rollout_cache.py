@@ -18,6 +18,10 @@ consumed. This cache keeps the memory of dropped outputs and hands it to the nex
   ``GPUSIM_ROLLOUT_CACHE_MB=0`` disables the cache (plain ``torch.empty``), and
   :func:`clear_rollout_cache` releases every free buffer.
 
+Whether a request is served from the cache is chosen by :func:`gpusim.kernels._dispatch.select`
+(table key ``"rollout_cache"``: from a threshold on the bytes); smaller requests, and forcing the reference
+backend, give plain ``torch.empty`` tensors.
+
 The tensors are ordinary CPU tensors. The only difference: their storage cannot grow
 (``resize_`` to a larger size raises), like any ``torch.frombuffer`` tensor.
 
@@ -38,11 +42,14 @@ from collections.abc import Sequence
 
 import torch
 
+from gpusim.kernels._dispatch import select, threshold
+
 __all__ = ["rollout_empty", "clear_rollout_cache", "rollout_cache_info", "RolloutBufferCache"]
 
 _ALIGN = 2 << 20  # buffer sizes are whole huge pages
-MIN_CACHED_BYTES = 1 << 20
-"""Smaller outputs are plain ``torch.empty`` tensors."""
+MIN_CACHED_BYTES = threshold("rollout_cache")
+"""Smaller outputs are plain ``torch.empty`` tensors (``BACKEND_TABLE["rollout_cache"]``)."""
+_CPU = torch.device("cpu")
 
 
 def _default_cap_bytes() -> int:
@@ -135,18 +142,27 @@ class RolloutBufferCache:
         self._entries = kept
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
-        """An uninitialised contiguous CPU tensor, from a cached buffer when large enough.
+        """An uninitialised contiguous CPU tensor, from a cached buffer when
+        :func:`~gpusim.kernels._dispatch.select` picks the ``"cpu"`` backend (from ``MIN_CACHED_BYTES``).
 
         Args:
             shape: the tensor shape.
             dtype: the tensor dtype.
 
         Returns:
-            A contiguous CPU tensor (``torch.empty`` for small sizes or when caching is off).
+            A contiguous CPU tensor (``torch.empty`` for small sizes, when caching is off or
+            when the reference backend is forced).
+
+        Examples:
+            >>> cache = RolloutBufferCache(8 << 20)
+            >>> _ = cache.empty((MIN_CACHED_BYTES,), torch.uint8)  # from a cached buffer
+            >>> _ = cache.empty((16,), torch.uint8)  # small: torch.empty
+            >>> cache.info()["buffers"]
+            1
         """
         shape = torch.Size(shape)
         nbytes = shape.numel() * dtype.itemsize
-        if not self._usable or nbytes < MIN_CACHED_BYTES:
+        if not self._usable or nbytes == 0 or select("rollout_cache", _CPU, nbytes) != "cpu":
             return torch.empty(shape, dtype=dtype)
         rounded = -(-nbytes // _ALIGN) * _ALIGN
         with self._lock:

@@ -10,9 +10,11 @@ On CPU that copy is dominated by two costs, and this module cuts both:
 * the interleave itself: each row's feature bytes are moved as one wide element (a float32
   ``[4]`` row as one 16-byte element), several times faster than element by element.
 
-The result is the same plain, contiguous ``TensorDict`` as ``torch.stack(steps, dim)``; anything
-this path does not handle (lazy stacks, non-tensor leaves, mismatched steps, leaves that require
-grad, other devices, small outputs) goes through ``torch.stack`` unchanged.
+The result is the same plain, contiguous ``TensorDict`` as ``torch.stack(steps, dim)`` (the
+reference). The backend is chosen by :func:`gpusim.kernels._dispatch.select` (table key
+``"rollout_stack"``: CPU outputs from a threshold on their bytes); anything the CPU path does not handle (lazy
+stacks, non-tensor leaves, mismatched steps, leaves that require grad) goes through
+``torch.stack`` unchanged.
 
 Examples:
     >>> import torch
@@ -31,12 +33,13 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._rollout_cache import rollout_empty
+from gpusim.kernels._dispatch import select, threshold
 from gpusim.kernels._wide import as_wide
 
-__all__ = ["stack_steps", "MIN_FAST_BYTES"]
+__all__ = ["stack_steps", "stack_steps_cpu", "stack_steps_reference", "MIN_FAST_BYTES"]
 
-MIN_FAST_BYTES = 8 << 20
-"""Outputs smaller than this are stacked by ``torch.stack``."""
+MIN_FAST_BYTES = threshold("rollout_stack")
+"""Outputs smaller than this are stacked by ``torch.stack`` (``BACKEND_TABLE["rollout_stack"]``)."""
 
 
 class _Fallback(Exception):
@@ -83,9 +86,44 @@ def _output_bytes(td: TensorDictBase, steps: int) -> int:
     return total * steps
 
 
+def stack_steps_reference(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:
+    """``torch.stack(steps, dim)``: the reference of :func:`stack_steps`.
+
+    Examples:
+        >>> steps = [TensorDict({"x": torch.zeros(3)}, [3]) for _ in range(2)]
+        >>> stack_steps_reference(steps, 0).shape
+        torch.Size([2, 3])
+    """
+    return torch.stack(list(steps), dim)
+
+
+def stack_steps_cpu(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:
+    """The eager-CPU stack: output leaves from the rollout buffer cache, filled by wide-element
+    interleaves; same result as :func:`stack_steps_reference`, to which steps this path does not
+    handle (lazy stacks, non-tensor leaves, mismatched steps, leaves that require grad) go.
+
+    Examples:
+        >>> steps = [TensorDict({"x": torch.full((3,), float(t))}, [3]) for t in range(2)]
+        >>> stack_steps_cpu(steps, 1)["x"][0].tolist()
+        [0.0, 1.0]
+    """
+    first = steps[0]
+    keys = set(first.keys(True, True))
+    if any(set(td.keys(True, True)) != keys for td in steps):
+        return stack_steps_reference(steps, dim)  # tensordict's own result or error
+    try:
+        out = _allocate_like(first, dim, len(steps))
+        for key, dest in out.items(True, True):
+            _stack_leaf([td.get(key) for td in steps], dim, dest)
+    except (_Fallback, KeyError, RuntimeError, TypeError):
+        # mismatched or unusual steps: torch.stack gives the result, or tensordict's own error
+        return stack_steps_reference(steps, dim)
+    return out
+
+
 def stack_steps(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:
     """``torch.stack(steps, dim)``, with cached output buffers and a wide-element interleave for
-    large CPU rollouts.
+    large CPU rollouts (:func:`stack_steps_cpu`, from ``threshold("rollout_stack")`` bytes).
 
     Args:
         steps: the per-step tensordicts (same keys, shapes and dtypes).
@@ -99,21 +137,8 @@ def stack_steps(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:
         >>> stack_steps(steps, 1).shape
         torch.Size([3, 2])
     """
-    first = steps[0]
-    if (
-        first.device is None
-        or first.device.type != "cpu"
-        or _output_bytes(first, len(steps)) < MIN_FAST_BYTES
-    ):
-        return torch.stack(list(steps), dim)
-    keys = set(first.keys(True, True))
-    if any(set(td.keys(True, True)) != keys for td in steps):
-        return torch.stack(list(steps), dim)  # tensordict's own result or error
-    try:
-        out = _allocate_like(first, dim, len(steps))
-        for key, dest in out.items(True, True):
-            _stack_leaf([td.get(key) for td in steps], dim, dest)
-    except (_Fallback, KeyError, RuntimeError, TypeError):
-        # mismatched or unusual steps: torch.stack gives the result, or tensordict's own error
-        return torch.stack(list(steps), dim)
-    return out
+    device = steps[0].device
+    size = _output_bytes(steps[0], len(steps)) if device is not None and device.type == "cpu" else 0
+    if select("rollout_stack", device, size) == "cpu":
+        return stack_steps_cpu(steps, dim)
+    return stack_steps_reference(steps, dim)

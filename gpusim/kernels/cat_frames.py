@@ -7,8 +7,11 @@ reset rows are refilled: ``padding="same"`` repeats ``frame`` ``N`` times, ``"co
 buffer (the transform's observation), so stored rollout data never aliases the buffer.
 
 The Triton kernel lives in :mod:`gpusim.kernels.cat_frames_triton` (imported only when a CUDA
-tensor needs it); this module holds the torch reference, the dispatch and the ``torch.library``
-registration (``torch.ops.gpusim.cat_frames_update``).
+tensor needs it); this module holds the torch reference, the eager-CPU block-shift path and the
+op-table row (:mod:`gpusim.kernels._registry`) that builds the public function and
+``torch.ops.gpusim.cat_frames_update``. The backend is chosen by
+:func:`gpusim.kernels._dispatch.select` (table key ``"cat_frames_update"``: the CPU path from a
+threshold on the buffer's elements).
 
 Examples:
     >>> import torch
@@ -25,13 +28,61 @@ from typing import Optional
 import torch
 
 from gpusim.kernels._checks import check_cat_frames_args
-from gpusim.kernels._dispatch import use_triton_kernel
+from gpusim.kernels._dispatch import threshold
+from gpusim.kernels._registry import kernel_op
 from gpusim.kernels._wide import as_wide
 
 __all__ = ["cat_frames_update", "cat_frames_update_reference", "cat_frames_update_cpu", "refill_rows_cpu_"]
 
-CPU_PATH_MIN_NUMEL = 8192
-"""Smaller buffers take the reference (fewer ops; per-op cost dominates at that size)."""
+CPU_PATH_MIN_NUMEL = threshold("cat_frames_update")
+"""Smaller buffers take the reference (fewer ops; per-op cost dominates at that size):
+``BACKEND_TABLE["cat_frames_update"]``, kept here for older callers."""
+
+
+def cat_frames_update_reference(
+    buffer: torch.Tensor,
+    frame: torch.Tensor,
+    reset_mask: Optional[torch.Tensor],
+    dim: int,
+    padding: str = "same",
+    padding_value: float = 0.0,
+) -> torch.Tensor:
+    """Pure-torch CatFrames update (same contract as :func:`cat_frames_update`).
+
+    Args:
+        buffer: the last ``N`` frames concatenated along ``dim``; updated in place.
+        frame: the newest frame ``(*batch, *feature)``.
+        reset_mask: bool mask over the frame's batch dims (rows to refill), or ``None``.
+        dim: negative concatenation dim, relative to the frame's trailing dims.
+        padding: ``"same"`` or ``"constant"``.
+        padding_value: padding for ``padding="constant"``.
+
+    Returns:
+        A fresh tensor equal to the updated buffer.
+
+    Examples:
+        >>> buf = torch.zeros(2, 2)
+        >>> cat_frames_update_reference(buf, torch.ones(2, 1), torch.tensor([False, True]), -1,
+        ...                             "constant", -1.0)
+        tensor([[ 0.,  1.],
+                [-1.,  1.]])
+    """
+    n = check_cat_frames_args(buffer, frame, reset_mask, dim, padding, padding_value)
+    length = frame.shape[dim]
+    shifted = torch.cat([buffer.narrow(dim, length, (n - 1) * length), frame], dim)
+    if reset_mask is not None:
+        if padding == "same":
+            refill = torch.cat([frame] * n, dim)
+        else:
+            pad_shape = list(frame.shape)
+            pad_shape[dim] = (n - 1) * length
+            pad = torch.full(pad_shape, padding_value, dtype=frame.dtype, device=frame.device)
+            refill = torch.cat([pad, frame], dim)
+        m = reset_mask.reshape(tuple(reset_mask.shape) + (1,) * (frame.ndim - reset_mask.ndim))
+        shifted = torch.where(m, refill, shifted)
+    buffer.copy_(shifted)
+    return shifted
+
 
 def refill_rows_cpu_(
     buffer: torch.Tensor,
@@ -112,7 +163,10 @@ def cat_frames_update_cpu(
     return out
 
 
-def cat_frames_update_reference(
+# --- op table: public function and torch.ops.gpusim.cat_frames_update ---------------------------
+
+
+def _cat_frames_update_fake(
     buffer: torch.Tensor,
     frame: torch.Tensor,
     reset_mask: Optional[torch.Tensor],
@@ -120,43 +174,19 @@ def cat_frames_update_reference(
     padding: str = "same",
     padding_value: float = 0.0,
 ) -> torch.Tensor:
-    """Pure-torch CatFrames update (same contract as :func:`cat_frames_update`).
-
-    Args:
-        buffer: the last ``N`` frames concatenated along ``dim``; updated in place.
-        frame: the newest frame ``(*batch, *feature)``.
-        reset_mask: bool mask over the frame's batch dims (rows to refill), or ``None``.
-        dim: negative concatenation dim, relative to the frame's trailing dims.
-        padding: ``"same"`` or ``"constant"``.
-        padding_value: padding for ``padding="constant"``.
-
-    Returns:
-        A fresh tensor equal to the updated buffer.
-
-    Examples:
-        >>> buf = torch.zeros(2, 2)
-        >>> cat_frames_update_reference(buf, torch.ones(2, 1), torch.tensor([False, True]), -1,
-        ...                             "constant", -1.0)
-        tensor([[ 0.,  1.],
-                [-1.,  1.]])
-    """
-    n = check_cat_frames_args(buffer, frame, reset_mask, dim, padding, padding_value)
-    length = frame.shape[dim]
-    shifted = torch.cat([buffer.narrow(dim, length, (n - 1) * length), frame], dim)
-    if reset_mask is not None:
-        if padding == "same":
-            refill = torch.cat([frame] * n, dim)
-        else:
-            pad_shape = list(frame.shape)
-            pad_shape[dim] = (n - 1) * length
-            pad = torch.full(pad_shape, padding_value, dtype=frame.dtype, device=frame.device)
-            refill = torch.cat([pad, frame], dim)
-        m = reset_mask.reshape(tuple(reset_mask.shape) + (1,) * (frame.ndim - reset_mask.ndim))
-        shifted = torch.where(m, refill, shifted)
-    buffer.copy_(shifted)
-    return shifted
+    check_cat_frames_args(buffer, frame, reset_mask, dim, padding, padding_value)
+    return torch.empty(buffer.shape, dtype=buffer.dtype, device=buffer.device)
 
 
+@kernel_op(
+    "cat_frames_update",
+    "cat_frames_update",
+    reference=cat_frames_update_reference,
+    cpu=cat_frames_update_cpu,
+    triton="gpusim.kernels.cat_frames_triton:cat_frames_update_triton",
+    fake=_cat_frames_update_fake,
+    mutates_args=("buffer",),
+)
 def cat_frames_update(
     buffer: torch.Tensor,
     frame: torch.Tensor,
@@ -168,7 +198,8 @@ def cat_frames_update(
     """Shift ``frame`` into the CatFrames ``buffer`` in place; refill reset rows.
 
     On CUDA (eager, Triton installed) one launch updates the buffer and writes the returned
-    copy; elsewhere (CPU, ``torch.compile``) the torch reference runs.
+    copy; on eager CPU from ``threshold("cat_frames_update")`` buffer elements, block copies of
+    whole frames; elsewhere (small CPU buffers, ``torch.compile``) the torch reference. Same results on every path.
 
     Args:
         buffer: the last ``N`` frames concatenated along ``dim``
@@ -196,46 +227,3 @@ def cat_frames_update(
         tensor([[1., 1., 1.],
                 [0., 0., 1.]])
     """
-    if use_triton_kernel(buffer.device):
-        from gpusim.kernels.cat_frames_triton import cat_frames_update_triton
-
-        return cat_frames_update_triton(buffer, frame, reset_mask, dim, padding, padding_value)
-    if buffer.device.type == "cpu" and buffer.numel() >= CPU_PATH_MIN_NUMEL and not torch.compiler.is_compiling():
-        return cat_frames_update_cpu(buffer, frame, reset_mask, dim, padding, padding_value)
-    return cat_frames_update_reference(buffer, frame, reset_mask, dim, padding, padding_value)
-
-
-# --- torch.library registration ---------------------------------------------------------------
-
-
-@torch.library.custom_op("gpusim::cat_frames_update", mutates_args=("buffer",))
-def _cat_frames_update_op(
-    buffer: torch.Tensor,
-    frame: torch.Tensor,
-    reset_mask: Optional[torch.Tensor],
-    dim: int,
-    padding: str,
-    padding_value: float,
-) -> torch.Tensor:
-    """``torch.ops.gpusim.cat_frames_update``: Triton on CUDA, the reference elsewhere."""
-    if buffer.device.type == "cuda":
-        from gpusim.kernels._dispatch import triton_available
-
-        if triton_available():
-            from gpusim.kernels.cat_frames_triton import cat_frames_update_triton
-
-            return cat_frames_update_triton(buffer, frame, reset_mask, dim, padding, padding_value)
-    return cat_frames_update_reference(buffer, frame, reset_mask, dim, padding, padding_value)
-
-
-@_cat_frames_update_op.register_fake
-def _cat_frames_update_fake(
-    buffer: torch.Tensor,
-    frame: torch.Tensor,
-    reset_mask: Optional[torch.Tensor],
-    dim: int,
-    padding: str,
-    padding_value: float,
-) -> torch.Tensor:
-    check_cat_frames_args(buffer, frame, reset_mask, dim, padding, padding_value)
-    return torch.empty(buffer.shape, dtype=buffer.dtype, device=buffer.device)

@@ -3,9 +3,11 @@
 This is the partial-reset and ``step_and_maybe_reset`` merge: for every leaf of a tensordict, the
 rows whose (batch) mask is True take the reset value, the others keep the current value. The
 Triton kernel and its host wrapper live in :mod:`gpusim.kernels.masked_merge_triton` (imported
-only when a CUDA tensor needs it); this module holds the pure-torch reference, the dispatch and
-the ``torch.library`` registration (``torch.ops.gpusim.masked_merge`` and
-``torch.ops.gpusim.masked_fill_rows_``).
+only when a CUDA tensor needs it); this module holds the pure-torch references, the eager-CPU
+row-scatter paths and the op-table rows (:mod:`gpusim.kernels._registry`) that build the public
+functions and ``torch.ops.gpusim.masked_merge`` / ``torch.ops.gpusim.masked_fill_rows_``. The
+backend is chosen by :func:`gpusim.kernels._dispatch.select` (table keys ``"masked_merge"`` and
+``"masked_fill_rows"``: the CPU row paths from a threshold on the elements of the largest leaf).
 
 Examples:
     >>> import torch
@@ -20,7 +22,8 @@ from collections.abc import Sequence
 import torch
 
 from gpusim.kernels._checks import check_merge_args
-from gpusim.kernels._dispatch import use_triton_kernel
+from gpusim.kernels._dispatch import threshold
+from gpusim.kernels._registry import kernel_op, largest_leaf, leaves_device
 
 __all__ = [
     "masked_merge",
@@ -36,17 +39,9 @@ __all__ = [
 # Reading the mask on the host is free on CPU (no device to wait for).
 
 
-CPU_ROWS_MIN_NUMEL = 8192
-"""Below this many elements per leaf, one ``torch.where`` is cheaper than the row path's few ops."""
-
-
-def _use_cpu_rows(leaves: Sequence[torch.Tensor]) -> bool:
-    return (
-        len(leaves) > 0
-        and leaves[0].device.type == "cpu"
-        and not torch.compiler.is_compiling()
-        and max(t.numel() for t in leaves) >= CPU_ROWS_MIN_NUMEL
-    )
+CPU_ROWS_MIN_NUMEL = threshold("masked_merge")
+"""Below this many elements in the largest leaf, one ``torch.where`` is cheaper than the row
+path's few ops (``BACKEND_TABLE["masked_merge"]``, kept here for older callers)."""
 
 
 def _selected_rows(mask: torch.Tensor, cache: dict) -> torch.Tensor:
@@ -172,13 +167,42 @@ def masked_fill_rows_cpu_rows_(
             _as_rows(d, m.numel()).index_copy_(0, rows, _as_rows(s, m.numel()).index_select(0, rows))
 
 
+
+# --- op table: public functions and torch.ops.gpusim.* ----------------------------------------
+
+
+def _masked_merge_fake(
+    new: list[torch.Tensor], old: list[torch.Tensor], masks: list[torch.Tensor]
+) -> list[torch.Tensor]:
+    check_merge_args(new, old, masks)
+    return [torch.empty(n.shape, dtype=n.dtype, device=n.device) for n in new]
+
+
+def _masked_fill_rows_fake(
+    dst: list[torch.Tensor], src: list[torch.Tensor], masks: list[torch.Tensor]
+) -> None:
+    check_merge_args(src, dst, masks)
+
+
+@kernel_op(
+    "masked_merge",
+    "masked_merge",
+    reference=masked_merge_reference,
+    cpu=masked_merge_cpu_rows,
+    triton="gpusim.kernels.masked_merge_triton:masked_merge_triton",
+    fake=_masked_merge_fake,
+    device=leaves_device,
+    size=largest_leaf,
+)
 def masked_merge(
     new: Sequence[torch.Tensor], old: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]
 ) -> list[torch.Tensor]:
     """Merge many leaves by row masks: ``out[i] = where(masks[i], new[i], old[i])``.
 
     On CUDA (eager, Triton installed) all leaves are merged by ONE kernel launch, whatever their
-    dtypes; elsewhere (CPU, ``torch.compile``) the torch reference runs, which Inductor fuses.
+    dtypes; on eager CPU from ``threshold("masked_merge")`` elements in the largest leaf, a copy
+    of ``old`` with the selected rows scattered in; elsewhere (small CPU inputs, ``torch.compile``) the torch
+    reference, which Inductor fuses. Same results on every path.
 
     Args:
         new: values taken where the mask is True (any dtype).
@@ -200,26 +224,36 @@ def masked_merge(
         >>> masked_merge(new, old, [m, m])[1]
         tensor([7, 0, 7])
     """
-    if len(new) and use_triton_kernel(new[0].device):
-        from gpusim.kernels.masked_merge_triton import masked_merge_triton
-
-        return masked_merge_triton(new, old, masks)
-    if _use_cpu_rows(new):
-        return masked_merge_cpu_rows(new, old, masks)
-    return masked_merge_reference(new, old, masks)
 
 
+@kernel_op(
+    "masked_fill_rows_",
+    "masked_fill_rows",
+    reference=masked_fill_rows_reference_,
+    cpu=masked_fill_rows_cpu_rows_,
+    triton="gpusim.kernels.masked_merge_triton:masked_fill_rows_triton_",
+    fake=_masked_fill_rows_fake,
+    mutates_args=("dst",),
+    device=leaves_device,
+    size=largest_leaf,
+)
 def masked_fill_rows_(
     dst: Sequence[torch.Tensor], src: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]
 ) -> None:
     """In-place masked row fill: ``dst[i][masks[i]] = src[i][masks[i]]`` for every leaf.
 
-    On CUDA (eager, Triton installed) one launch reads and writes only the selected rows.
+    On CUDA (eager, Triton installed) one launch reads and writes only the selected rows; on
+    eager CPU from ``threshold("masked_fill_rows")`` elements in the largest leaf, one row
+    gather/scatter per leaf; elsewhere the torch reference.
 
     Args:
         dst: tensors updated in place.
         src: values copied into the rows whose mask is True (same shape and dtype as ``dst``).
         masks: bool masks whose shape is a prefix of the leaf's shape.
+
+    Raises:
+        ValueError: mismatched lengths, shapes or devices.
+        TypeError: mismatched dtypes or non-bool masks.
 
     Examples:
         >>> dst = [torch.zeros(3, 2)]
@@ -227,63 +261,3 @@ def masked_fill_rows_(
         >>> dst[0][:, 0]
         tensor([0., 1., 0.])
     """
-    if len(dst) and use_triton_kernel(dst[0].device):
-        from gpusim.kernels.masked_merge_triton import masked_fill_rows_triton_
-
-        masked_fill_rows_triton_(dst, src, masks)
-        return
-    if _use_cpu_rows(dst):
-        masked_fill_rows_cpu_rows_(dst, src, masks)
-        return
-    masked_fill_rows_reference_(dst, src, masks)
-
-
-# --- torch.library registration ---------------------------------------------------------------
-
-
-@torch.library.custom_op("gpusim::masked_merge", mutates_args=())
-def _masked_merge_op(
-    new: list[torch.Tensor], old: list[torch.Tensor], masks: list[torch.Tensor]
-) -> list[torch.Tensor]:
-    """``torch.ops.gpusim.masked_merge``: the Triton kernel on CUDA, the reference elsewhere."""
-    if len(new) and new[0].device.type == "cuda":
-        from gpusim.kernels._dispatch import triton_available
-
-        if triton_available():
-            from gpusim.kernels.masked_merge_triton import masked_merge_triton
-
-            return masked_merge_triton(new, old, masks)
-    if _use_cpu_rows(new):
-        return masked_merge_cpu_rows(new, old, masks)
-    return masked_merge_reference(new, old, masks)
-
-
-@_masked_merge_op.register_fake
-def _masked_merge_fake(
-    new: list[torch.Tensor], old: list[torch.Tensor], masks: list[torch.Tensor]
-) -> list[torch.Tensor]:
-    check_merge_args(new, old, masks)
-    return [torch.empty(n.shape, dtype=n.dtype, device=n.device) for n in new]
-
-
-@torch.library.custom_op("gpusim::masked_fill_rows_", mutates_args=("dst",))
-def _masked_fill_rows_op(
-    dst: list[torch.Tensor], src: list[torch.Tensor], masks: list[torch.Tensor]
-) -> None:
-    """``torch.ops.gpusim.masked_fill_rows_``: Triton on CUDA, the reference elsewhere."""
-    if len(dst) and dst[0].device.type == "cuda":
-        from gpusim.kernels._dispatch import triton_available
-
-        if triton_available():
-            from gpusim.kernels.masked_merge_triton import masked_fill_rows_triton_
-
-            masked_fill_rows_triton_(dst, src, masks)
-            return
-    masked_fill_rows_reference_(dst, src, masks)
-
-
-@_masked_fill_rows_op.register_fake
-def _masked_fill_rows_fake(
-    dst: list[torch.Tensor], src: list[torch.Tensor], masks: list[torch.Tensor]
-) -> None:
-    check_merge_args(src, dst, masks)

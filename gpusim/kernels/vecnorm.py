@@ -13,9 +13,11 @@ With ``decay=1.0`` this is the exact running mean and biased standard deviation 
 seen. Accumulation is float32, or float64 when the statistics are float64.
 
 The Triton kernels live in :mod:`gpusim.kernels.vecnorm_triton` (imported only when a CUDA
-tensor needs them; update + normalize is two launches); this module holds the torch references,
-the dispatch and the ``torch.library`` registration (``torch.ops.gpusim.vecnorm_update_``,
-``vecnorm_normalize``, ``vecnorm_update_normalize_``).
+tensor needs them; update + normalize is two launches; that module does not import this one);
+this module holds the torch references, the eager-CPU paths (in-place sums, one allocation per
+call) and the op-table rows (:mod:`gpusim.kernels._registry`) that build the public functions
+and ``torch.ops.gpusim.vecnorm_update_``, ``vecnorm_normalize``, ``vecnorm_update_normalize_``.
+The backend is chosen by :func:`gpusim.kernels._dispatch.select` (table key ``"vecnorm"``).
 
 Examples:
     >>> import torch
@@ -31,7 +33,7 @@ Examples:
 import torch
 
 from gpusim.kernels._checks import check_vecnorm_args
-from gpusim.kernels._dispatch import use_triton_kernel
+from gpusim.kernels._registry import kernel_op
 
 __all__ = [
     "vecnorm_update_",
@@ -40,6 +42,9 @@ __all__ = [
     "vecnorm_update_reference_",
     "vecnorm_normalize_reference",
     "vecnorm_update_normalize_reference_",
+    "vecnorm_update_cpu_",
+    "vecnorm_normalize_cpu",
+    "vecnorm_update_normalize_cpu_",
 ]
 
 
@@ -158,6 +163,181 @@ def vecnorm_update_normalize_reference_(
     return vecnorm_normalize_reference(x, loc_sum, sq_sum, count, eps)
 
 
+# --- eager-CPU paths: the same arithmetic in place, one allocation per call -------------------
+# On the CPU, fresh tensors of the size of the batch cost page faults that dominate these
+# memory-bound ops: the sums are updated in place and one tensor shaped like ``x`` serves as the
+# scratch for ``x * x`` and then as the output.
+
+
+def _cpu_applies(x: torch.Tensor, loc_sum: torch.Tensor, count: torch.Tensor) -> bool:
+    """Whether the in-place arithmetic equals the reference's bit for bit: ``x`` and the
+    statistics share the accumulation dtype (float32 or float64) and ``x`` needs no gradient
+    (``out=`` ops do not record one)."""
+    return (
+        x.dtype == loc_sum.dtype == count.dtype
+        and loc_sum.dtype in (torch.float32, torch.float64)
+        and not x.requires_grad
+    )
+
+
+def _update_into_(
+    x: torch.Tensor,
+    loc_sum: torch.Tensor,
+    sq_sum: torch.Tensor,
+    count: torch.Tensor,
+    decay: float,
+    batch_ndim: int,
+    scratch: torch.Tensor,
+) -> None:
+    """The reference's update in place; ``scratch`` (shaped like ``x``) receives ``x * x``."""
+    dims = tuple(range(batch_ndim))
+    torch.mul(x, x, out=scratch)
+    n_rows = 1
+    for s in x.shape[:batch_ndim]:
+        n_rows *= s
+    loc_sum.mul_(decay).add_(x.sum(dims) if dims else x)
+    sq_sum.mul_(decay).add_(scratch.sum(dims) if dims else scratch)
+    count.mul_(decay).add_(n_rows)
+
+
+def _normalize_into(
+    x: torch.Tensor,
+    loc_sum: torch.Tensor,
+    sq_sum: torch.Tensor,
+    count: torch.Tensor,
+    eps: float,
+    out: torch.Tensor,
+) -> torch.Tensor:
+    """The reference's normalization written into ``out`` (shaped like ``x``)."""
+    c = count.reshape(())
+    mean = loc_sum / c
+    std = (sq_sum / c - mean * mean).clamp_min(eps).sqrt()
+    torch.sub(x, mean, out=out)
+    return out.div_(std)
+
+
+def vecnorm_update_cpu_(
+    x: torch.Tensor,
+    loc_sum: torch.Tensor,
+    sq_sum: torch.Tensor,
+    count: torch.Tensor,
+    decay: float,
+    batch_ndim: int,
+) -> None:
+    """Eager-CPU :func:`vecnorm_update_reference_` (same results): the sums are updated in place.
+
+    Inputs whose dtypes differ from the statistics', or that require grad, go to the reference.
+
+    Examples:
+        >>> loc, sq, cnt = torch.zeros(1), torch.zeros(1), torch.zeros(())
+        >>> vecnorm_update_cpu_(torch.tensor([[1.0], [3.0]]), loc, sq, cnt, 1.0, 1)
+        >>> loc, sq, cnt
+        (tensor([4.]), tensor([10.]), tensor(2.))
+    """
+    check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
+    if not _cpu_applies(x, loc_sum, count):
+        vecnorm_update_reference_(x, loc_sum, sq_sum, count, decay, batch_ndim)
+        return
+    _update_into_(x, loc_sum, sq_sum, count, decay, batch_ndim, torch.empty_like(x))
+
+
+def vecnorm_normalize_cpu(
+    x: torch.Tensor,
+    loc_sum: torch.Tensor,
+    sq_sum: torch.Tensor,
+    count: torch.Tensor,
+    eps: float,
+) -> torch.Tensor:
+    """Eager-CPU :func:`vecnorm_normalize_reference` (same results) with one allocation.
+
+    Inputs whose dtypes differ from the statistics', or that require grad, go to the reference.
+
+    Examples:
+        >>> vecnorm_normalize_cpu(torch.tensor([3.0]), torch.tensor([2.0]),
+        ...                       torch.tensor([10.0]), torch.tensor(2.0), 1e-4)
+        tensor([1.])
+    """
+    check_vecnorm_args(x, loc_sum, sq_sum, count)
+    if not _cpu_applies(x, loc_sum, count):
+        return vecnorm_normalize_reference(x, loc_sum, sq_sum, count, eps)
+    return _normalize_into(x, loc_sum, sq_sum, count, eps, torch.empty_like(x))
+
+
+def vecnorm_update_normalize_cpu_(
+    x: torch.Tensor,
+    loc_sum: torch.Tensor,
+    sq_sum: torch.Tensor,
+    count: torch.Tensor,
+    decay: float,
+    eps: float,
+    batch_ndim: int,
+) -> torch.Tensor:
+    """Eager-CPU :func:`vecnorm_update_normalize_reference_` (same results) with one allocation:
+    the output, which first serves as the scratch for ``x * x``.
+
+    Inputs whose dtypes differ from the statistics', or that require grad, go to the reference.
+
+    Examples:
+        >>> loc, sq, cnt = torch.zeros(1), torch.zeros(1), torch.zeros(())
+        >>> vecnorm_update_normalize_cpu_(torch.tensor([[1.0], [3.0]]), loc, sq, cnt, 1.0, 1e-4, 1)
+        tensor([[-1.],
+                [ 1.]])
+    """
+    check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
+    if not _cpu_applies(x, loc_sum, count):
+        return vecnorm_update_normalize_reference_(x, loc_sum, sq_sum, count, decay, eps, batch_ndim)
+    out = torch.empty_like(x)
+    _update_into_(x, loc_sum, sq_sum, count, decay, batch_ndim, out)
+    return _normalize_into(x, loc_sum, sq_sum, count, eps, out)
+
+
+# --- op table: public functions and torch.ops.gpusim.vecnorm_* ------------------------------
+
+
+def _vecnorm_update_fake(
+    x: torch.Tensor,
+    loc_sum: torch.Tensor,
+    sq_sum: torch.Tensor,
+    count: torch.Tensor,
+    decay: float,
+    batch_ndim: int,
+) -> None:
+    check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
+
+
+def _vecnorm_normalize_fake(
+    x: torch.Tensor, loc_sum: torch.Tensor, sq_sum: torch.Tensor, count: torch.Tensor, eps: float
+) -> torch.Tensor:
+    check_vecnorm_args(x, loc_sum, sq_sum, count)
+    return torch.empty(x.shape, dtype=_out_dtype(x, loc_sum), device=x.device)
+
+
+def _vecnorm_update_normalize_fake(
+    x: torch.Tensor,
+    loc_sum: torch.Tensor,
+    sq_sum: torch.Tensor,
+    count: torch.Tensor,
+    decay: float,
+    eps: float,
+    batch_ndim: int,
+) -> torch.Tensor:
+    check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
+    return torch.empty(x.shape, dtype=_out_dtype(x, loc_sum), device=x.device)
+
+
+_STATS = ("loc_sum", "sq_sum", "count")
+_TRITON = "gpusim.kernels.vecnorm_triton:"
+
+
+@kernel_op(
+    "vecnorm_update_",
+    "vecnorm",
+    reference=vecnorm_update_reference_,
+    cpu=vecnorm_update_cpu_,
+    triton=_TRITON + "vecnorm_update_triton_",
+    fake=_vecnorm_update_fake,
+    mutates_args=_STATS,
+)
 def vecnorm_update_(
     x: torch.Tensor,
     loc_sum: torch.Tensor,
@@ -169,7 +349,8 @@ def vecnorm_update_(
     """Update the VecNorm sums in place with a new batch ``x``.
 
     ``loc_sum = decay*loc_sum + x.sum(batch)``, ``sq_sum = decay*sq_sum + (x**2).sum(batch)``,
-    ``count = decay*count + n_rows``. On CUDA (eager, Triton installed): two launches, no atomics.
+    ``count = decay*count + n_rows``. On CUDA (eager, Triton installed): two launches, no atomics;
+    on eager CPU: in-place sums (:func:`vecnorm_update_cpu_`); compiled: the torch reference.
 
     Args:
         x: data ``(*batch, *feature)``.
@@ -189,14 +370,16 @@ def vecnorm_update_(
         >>> loc, cnt
         (tensor([4., 4.]), tensor(4.))
     """
-    if use_triton_kernel(x.device):
-        from gpusim.kernels.vecnorm_triton import vecnorm_update_triton_
-
-        vecnorm_update_triton_(x, loc_sum, sq_sum, count, decay, batch_ndim)
-        return
-    vecnorm_update_reference_(x, loc_sum, sq_sum, count, decay, batch_ndim)
 
 
+@kernel_op(
+    "vecnorm_normalize",
+    "vecnorm",
+    reference=vecnorm_normalize_reference,
+    cpu=vecnorm_normalize_cpu,
+    triton=_TRITON + "vecnorm_normalize_triton",
+    fake=_vecnorm_normalize_fake,
+)
 def vecnorm_normalize(
     x: torch.Tensor,
     loc_sum: torch.Tensor,
@@ -205,6 +388,9 @@ def vecnorm_normalize(
     eps: float,
 ) -> torch.Tensor:
     """Normalize ``x`` with the VecNorm sums: ``(x - mean) / sqrt(max(var, eps))``.
+
+    On CUDA (eager, Triton installed): one launch; on eager CPU: one allocation
+    (:func:`vecnorm_normalize_cpu`); compiled: the torch reference.
 
     Args:
         x: data ``(*batch, *feature)``; the feature shape is ``loc_sum.shape``.
@@ -216,18 +402,26 @@ def vecnorm_normalize(
     Returns:
         A fresh tensor of dtype ``torch.promote_types(x.dtype, loc_sum.dtype)``.
 
+    Raises:
+        ValueError: shapes or devices disagree.
+        TypeError: statistics are not floating point.
+
     Examples:
         >>> vecnorm_normalize(torch.tensor([[3.0]]), torch.tensor([2.0]), torch.tensor([10.0]),
         ...                   torch.tensor(2.0), 1e-4)
         tensor([[1.]])
     """
-    if use_triton_kernel(x.device):
-        from gpusim.kernels.vecnorm_triton import vecnorm_normalize_triton
-
-        return vecnorm_normalize_triton(x, loc_sum, sq_sum, count, eps)
-    return vecnorm_normalize_reference(x, loc_sum, sq_sum, count, eps)
 
 
+@kernel_op(
+    "vecnorm_update_normalize_",
+    "vecnorm",
+    reference=vecnorm_update_normalize_reference_,
+    cpu=vecnorm_update_normalize_cpu_,
+    triton=_TRITON + "vecnorm_update_normalize_triton_",
+    fake=_vecnorm_update_normalize_fake,
+    mutates_args=_STATS,
+)
 def vecnorm_update_normalize_(
     x: torch.Tensor,
     loc_sum: torch.Tensor,
@@ -239,7 +433,8 @@ def vecnorm_update_normalize_(
 ) -> torch.Tensor:
     """Update the VecNorm sums with ``x``, then normalize ``x`` with the updated statistics.
 
-    On CUDA (eager, Triton installed): two launches in all.
+    On CUDA (eager, Triton installed): two launches in all; on eager CPU: in-place sums and one
+    allocation (:func:`vecnorm_update_normalize_cpu_`); compiled: the torch reference.
 
     Args:
         x: data ``(*batch, *feature)``.
@@ -253,96 +448,13 @@ def vecnorm_update_normalize_(
     Returns:
         ``x`` normalized with the updated statistics (a fresh tensor).
 
+    Raises:
+        ValueError: shapes or devices disagree.
+        TypeError: statistics are not floating point.
+
     Examples:
         >>> loc, sq, cnt = torch.zeros(1), torch.zeros(1), torch.zeros(())
         >>> vecnorm_update_normalize_(torch.tensor([[0.0], [2.0]]), loc, sq, cnt, 1.0, 1e-4, 1)
         tensor([[-1.],
                 [ 1.]])
     """
-    if use_triton_kernel(x.device):
-        from gpusim.kernels.vecnorm_triton import vecnorm_update_normalize_triton_
-
-        return vecnorm_update_normalize_triton_(x, loc_sum, sq_sum, count, decay, eps, batch_ndim)
-    return vecnorm_update_normalize_reference_(x, loc_sum, sq_sum, count, decay, eps, batch_ndim)
-
-
-# --- torch.library registration ---------------------------------------------------------------
-
-
-def _kernel_ok(x: torch.Tensor) -> bool:
-    from gpusim.kernels._dispatch import triton_available
-
-    return x.device.type == "cuda" and triton_available()
-
-
-@torch.library.custom_op("gpusim::vecnorm_update_", mutates_args=("loc_sum", "sq_sum", "count"))
-def _vecnorm_update_op(
-    x: torch.Tensor,
-    loc_sum: torch.Tensor,
-    sq_sum: torch.Tensor,
-    count: torch.Tensor,
-    decay: float,
-    batch_ndim: int,
-) -> None:
-    """``torch.ops.gpusim.vecnorm_update_``: Triton on CUDA, the reference elsewhere."""
-    if _kernel_ok(x):
-        from gpusim.kernels.vecnorm_triton import vecnorm_update_triton_
-
-        vecnorm_update_triton_(x, loc_sum, sq_sum, count, decay, batch_ndim)
-        return
-    vecnorm_update_reference_(x, loc_sum, sq_sum, count, decay, batch_ndim)
-
-
-@_vecnorm_update_op.register_fake
-def _vecnorm_update_fake(x, loc_sum, sq_sum, count, decay, batch_ndim):  # noqa: ANN001, ANN202
-    check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
-
-
-@torch.library.custom_op("gpusim::vecnorm_normalize", mutates_args=())
-def _vecnorm_normalize_op(
-    x: torch.Tensor,
-    loc_sum: torch.Tensor,
-    sq_sum: torch.Tensor,
-    count: torch.Tensor,
-    eps: float,
-) -> torch.Tensor:
-    """``torch.ops.gpusim.vecnorm_normalize``: Triton on CUDA, the reference elsewhere."""
-    if _kernel_ok(x):
-        from gpusim.kernels.vecnorm_triton import vecnorm_normalize_triton
-
-        return vecnorm_normalize_triton(x, loc_sum, sq_sum, count, eps)
-    return vecnorm_normalize_reference(x, loc_sum, sq_sum, count, eps)
-
-
-@_vecnorm_normalize_op.register_fake
-def _vecnorm_normalize_fake(x, loc_sum, sq_sum, count, eps):  # noqa: ANN001, ANN202
-    check_vecnorm_args(x, loc_sum, sq_sum, count)
-    return torch.empty(x.shape, dtype=_out_dtype(x, loc_sum), device=x.device)
-
-
-@torch.library.custom_op(
-    "gpusim::vecnorm_update_normalize_", mutates_args=("loc_sum", "sq_sum", "count")
-)
-def _vecnorm_update_normalize_op(
-    x: torch.Tensor,
-    loc_sum: torch.Tensor,
-    sq_sum: torch.Tensor,
-    count: torch.Tensor,
-    decay: float,
-    eps: float,
-    batch_ndim: int,
-) -> torch.Tensor:
-    """``torch.ops.gpusim.vecnorm_update_normalize_``: Triton on CUDA, the reference elsewhere."""
-    if _kernel_ok(x):
-        from gpusim.kernels.vecnorm_triton import vecnorm_update_normalize_triton_
-
-        return vecnorm_update_normalize_triton_(x, loc_sum, sq_sum, count, decay, eps, batch_ndim)
-    return vecnorm_update_normalize_reference_(x, loc_sum, sq_sum, count, decay, eps, batch_ndim)
-
-
-@_vecnorm_update_normalize_op.register_fake
-def _vecnorm_update_normalize_fake(  # noqa: ANN202
-    x, loc_sum, sq_sum, count, decay, eps, batch_ndim  # noqa: ANN001
-):
-    check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
-    return torch.empty(x.shape, dtype=_out_dtype(x, loc_sum), device=x.device)

@@ -149,7 +149,7 @@ def _plan(x: torch.Tensor, loc_sum: torch.Tensor, batch_ndim: int) -> dict:
     feats = loc_sum.numel()
     block_f = min(next_pow2(feats), 128)
     block_r = max(1, min(next_pow2(max(rows, 1)), _TILE // block_f))
-    f_blocks = cdiv(feats, block_f)
+    f_blocks = max(1, cdiv(feats, block_f))  # one block even without features: it updates count
     p = max(1, min(cdiv(rows, block_r), _MAX_ROW_PROGRAMS, _MAX_PROGRAMS // f_blocks))
     acc = tl.float64 if loc_sum.dtype == torch.float64 else tl.float32
     acc_torch = torch.float64 if loc_sum.dtype == torch.float64 else torch.float32
@@ -191,24 +191,6 @@ def _out_dtype(x: torch.Tensor, loc_sum: torch.Tensor) -> torch.dtype:
     return torch.promote_types(x.dtype, loc_sum.dtype)
 
 
-def _run_reference(
-    x: torch.Tensor,
-    loc_sum: torch.Tensor,
-    sq_sum: torch.Tensor,
-    count: torch.Tensor,
-    decay: float | None,
-    eps: float | None,
-    batch_ndim: int,
-) -> torch.Tensor | None:
-    from gpusim.kernels import vecnorm as ref
-
-    if decay is not None:
-        ref.vecnorm_update_reference_(x, loc_sum, sq_sum, count, decay, batch_ndim)
-    if eps is not None:
-        return ref.vecnorm_normalize_reference(x, loc_sum, sq_sum, count, eps)
-    return None
-
-
 def _run(
     x: torch.Tensor,
     loc_sum: torch.Tensor,
@@ -220,8 +202,6 @@ def _run(
 ) -> torch.Tensor | None:
     """Update (``decay`` given) and/or normalize (``eps`` given) in at most two launches."""
     check_vecnorm_args(x, loc_sum, sq_sum, count, batch_ndim)
-    if loc_sum.numel() == 0:  # no features: nothing for a kernel to do
-        return _run_reference(x, loc_sum, sq_sum, count, decay, eps, batch_ndim)
     plan = _plan(x, loc_sum, batch_ndim)
     x2 = _flat(x)
     loc, sq, cnt = _flat(loc_sum), _flat(sq_sum), _flat(count)

@@ -6,7 +6,6 @@ Every ``rand`` is one to a few torch ops over the whole batch (no Python loop ov
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gpusim.kernels.categorical import categorical_rand
 from gpusim.specs.base import DEVICE_TYPING, TensorSpec, _to_tensor, as_size, make_device
 from gpusim.specs.spaces import BinaryBox, CategoricalBox, ContinuousBox, MultiCategoricalBox
 
@@ -112,36 +112,6 @@ def _rand_bits(full_shape: torch.Size, dtype: torch.dtype, device: torch.device)
     if dtype == torch.bool:
         return torch.rand(full_shape, device=device) < 0.5
     return torch.randint(0, 2, full_shape, dtype=dtype, device=device)
-
-
-@functools.cache
-def _bit_shifts(bits: int) -> torch.Tensor:
-    """The shifts that cut ``31 // bits`` fields of ``bits`` bits from a draw (a read-only constant)."""
-    return torch.arange(0, (31 // bits) * bits, bits, dtype=torch.int32)
-
-
-_PACKED_MIN_NUMEL = 32768  # below this, torch.randint is faster (fixed per-op costs)
-
-
-def _randint_packed(n: int, full_shape: torch.Size, dtype: torch.dtype) -> torch.Tensor | None:
-    """Uniform integers in ``[0, n)`` for a power-of-two ``n`` (eager CPU, large draws): several
-    values are cut from each 31-bit draw of torch's generator (e.g. 31 coin flips per draw for
-    ``n=2``). ``torch.randint`` spends one generator call per element; this spends one per 31
-    bits. Returns ``None`` when the shortcut does not apply."""
-    numel = full_shape.numel()
-    bits = n.bit_length() - 1
-    if (
-        numel < _PACKED_MIN_NUMEL
-        or n & (n - 1)
-        or not 1 <= bits <= 4
-        or dtype in (torch.bool, torch.uint8, torch.int8)
-        or torch.compiler.is_compiling()
-    ):
-        return None
-    per_draw = 31 // bits
-    draws = torch.empty(-(-numel // per_draw), dtype=torch.int32).random_()  # 31 uniform bits each
-    values = (draws.unsqueeze(-1) >> _bit_shifts(bits)).bitwise_and_(n - 1)
-    return values.view(-1)[:numel].reshape(full_shape).to(dtype)
 
 
 def _bad_msg(what: str, bad: torch.Tensor, val: torch.Tensor) -> str:
@@ -523,11 +493,7 @@ class Categorical(TensorSpec):
             if self.n == 1:
                 return torch.zeros(full_shape, dtype=torch.bool, device=self.device)
             return _rand_bits(full_shape, torch.bool, self.device)
-        if self.device.type == "cpu":
-            packed = _randint_packed(self.n, full_shape, self.dtype)
-            if packed is not None:
-                return packed
-        return torch.randint(0, self.n, full_shape, dtype=self.dtype, device=self.device)
+        return categorical_rand(self.n, full_shape, self.dtype, self.device)  # packed on large CPU draws
 
     def _invalid_reason(self, val: torch.Tensor) -> str | None:
         if val.dtype != torch.bool:

@@ -130,3 +130,25 @@ def test_repeated_rollouts_reuse_output_memory():
     third = env.rollout(40, break_when_any_done=False)
     assert rollout_cache_info()["free_buffers"] < before  # served from the dropped buffers
     assert third.batch_size == (20_000, 40)
+
+
+@pytest.mark.parametrize("shape, dtype", [((MIN_CACHED_BYTES - 1,), torch.uint8), ((MIN_CACHED_BYTES,), torch.uint8),
+                                          ((65536, 4), torch.float32), ((65535, 4), torch.float32)])  # fmt: skip
+def test_backend_at_the_threshold(shape, dtype):
+    """From ``threshold("rollout_cache")`` bytes the cache serves the request (the "cpu" backend),
+    below it ``torch.empty`` does (the reference); both are plain contiguous CPU tensors."""
+    from gpusim.kernels import force_backend, record_backends, threshold
+
+    assert MIN_CACHED_BYTES == threshold("rollout_cache")
+    cache = RolloutBufferCache(64 * MB)
+    nbytes = torch.Size(shape).numel() * dtype.itemsize
+    cached = nbytes >= MIN_CACHED_BYTES
+    with record_backends() as calls:
+        x = cache.empty(shape, dtype)
+    assert calls == [("rollout_cache", "cpu" if cached else "reference")]
+    assert cache.info()["buffers"] == int(cached)
+    assert x.shape == shape and x.dtype == dtype and x.is_contiguous() and x.device.type == "cpu"
+    x.copy_(torch.arange(x.numel()).reshape(shape).to(dtype))
+    assert torch.equal(x, torch.arange(x.numel()).reshape(shape).to(dtype))
+    with force_backend("reference"):  # forcing the reference bypasses the cache
+        assert cache.empty(shape, dtype).shape == shape and cache.info()["buffers"] == int(cached)

@@ -130,3 +130,40 @@ def test_leaves_requiring_grad_keep_autograd():
     out["logits"].sum().backward()
     assert w.grad is not None and w.grad.shape == (4,)
     assert torch.equal(out["obs"], torch.stack([s["obs"] for s in steps], 1))
+
+
+def _uint8_steps(n_steps: int, rows: int, width: int) -> list[TensorDict]:
+    gen = torch.Generator().manual_seed(rows)
+    return [TensorDict({"x": torch.randint(0, 255, (rows, width), generator=gen, dtype=torch.uint8)}, [rows],
+                       device="cpu") for _ in range(n_steps)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "n_steps, rows, width",
+    [(1, 47, 178481), (8, 65536, 16), (4, 65536, 64)],  # 8 MiB - 1 byte (47 * 178481), 8 MiB, 16 MiB
+)
+def test_backend_at_the_threshold(n_steps, rows, width):
+    """From ``threshold("rollout_stack")`` output bytes the CPU path stacks (recorded as the "cpu"
+    backend), one byte below ``torch.stack`` does; both equal ``torch.stack``."""
+    from gpusim.kernels import record_backends, threshold
+
+    assert MIN_FAST_BYTES == threshold("rollout_stack")
+    steps = _uint8_steps(n_steps, rows, width)
+    nbytes = n_steps * rows * width
+    with record_backends() as calls:
+        out = stack_steps(steps, 1)
+    assert calls[0] == ("rollout_stack", "cpu" if nbytes >= MIN_FAST_BYTES else "reference")
+    assert nbytes in (MIN_FAST_BYTES - 1, MIN_FAST_BYTES, 2 * MIN_FAST_BYTES)
+    ref = torch.stack(steps, 1)
+    assert out.batch_size == ref.batch_size and out["x"].is_contiguous()
+    assert torch.equal(out["x"], ref["x"])
+
+
+def test_forced_reference_is_torch_stack():
+    from gpusim.kernels import force_backend, record_backends
+
+    steps = _uint8_steps(8, 65536, 16)
+    with force_backend("reference"), record_backends() as calls:
+        out = stack_steps(steps, 1)
+    assert calls == [("rollout_stack", "reference")]
+    assert torch.equal(out["x"], torch.stack(steps, 1)["x"])

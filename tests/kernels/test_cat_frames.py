@@ -150,17 +150,16 @@ def test_cpu_path_noncontiguous_and_unaligned():
 
 
 @pytest.mark.parametrize("rows, expect_cpu_path", [(4, False), (2048, True)])
-def test_dispatch_cpu_path_by_size(rows, expect_cpu_path, monkeypatch):
-    import gpusim.kernels.cat_frames as mod
+def test_dispatch_cpu_path_by_size(rows, expect_cpu_path):
+    from gpusim.kernels import record_backends, threshold
 
-    calls = []
-    real = mod.cat_frames_update_cpu
-    monkeypatch.setattr(mod, "cat_frames_update_cpu", lambda *a: calls.append(1) or real(*a))
     buf = torch.zeros(rows, 6)
     mask = torch.zeros(rows, dtype=torch.bool)
     mask[0] = True
-    out = mod.cat_frames_update(buf, torch.ones(rows, 2), mask, -1)
-    assert bool(calls) == expect_cpu_path == (buf.numel() >= mod.CPU_PATH_MIN_NUMEL)
+    with record_backends() as calls:
+        out = cat_frames_update(buf, torch.ones(rows, 2), mask, -1)
+    assert expect_cpu_path == (buf.numel() >= threshold("cat_frames_update"))
+    assert calls == [("cat_frames_update", "cpu" if expect_cpu_path else "reference")]
     assert torch.equal(out[0], torch.ones(6)) and torch.equal(out[1], torch.tensor([0.0, 0, 0, 0, 1, 1]))
 
 

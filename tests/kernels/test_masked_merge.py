@@ -142,23 +142,19 @@ def test_fill_rows_kernel_noncontiguous_dst(spy_kernel):
 
 
 @pytest.mark.parametrize("rows, expect_cpu_path", [(7, False), (9000, True)])
-def test_dispatch_cpu_by_size(rows, expect_cpu_path, monkeypatch):
-    import sys
+def test_dispatch_cpu_by_size(rows, expect_cpu_path):
+    from gpusim.kernels import record_backends, threshold
 
-    mod = sys.modules["gpusim.kernels.masked_merge"]  # the package re-exports a function of that name
-    calls = []
-    real_merge, real_fill = mod.masked_merge_cpu_rows, mod.masked_fill_rows_cpu_rows_
-    monkeypatch.setattr(mod, "masked_merge_cpu_rows", lambda *a: calls.append("m") or real_merge(*a))
-    monkeypatch.setattr(mod, "masked_fill_rows_cpu_rows_", lambda *a: calls.append("f") or real_fill(*a))
     new, old, masks = _leaves(rows, "random", seed=4)
-    assert (max(t.numel() for t in new) >= mod.CPU_ROWS_MIN_NUMEL) == expect_cpu_path
-    for o, r in zip(masked_merge(new, old, masks), masked_merge_reference(new, old, masks)):
-        assert torch.equal(o, r)
-    dst = [t.clone() for t in old]
-    masked_fill_rows_(dst, new, masks)
-    for d, r in zip(dst, masked_merge_reference(new, old, masks)):
-        assert torch.equal(d, r)
-    assert calls == (["m", "f"] if expect_cpu_path else [])
+    assert (max(t.numel() for t in new) >= threshold("masked_merge")) == expect_cpu_path
+    with record_backends() as calls:
+        merged = masked_merge(new, old, masks)
+        dst = [t.clone() for t in old]
+        masked_fill_rows_(dst, new, masks)
+    for o, d, r in zip(merged, dst, masked_merge_reference(new, old, masks)):
+        assert torch.equal(o, r) and torch.equal(d, r)
+    backend = "cpu" if expect_cpu_path else "reference"
+    assert calls == [("masked_merge", backend), ("masked_fill_rows", backend)]
 
 
 @pytest.mark.parametrize("kind", ["all_true", "all_false", "random"])
