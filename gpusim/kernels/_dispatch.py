@@ -232,9 +232,9 @@ def select(op: str, device: Union[torch.device, str, None], size: int = 0) -> Ba
         >>> select("rollout_stack", torch.device("meta"), 1 << 30)
         'reference'
     """
-    entry = _entry(op)
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling():  # before any table lookup: nothing to trace here
         return "reference"
+    entry = _entry(op)
     if device is not None and not isinstance(device, torch.device):
         device = torch.device(device)
     state = _STATE.get()

@@ -31,7 +31,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
-from gpusim.kernels import cat_frames_update, masked_fill_rows_
+from gpusim.kernels import cat_frames_update, masked_fill_rows_, select
 from gpusim.kernels.cat_frames import refill_rows_cpu_
 from gpusim.specs import Bounded, Unbounded
 from gpusim.transforms._levels import default_levels, done_levels_of, mask_at, reset_mask_for, tget, tset
@@ -191,7 +191,7 @@ class CatFrames(Transform):
             if mask is None:
                 out = self._refill(frame)
                 buf.copy_(out)
-            elif buf.device.type == "cpu" and not torch.compiler.is_compiling():
+            elif select("cat_frames_update", buf.device, buf.numel()) == "cpu":
                 self._refill_rows_cpu_(buf, frame, mask)
                 out = buf.clone()
             else:  # device (one fused launch) or compiled (fused by Inductor)

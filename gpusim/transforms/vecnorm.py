@@ -44,9 +44,9 @@ from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
-from gpusim.kernels import vecnorm_normalize, vecnorm_update_, vecnorm_update_normalize_
-from gpusim.specs import Unbounded
 from gpusim.envs.episode import rows_of
+from gpusim.kernels import select, vecnorm_normalize, vecnorm_update_, vecnorm_update_normalize_
+from gpusim.specs import Unbounded
 from gpusim.transforms._levels import (
     tget,
     tset,
@@ -77,47 +77,6 @@ def _zero_stats(shape, dtype, device) -> dict[str, torch.Tensor]:
 
 def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
-
-
-def _lean_ok(x: torch.Tensor, stats: torch.Tensor) -> bool:
-    """CPU eager with matching float dtypes: use the allocation-lean path below."""
-    return x.device.type == "cpu" and x.dtype == stats.dtype and not torch.compiler.is_compiling()
-
-
-def _mean_std_of(s: torch.Tensor, ss: torch.Tensor, c: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    c = c.reshape(())
-    mean = s / c
-    return mean, (ss / c - mean * mean).clamp_min(eps).sqrt()
-
-
-def _cpu_update_(x, s, ss, c, decay: float, batch_ndim: int, scratch: torch.Tensor) -> None:
-    """In-place statistics update, same arithmetic as the kernels' reference; ``scratch`` (shaped
-    like ``x``) receives ``x * x`` so no temporary of the size of ``x`` is allocated."""
-    dims = tuple(range(batch_ndim))
-    torch.mul(x, x, out=scratch)
-    sq = scratch.sum(dims) if dims else scratch
-    s1 = x.sum(dims) if dims else x
-    n_rows = 1
-    for d in x.shape[:batch_ndim]:
-        n_rows *= d
-    s.mul_(decay).add_(s1)
-    ss.mul_(decay).add_(sq)
-    c.mul_(decay).add_(n_rows)
-
-
-def _cpu_normalize_into(x, s, ss, c, eps: float, out: torch.Tensor) -> torch.Tensor:
-    mean, std = _mean_std_of(s, ss, c, eps)
-    torch.sub(x, mean, out=out)
-    return out.div_(std)
-
-
-def _cpu_update_normalize_(x, s, ss, c, decay: float, eps: float, batch_ndim: int) -> torch.Tensor:
-    """CPU eager :func:`~gpusim.kernels.vecnorm_update_normalize_` with one allocation (the
-    output, also used as scratch): on the CPU, fresh tensors of the size of the batch cost page
-    faults that dominate these memory-bound ops."""
-    out = torch.empty_like(x)
-    _cpu_update_(x, s, ss, c, decay, batch_ndim, out)
-    return _cpu_normalize_into(x, s, ss, c, eps, out)
 
 
 class VecNorm(Transform):
@@ -313,19 +272,12 @@ class VecNorm(Transform):
             s = self.__dict__["_stats"].get(key)
             batch_ndim = x.ndim - s[0].ndim if s is not None else x.ndim - 1
         s, ss, c = self._stats_for(key, x, batch_ndim)
-        lean = _lean_ok(x, s)
         if not self._updating():
-            return self._normalize(x, s, ss, c, lean)
-        fn = _cpu_update_normalize_ if lean else vecnorm_update_normalize_
+            return vecnorm_normalize(x, s, ss, c, self.eps)
         if self.lock is not None:
             with self.lock:
-                return fn(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
-        return fn(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
-
-    def _normalize(self, x, s, ss, c, lean: bool) -> torch.Tensor:
-        if lean:
-            return _cpu_normalize_into(x, s, ss, c, self.eps, torch.empty_like(x))
-        return vecnorm_normalize(x, s, ss, c, self.eps)
+                return vecnorm_update_normalize_(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
+        return vecnorm_update_normalize_(x, s, ss, c, self.decay, self.eps, x.ndim - s.ndim)
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
@@ -352,51 +304,34 @@ class VecNorm(Transform):
                 continue
             s, ss, c = self._stats_for(in_key, x, nb)
             batch_ndim = x.ndim - s.ndim
-            lean = _lean_ok(x, s)
-            # CPU eager: one tensor the size of x, used as scratch for x * x, then as the output
-            scratch = torch.empty_like(x) if lean else None
             if self._updating():
                 mask = reset_mask_for(tensordict, in_key, levels, tensordict_reset.batch_size)
                 if self.lock is not None:
                     with self.lock:
-                        self._reset_update(x, s, ss, c, mask, batch_ndim, scratch)
+                        self._reset_update(x, s, ss, c, mask, batch_ndim)
                 else:
-                    self._reset_update(x, s, ss, c, mask, batch_ndim, scratch)
-            if lean:
-                out = _cpu_normalize_into(x, s, ss, c, self.eps, scratch)
-            else:
-                out = vecnorm_normalize(x, s, ss, c, self.eps)
-            tset(tensordict_reset, out_key, out)
+                    self._reset_update(x, s, ss, c, mask, batch_ndim)
+            tset(tensordict_reset, out_key, vecnorm_normalize(x, s, ss, c, self.eps))
         return tensordict_reset
 
     @staticmethod
-    def _reset_update(x, s, ss, c, mask, batch_ndim: int, scratch: torch.Tensor | None = None) -> None:
-        """Adds the reset rows (all rows when ``mask`` is None) to the sums, without decay.
-
-        ``scratch`` (CPU eager, shaped like ``x``) receives ``x * x``.
-        """
+    def _reset_update(x, s, ss, c, mask, batch_ndim: int) -> None:
+        """Adds the reset rows (all rows when ``mask`` is None) to the sums, without decay."""
         if mask is None:
-            if scratch is not None:
-                _cpu_update_(x, s, ss, c, 1.0, batch_ndim, scratch)
-            else:
-                vecnorm_update_(x, s, ss, c, 1.0, batch_ndim)
+            vecnorm_update_(x, s, ss, c, 1.0, batch_ndim)
             return
-        if scratch is not None:  # CPU eager: read the reset rows on the host, sum only those
-            rows_mask = reduce_rows(mask, x.shape[:batch_ndim]).reshape(-1)
-            rows = rows_of(rows_mask)
-            xr = x.to(s.dtype).reshape(rows_mask.shape[0], -1).index_select(0, rows)
+        rows_mask = reduce_rows(mask, x.shape[:batch_ndim]).reshape(-1)
+        x2 = x.to(s.dtype).reshape(rows_mask.shape[0], -1)
+        if select("vecnorm", x.device, x.numel()) == "cpu":
+            # eager CPU: read the reset rows on the host (no device to wait for), sum only those
+            xr = x2.index_select(0, rows_of(rows_mask))
             s.add_(xr.sum(0).reshape(s.shape))
             ss.add_((xr * xr).sum(0).reshape(ss.shape))
-            c.add_(rows.numel())
+            c.add_(xr.shape[0])
             return
-        w = reduce_rows(mask, x.shape[:batch_ndim]).to(s.dtype).reshape(-1)
-        x2 = x.to(s.dtype).reshape(w.shape[0], -1)
-        if scratch is not None:
-            sq = torch.mul(x2, x2, out=scratch.view(w.shape[0], -1))
-        else:
-            sq = x2 * x2
+        w = rows_mask.to(s.dtype)  # reference: a weighted sum, no host read
         s.add_((w @ x2).reshape(s.shape))
-        ss.add_((w @ sq).reshape(ss.shape))
+        ss.add_((w @ (x2 * x2)).reshape(ss.shape))
         c.add_(w.sum())
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -411,21 +411,20 @@ def test_cat_frames_cpu_row_refill_matches_reference(frame_shape, dim, dtype, pa
     assert torch.equal(buf, expected)
 
 
-@pytest.mark.parametrize("shape, batch_ndim", [((7, 3), 1), ((4, 5, 2), 2), ((6,), 1), ((3, 2, 2), 1)])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_vecnorm_cpu_path_matches_kernel_reference(shape, batch_ndim, dtype):
-    from gpusim.kernels import vecnorm_update_normalize_reference_
-    from gpusim.transforms.vecnorm import _cpu_update_normalize_
+@pytest.mark.parametrize("batch", [1, 255, 256, 8191, 8192])
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_vecnorm_partial_reset_statistics_sum_the_reset_rows_only(batch, backend):
+    """Both backends of the VecNorm reset update add exactly the reset rows to the sums."""
+    from gpusim.kernels import force_backend
 
-    g = torch.Generator().manual_seed(0)
-    feat = shape[batch_ndim:]
-    stats = [torch.rand(feat, generator=g, dtype=dtype) for _ in range(2)] + [torch.tensor(3.0, dtype=dtype)]
-    stats[1] = stats[1] + stats[0] ** 2  # a valid sum of squares
-    ref_stats = [t.clone() for t in stats]
-    for _ in range(3):
-        x = torch.randn(shape, generator=g, dtype=dtype)
-        y = _cpu_update_normalize_(x, *stats, 0.9, 1e-4, batch_ndim)
-        y_ref = vecnorm_update_normalize_reference_(x, *ref_stats, 0.9, 1e-4, batch_ndim)
-        torch.testing.assert_close(y, y_ref, rtol=1e-6, atol=1e-6)
-        for a, b in zip(stats, ref_stats):
-            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+    g = torch.Generator().manual_seed(batch)
+    x = torch.randn(batch, 3, generator=g)
+    mask = torch.rand(batch, generator=g) < 0.4
+    mask[0] = True
+    stats = [torch.zeros(3), torch.zeros(3), torch.zeros(())]
+    with force_backend(backend):
+        VecNorm._reset_update(x, *stats, mask, 1)
+    xr = x[mask]
+    torch.testing.assert_close(stats[0], xr.sum(0), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(stats[1], (xr * xr).sum(0), rtol=1e-5, atol=1e-4)
+    assert float(stats[2]) == float(mask.sum())

@@ -20,12 +20,10 @@ from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import ResetMasks
 from gpusim.envs.native._checks import random_seed
 from gpusim.envs.native._rng import CounterRNG
+from gpusim.kernels import select
 from gpusim.specs import Categorical, Composite
 
-__all__ = ["NativeEnv", "done_spec", "stack_last", "SPARSE_RESET_MIN_ROWS"]
-
-SPARSE_RESET_MIN_ROWS = 256
-"""Below this many env rows a sparse reset draws every row (one op beats the row gather)."""
+__all__ = ["NativeEnv", "done_spec", "stack_last"]
 
 
 def stack_last(columns: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -110,7 +108,7 @@ class NativeEnv(EnvBase):
         if (
             env_rows is not None
             and masks.sparse
-            and self.batch_size.numel() >= SPARSE_RESET_MIN_ROWS
+            and select("sparse_reset", self.device, self.batch_size.numel()) == "cpu"
             and self._holds_noise_keys(tensordict)
         ):
             rows = masks.rows()
