@@ -40,7 +40,7 @@ def check_env_specs(
     """Checks that a short rollout of ``env`` matches its specs.
 
     Compares the rollout with ``env.fake_tensordict()``: same keys, shapes, dtypes and devices,
-    and every observation, reward, done, state and action value inside its spec.
+    and every observation, reward, done, state and action value inside its spec and finite.
 
     Args:
         env: the env to check.
@@ -119,8 +119,13 @@ def _check_values(env: "EnvBase", real: TensorDictBase) -> None:
                 if not isinstance(value, torch.Tensor):
                     continue
                 leaf = spec[key]
+                name = ("next", *as_tuple(key)) if where == "next" else key
+                if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+                    raise AssertionError(
+                        f"The value of key {_fmt(name)} at step {t} holds non-finite values (NaN or inf): "
+                        f"{value.flatten()[:8].tolist()}..."
+                    )
                 if not leaf.is_in(value):
-                    name = ("next", *as_tuple(key)) if where == "next" else key
                     raise AssertionError(
                         f"The value of key {_fmt(name)} at step {t} is outside its spec "
                         f"{type(leaf).__name__}: {value.flatten()[:8].tolist()}..."

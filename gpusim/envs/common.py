@@ -96,7 +96,7 @@ def _as_size(batch_size) -> torch.Size:
     if batch_size is None:
         return torch.Size([])
     if isinstance(batch_size, int):
-        return torch.Size([batch_size])
+        batch_size = [batch_size]
     try:
         size = torch.Size(batch_size)
     except TypeError as err:

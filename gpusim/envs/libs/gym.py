@@ -139,6 +139,7 @@ class GymWrapper(EnvBase):
         self.pixels_only = pixels_only
         self.frame_skip = frame_skip
         self.__dict__["_edge"] = EdgeTransfer(self.device)
+        self.__dict__["_needs_reset"] = True  # the library's env was not reset through this wrapper
         self._build_specs(gym, env, is_vector, B)
 
     # ------------------------------------------------------------------ specs
@@ -357,6 +358,7 @@ class GymWrapper(EnvBase):
         # a vector env resets the selected rows through gymnasium's masked reset and returns the
         # current observation of the others; the episode merge keeps the previous data there
         self._reset_readers()
+        self.__dict__["_needs_reset"] = False
         if self._is_vector:
             rows = masks.env_rows()
             mask = None if rows is None else rows.reshape(self.batch_size).cpu().numpy()
@@ -369,6 +371,10 @@ class GymWrapper(EnvBase):
         return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if self._needs_reset:
+            raise RuntimeError(
+                f"{type(self).__name__}.step was called before reset(): call env.reset() first and step from its output"
+            )
         action = write_actions(self._act_leaves, tensordict, self._single_action_space)
         if self._is_vector:
             obs, reward, terminated, truncated, info = self._adapter.step(action)
@@ -399,6 +405,7 @@ class GymWrapper(EnvBase):
     def close(self) -> None:
         """Closes the gymnasium env."""
         env = self.__dict__.get("_env")
+        self.__dict__["_needs_reset"] = True
         if env is not None and not self.is_closed:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
