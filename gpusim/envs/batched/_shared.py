@@ -33,6 +33,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs import _keys
+from gpusim.envs._fasttd import fast_get, inner, is_plain, new_td
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs.batched.metadata import EnvMetaData
 
@@ -184,16 +185,14 @@ class TDBuilder:
                 source[name] = tensors[entry]
             else:
                 source[name] = self._build(entry[1], entry[0], tensors, device)
-        return TensorDict._new_unsafe(source, batch_size=batch_size, device=device)
+        return new_td(source, batch_size, device)
 
     def __call__(self, tensors: Sequence[torch.Tensor], device: torch.device | None = None) -> TensorDict:
         """A new tensordict whose leaves are ``tensors`` (in the order of ``keys``), on
         ``device`` (default: the template's device; the tensors must already live there)."""
         device = self.device if device is None else device
         if self.flat:
-            return TensorDict._new_unsafe(
-                dict(zip(self.keys, tensors)), batch_size=self.batch_size, device=device
-            )
+            return new_td(dict(zip(self.keys, tensors)), self.batch_size, device)
         return self._build(self._tree, self.batch_size, tensors, device)
 
 
@@ -203,20 +202,17 @@ def leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> list[torch.Tensor]:
     Raises:
         KeyError: naming the first missing key.
     """
-    plain = type(td) is TensorDict
+    plain = is_plain(td)
     out = []
     for key in keys:
         value = None
         if plain:
             if isinstance(key, str):
-                value = td._tensordict.get(key)
+                value = fast_get(td, key)
             else:
                 node = td
                 for part in key:
-                    if type(node) is not TensorDict:
-                        node = node.get(part, None) if node is not None else None
-                    else:
-                        node = node._tensordict.get(part)
+                    node = fast_get(node, part) if isinstance(node, TensorDictBase) else None
                     if node is None:
                         break
                 value = node
@@ -230,9 +226,9 @@ def leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> list[torch.Tensor]:
 
 def maybe_leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> list[torch.Tensor | None]:
     """Like :func:`leaves`, with ``None`` for missing entries."""
-    if type(td) is TensorDict and all(isinstance(k, str) for k in keys):
-        get = td._tensordict.get
-        return [get(k) for k in keys]
+    d = inner(td)
+    if d is not None and all(isinstance(k, str) for k in keys):
+        return [d.get(k) for k in keys]
     return [td.get(k, None) for k in keys]
 
 

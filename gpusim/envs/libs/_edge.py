@@ -27,6 +27,8 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim.envs._fasttd import new_td
+
 __all__ = ["EdgeTransfer"]
 
 _ALIGN = 16
@@ -111,4 +113,4 @@ def _new_nested(source: dict, template: TensorDictBase, device: torch.device) ->
             out[key] = _new_nested(value, template.get(key), device)
         else:
             out[key] = value
-    return TensorDict._new_unsafe(out, template.batch_size, device=device)
+    return new_td(out, template.batch_size, device)

@@ -37,6 +37,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._fasttd import fast_set
+from gpusim.envs._fasttd import new_td as _new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
@@ -44,19 +45,11 @@ from gpusim.envs.libs.gym_backend import import_gymnasium
 from gpusim.envs.libs.gym_info import BaseInfoDictReader, default_info_dict_reader
 from gpusim.envs.libs.gym_specs import GymLeaf, is_image_space, read_leaves, space_to_spec, write_actions
 from gpusim.envs.libs.gym_vector import VectorAdapter
-from gpusim.specs import Bounded, Categorical, Composite, NonTensor, Unbounded
+from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
 __all__ = ["GymWrapper", "GymEnv"]
 
 _SKIP_INFO = ("final_obs", "final_info", "final_observation", "episode")
-
-
-def _new_td(source: dict, batch_size: torch.Size, device: torch.device | None) -> TensorDict:
-    """A TensorDict from a nested dict of tensors of known-good shapes (no per-leaf checks)."""
-    try:
-        return TensorDict._new_unsafe(source, batch_size, device=device)
-    except Exception:  # pragma: no cover - private API changed: fall back to the checked path
-        return TensorDict(source, batch_size, device=device)
 
 
 class GymWrapper(EnvBase):

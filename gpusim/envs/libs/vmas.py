@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim.envs._fasttd import new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._optional import import_optional
@@ -52,10 +53,7 @@ def _import_vmas(what: str) -> Any:
 
 
 def _new_td(source: dict, batch_size: Sequence[int], device: torch.device) -> TensorDict:
-    try:
-        return TensorDict._new_unsafe(source, torch.Size(batch_size), device=device)
-    except Exception:  # pragma: no cover - private API changed
-        return TensorDict(source, batch_size, device=device)
+    return new_td(source, torch.Size(batch_size), device)
 
 
 class VmasWrapper(EnvBase):

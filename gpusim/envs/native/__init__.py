@@ -1,8 +1,8 @@
 """Native batched environments: tensor programs that run on the env device.
 
 Classic control with gymnasium's dynamics (``CartPoleEnv``, ``PendulumEnv``, ``MountainCarEnv``,
-``MountainCarContinuousEnv``, ``AcrobotEnv``), the two-player ``TicTacToeEnv``, and
-:func:`make`, which builds them from gymnasium ids with gymnasium's time limits.
+``MountainCarContinuousEnv``, ``AcrobotEnv``) and the two-player ``TicTacToeEnv``;
+:func:`gpusim.make` builds them from gymnasium ids with gymnasium's time limits.
 
 Every env is stateless: the physical state travels in the tensordict under ``"state"`` and
 ``_step`` is a pure function of its input; reset noise comes from a counter-based hash
@@ -19,7 +19,6 @@ from gpusim.envs.native.acrobot import AcrobotEnv
 from gpusim.envs.native.cartpole import CartPoleEnv
 from gpusim.envs.native.mountain_car import MountainCarContinuousEnv, MountainCarEnv
 from gpusim.envs.native.pendulum import PendulumEnv
-from gpusim.envs.native.registry import make, registered_ids
 from gpusim.envs.native.tictactoe import TicTacToeEnv
 
 __all__ = [
@@ -29,6 +28,4 @@ __all__ = [
     "MountainCarEnv",
     "PendulumEnv",
     "TicTacToeEnv",
-    "make",
-    "registered_ids",
 ]

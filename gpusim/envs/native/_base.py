@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-from gpusim.envs._fasttd import fast_get
+from gpusim.envs._fasttd import fast_get, new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import ResetMasks
 from gpusim.envs.native._checks import random_seed
@@ -155,10 +155,5 @@ class NativeEnv(EnvBase):
     def _out(self, **entries: torch.Tensor) -> TensorDict:
         """A flat tensordict of freshly computed tensors (already on the env device, with the
         env batch dims), built without per-key validation when tensordict allows it."""
-        if _new_unsafe is not None and not torch.compiler.is_compiling():
-            return _new_unsafe(entries, batch_size=self.batch_size, device=self.device)
-        return TensorDict(entries, batch_size=self.batch_size, device=self.device)
+        return new_td(entries, self.batch_size, self.device)
 
-
-# tensordict's validation-free constructor (private; fall back to the checked one without it)
-_new_unsafe = getattr(TensorDict, "_new_unsafe", None)

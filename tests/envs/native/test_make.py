@@ -11,8 +11,8 @@ from gpusim.envs.native import (
     MountainCarContinuousEnv,
     MountainCarEnv,
     PendulumEnv,
-    make,
 )
+from gpusim import make
 from gpusim.transforms import StepCounter, TransformedEnv
 
 CASES = [

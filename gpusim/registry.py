@@ -1,8 +1,12 @@
-"""``make``: native envs from gymnasium ids, with gymnasium's time limits.
+"""``make``: native envs by id, with gymnasium's time limits.
 
 Each registered id maps to a native env class and the ``max_episode_steps`` gymnasium registers
 for it; :func:`make` wraps the env in ``TransformedEnv(env, StepCounter(max_steps=limit))`` so
-that episodes are truncated exactly where gymnasium's ``TimeLimit`` would truncate them.
+that episodes are truncated exactly where gymnasium's ``TimeLimit`` would truncate them. Ids
+without a time limit (``TicTacToe-v0``: a game ends within nine moves) give the env itself.
+
+It lives at the top of the package because it composes two subpackages (native envs and
+transforms); neither imports the other.
 
 Examples:
     >>> env = make("CartPole-v1", num_envs=4, seed=0)
@@ -18,20 +22,31 @@ from typing import Any
 
 import torch
 
-from gpusim.envs.native.acrobot import AcrobotEnv
-from gpusim.envs.native.cartpole import CartPoleEnv
-from gpusim.envs.native.mountain_car import MountainCarContinuousEnv, MountainCarEnv
-from gpusim.envs.native.pendulum import PendulumEnv
+from gpusim.envs.native import (
+    AcrobotEnv,
+    CartPoleEnv,
+    MountainCarContinuousEnv,
+    MountainCarEnv,
+    PendulumEnv,
+    TicTacToeEnv,
+)
+from gpusim.transforms import StepCounter, TransformedEnv
 
 __all__ = ["make", "registered_ids", "EnvEntry"]
 
 
 @dataclasses.dataclass(frozen=True)
 class EnvEntry:
-    """A registered id: the native class and gymnasium's ``max_episode_steps``."""
+    """A registered id: the native class and gymnasium's ``max_episode_steps`` (``None``: no
+    time limit).
+
+    Examples:
+        >>> EnvEntry(CartPoleEnv, 500).max_episode_steps
+        500
+    """
 
     env_cls: type
-    max_episode_steps: int
+    max_episode_steps: int | None
 
 
 _REGISTRY: dict[str, EnvEntry] = {
@@ -40,6 +55,7 @@ _REGISTRY: dict[str, EnvEntry] = {
     "MountainCar-v0": EnvEntry(MountainCarEnv, 200),
     "MountainCarContinuous-v0": EnvEntry(MountainCarContinuousEnv, 999),
     "Acrobot-v1": EnvEntry(AcrobotEnv, 500),
+    "TicTacToe-v0": EnvEntry(TicTacToeEnv, None),
 }
 
 
@@ -47,8 +63,8 @@ def registered_ids() -> list[str]:
     """The ids :func:`make` knows.
 
     Examples:
-        >>> registered_ids()[:2]
-        ['CartPole-v1', 'Pendulum-v1']
+        >>> registered_ids()
+        ['CartPole-v1', 'Pendulum-v1', 'MountainCar-v0', 'MountainCarContinuous-v0', 'Acrobot-v1', 'TicTacToe-v0']
     """
     return list(_REGISTRY)
 
@@ -69,14 +85,15 @@ def make(
 
     Args:
         env_id: a gymnasium id: ``"CartPole-v1"``, ``"Pendulum-v1"``, ``"MountainCar-v0"``,
-            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``.
+            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; or ``"TicTacToe-v0"``.
         num_envs: the batch size (``None``: an unbatched env, ``batch_size=[]``).
         device: where the data lives (``None``: CPU).
         seed: seed of the env's reset noise.
         **kwargs: the env's physical constants (e.g. ``g=9.81`` for Pendulum-v1).
 
     Returns:
-        ``TransformedEnv(env, StepCounter(max_steps=max_episode_steps))``.
+        ``TransformedEnv(env, StepCounter(max_steps=max_episode_steps))``, or the env itself for
+        ids without a time limit.
 
     Raises:
         ValueError: if ``env_id`` is unknown (the message lists the known ids), or
@@ -87,6 +104,8 @@ def make(
         >>> env = make("Pendulum-v1", num_envs=8, g=9.81)
         >>> env.base_env.g
         9.81
+        >>> make("TicTacToe-v0", num_envs=2).batch_size
+        torch.Size([2])
     """
     entry = _REGISTRY.get(env_id)
     if entry is None:
@@ -99,8 +118,8 @@ def make(
             f"make({env_id!r}) got unexpected keyword argument(s) {unknown}; "
             f"{entry.env_cls.__name__} accepts {sorted(_env_kwargs(entry.env_cls))}"
         )
-    from gpusim.transforms import StepCounter, TransformedEnv  # the transforms package is optional here
-
     batch_size = [] if num_envs is None else [num_envs]
     env = entry.env_cls(batch_size=batch_size, device=device, seed=seed, **kwargs)
+    if entry.max_episode_steps is None:
+        return env
     return TransformedEnv(env, StepCounter(max_steps=entry.max_episode_steps))
