@@ -6,29 +6,13 @@ owns the episode machinery: done completion, partial resets through ``"_reset"``
 when the specs are locked, never per step.
 
 Examples:
-    >>> import torch
-    >>> from tensordict import TensorDict
-    >>> from gpusim.envs.common import EnvBase
-    >>> from gpusim.specs import Composite, Unbounded, Categorical
-    >>> class Counter(EnvBase):
-    ...     def __init__(self, batch_size=()):
-    ...         super().__init__(batch_size=batch_size)
-    ...         B = self.batch_size
-    ...         self.observation_spec = Composite(count=Unbounded((*B, 1)), shape=B)
-    ...         self.state_spec = Composite(count=Unbounded((*B, 1)), shape=B)
-    ...         self.action_spec = Categorical(2, shape=B)
-    ...     def _reset(self, td):
-    ...         zeros = torch.zeros(*self.batch_size, 1)
-    ...         return TensorDict({"count": zeros, "done": zeros.bool()}, self.batch_size)
-    ...     def _step(self, td):
-    ...         count = td["count"] + 1
-    ...         return TensorDict({"count": count, "reward": count,
-    ...                            "done": count >= 3}, self.batch_size)
-    ...     def _set_seed(self, seed):
-    ...         pass
-    >>> env = Counter(batch_size=[2])
-    >>> env.rollout(10).shape
-    torch.Size([2, 3])
+    >>> from gpusim import CartPoleEnv  # an EnvBase: the author wrote _reset, _step, _set_seed
+    >>> env = CartPoleEnv(batch_size=[4], seed=0)
+    >>> data, next_root = env.step_and_maybe_reset(env.rand_action(env.reset()))
+    >>> data["next", "observation"].shape, env.auto_reset_mode.value
+    (torch.Size([4, 4]), 'sparse')
+
+    How to write an env is shown in :class:`EnvBase`'s docstring.
 """
 
 from __future__ import annotations
