@@ -42,8 +42,23 @@ class Compose(Transform):
         *transforms: the transforms, applied in order (the inverse in reverse order). A single
             list or tuple of transforms is accepted too.
 
+    Raises:
+        TypeError: an element that is not a ``Transform``.
+
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import Compose, InitTracker, RewardSum, StepCounter, TransformedEnv
+        >>> chain = Compose(StepCounter(max_steps=2), RewardSum(), InitTracker())
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), chain)
+        >>> td = env.rollout(3, break_when_any_done=False)
+        >>> td["next", "step_count"][0].flatten().tolist()  # truncated after 2 steps, then reset
+        [1, 2, 1]
+        >>> td["next", "episode_reward"][0].flatten().tolist()
+        [1.0, 2.0, 1.0]
+        >>> td["is_init"][0].flatten().tolist()
+        [True, False, True]
+        >>> len(env.transform), type(env.transform[0]).__name__
+        (3, 'StepCounter')
     """
 
     def __init__(self, *transforms: Transform) -> None:
@@ -60,6 +75,14 @@ class Compose(Transform):
     # ------------------------------------------------------------------ keys (union of the chain)
     @property
     def in_keys(self) -> list:
+        """The union of the transforms' ``in_keys``, in chain order (read-only).
+
+        Examples:
+            >>> from gpusim.transforms import ObservationNorm, RewardScaling
+            >>> norm = ObservationNorm(loc=0.0, scale=1.0, in_keys=["observation"])
+            >>> Compose(norm, RewardScaling(loc=0.0, scale=2.0)).in_keys
+            ['observation', 'reward']
+        """
         keys = []
         for t in self.__dict__.get("_modules", {}).get("transforms", []):
             keys.extend(k for k in t.in_keys if k not in keys)
@@ -72,6 +95,13 @@ class Compose(Transform):
 
     @property
     def out_keys(self) -> list:
+        """The union of the transforms' ``out_keys``, in chain order (read-only).
+
+        Examples:
+            >>> from gpusim.transforms import ObservationNorm
+            >>> Compose(ObservationNorm(0.0, 1.0, in_keys=["observation"], out_keys=["obs_n"])).out_keys
+            ['obs_n']
+        """
         keys = []
         for t in self.__dict__.get("_modules", {}).get("transforms", []):
             keys.extend(k for k in t.out_keys if k not in keys)
@@ -84,6 +114,13 @@ class Compose(Transform):
 
     @property
     def in_keys_inv(self) -> list:
+        """The union of the transforms' ``in_keys_inv``, in chain order (read-only).
+
+        Examples:
+            >>> from gpusim.transforms import DoubleToFloat
+            >>> Compose(DoubleToFloat(in_keys_inv=["action"])).in_keys_inv
+            ['action']
+        """
         keys = []
         for t in self.__dict__.get("_modules", {}).get("transforms", []):
             keys.extend(k for k in t.in_keys_inv if k not in keys)
@@ -96,6 +133,13 @@ class Compose(Transform):
 
     @property
     def out_keys_inv(self) -> list:
+        """The union of the transforms' ``out_keys_inv``, in chain order (read-only).
+
+        Examples:
+            >>> from gpusim.transforms import DoubleToFloat
+            >>> Compose(DoubleToFloat(in_keys_inv=["action"], out_keys_inv=["action_f"])).out_keys_inv
+            ['action_f']
+        """
         keys = []
         for t in self.__dict__.get("_modules", {}).get("transforms", []):
             keys.extend(k for k in t.out_keys_inv if k not in keys)
@@ -128,6 +172,21 @@ class Compose(Transform):
         return tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Offline use: each transform's ``forward``, in chain order.
+
+        Args:
+            tensordict: the data to transform (written in place).
+
+        Returns:
+            The transformed data.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.transforms import RewardClipping, RewardScaling
+            >>> chain = Compose(RewardScaling(loc=0.0, scale=10.0), RewardClipping(-1.0, 1.0))
+            >>> chain(TensorDict({"reward": torch.tensor([[0.05], [0.5]])}, [2]))["reward"].flatten()
+            tensor([0.5000, 1.0000])
+        """
         for t in self.transforms:
             tensordict = t(tensordict)
         return tensordict
@@ -199,7 +258,22 @@ class Compose(Transform):
         return iter(self.transforms)
 
     def append(self, transform: Transform) -> None:
-        """Appends ``transform`` to the chain (the env's specs are recomputed)."""
+        """Appends ``transform`` to the chain (the env's specs are recomputed).
+
+        Args:
+            transform: the transform (it must not belong to another environment).
+
+        Raises:
+            TypeError: ``transform`` is not a ``Transform``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]))
+            >>> env.transform.append(StepCounter())
+            >>> "step_count" in env.observation_spec.keys()
+            True
+        """
         if not isinstance(transform, Transform):
             raise TypeError(f"Compose.append takes a Transform, got {type(transform).__name__}")
         transform.set_container(self)
@@ -207,7 +281,23 @@ class Compose(Transform):
         self._chain_changed()
 
     def insert(self, index: int, transform: Transform) -> None:
-        """Inserts ``transform`` at ``index`` (negative indices count from the end)."""
+        """Inserts ``transform`` at ``index`` (negative indices count from the end).
+
+        Args:
+            index: the position in the chain, ``-len(self) <= index <= len(self)``.
+            transform: the transform.
+
+        Raises:
+            TypeError: ``transform`` is not a ``Transform``.
+            IndexError: ``index`` out of range.
+
+        Examples:
+            >>> from gpusim.transforms import InitTracker, RewardSum, StepCounter
+            >>> chain = Compose(StepCounter(), RewardSum())
+            >>> chain.insert(1, InitTracker())
+            >>> [type(t).__name__ for t in chain]
+            ['StepCounter', 'InitTracker', 'RewardSum']
+        """
         if not isinstance(transform, Transform):
             raise TypeError(f"Compose.insert takes a Transform, got {type(transform).__name__}")
         n = len(self.transforms)
@@ -220,7 +310,22 @@ class Compose(Transform):
         self._chain_changed()
 
     def pop(self, index: int = -1) -> Transform:
-        """Removes and returns the transform at ``index`` (it loses its parent)."""
+        """Removes and returns the transform at ``index`` (it loses its parent).
+
+        Args:
+            index: the position in the chain (default: the last one).
+
+        Returns:
+            The removed transform, free to join another environment.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(), StepCounter())
+            >>> t = env.transform.pop()
+            >>> t.container is None, "step_count" in env.observation_spec.keys()
+            (True, False)
+        """
         items = list(self.transforms)
         t = items.pop(index)
         self.transforms = nn.ModuleList(items)
@@ -246,7 +351,16 @@ class Compose(Transform):
             t.empty_cache()
 
     def clone(self) -> "Compose":
-        """A parent-less ``Compose`` of clones (buffers shared with the originals)."""
+        """A parent-less ``Compose`` of clones (buffers shared with the originals).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import TransformedEnv, VecNorm
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), VecNorm(in_keys=["observation"]))
+            >>> copy = env.transform.clone()
+            >>> copy.container is None, copy[0].stats is env.transform[0].stats
+            (True, True)
+        """
         return Compose(*[t.clone() for t in self.transforms])
 
     def _set_seed(self, seed: int | None) -> int | None:

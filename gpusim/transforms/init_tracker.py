@@ -5,12 +5,10 @@ just reset and False after any step. A reset writes True for all rows; the base 
 partial-reset merge keeps False on the rows that were not reset.
 
 Examples:
+    >>> from gpusim.envs.native import CartPoleEnv
     >>> from gpusim.transforms import InitTracker, TransformedEnv
-    >>> from tests.envs.toy_envs import StatelessCounter
-    >>> env = TransformedEnv(StatelessCounter(batch_size=[2]), InitTracker())
-    >>> td = env.rollout(2)
-    >>> td["is_init"][0].flatten().tolist(), td["next", "is_init"][0].flatten().tolist()
-    ([True, False], [False, False])
+    >>> TransformedEnv(CartPoleEnv(batch_size=[3], seed=0), InitTracker()).reset()["is_init"].flatten()
+    tensor([True, True, True])
 """
 
 from __future__ import annotations
@@ -34,7 +32,16 @@ class InitTracker(Transform):
             ``("agents", "is_init")``).
 
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import InitTracker, StepCounter, TransformedEnv
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), StepCounter(max_steps=2))
+        >>> env.append_transform(InitTracker())  # doctest: +ELLIPSIS
+        TransformedEnv(...)
+        >>> td = env.rollout(4, break_when_any_done=False)
+        >>> td["is_init"][0].flatten().tolist()  # True on the first step of each episode
+        [True, False, True, False]
+        >>> td["next", "is_init"][0].flatten().tolist()
+        [False, False, False, False]
     """
 
     def __init__(self, init_key: str = "is_init") -> None:
@@ -76,6 +83,18 @@ class InitTracker(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Not available: the flag marks env resets (use the transform in a ``TransformedEnv``).
+
+        Raises:
+            NotImplementedError: always.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> InitTracker()(TensorDict({}, []))
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: InitTracker marks env resets; it has no offline forward. Use it in a TransformedEnv.
+        """
         raise NotImplementedError(
             "InitTracker marks env resets; it has no offline forward. Use it in a TransformedEnv."
         )

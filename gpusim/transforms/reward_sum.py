@@ -6,12 +6,11 @@ the initial value for all rows and the base env's partial-reset merge keeps the 
 that are not reset, so partial resets (and nested MARL levels) need no extra work here.
 
 Examples:
+    >>> from gpusim.envs.native import CartPoleEnv
     >>> from gpusim.transforms import RewardSum, TransformedEnv
-    >>> from tests.envs.toy_envs import StatelessCounter
-    >>> env = TransformedEnv(StatelessCounter(batch_size=[1], max_count=100), RewardSum())
-    >>> td = env.rollout(3, lambda td: td.set("action", td["observation"].new_ones(1, dtype=int)))
-    >>> td["next", "episode_reward"].flatten().tolist()  # rewards 1, 2, 3
-    [1.0, 3.0, 6.0]
+    >>> env = TransformedEnv(CartPoleEnv(batch_size=[1], seed=0), RewardSum())
+    >>> env.rollout(3)["next", "episode_reward"].flatten().tolist()  # CartPole pays 1 per step
+    [1.0, 2.0, 3.0]
 """
 
 from __future__ import annotations
@@ -126,8 +125,19 @@ class RewardSum(_RewardTracker):
     The sum is zeroed on reset rows only and appears in the observation spec (and in the state
     spec, as it is read back at the next step).
 
+    Raises:
+        KeyError: (when the env is built) an ``in_key`` that is not a reward key of the parent.
+
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> from gpusim.transforms import Compose, RewardSum, StepCounter, TransformedEnv
+        >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), Compose(StepCounter(2), RewardSum()))
+        >>> td = env.rollout(3, break_when_any_done=False)
+        >>> r, ret = td["next", "reward"][0].flatten(), td["next", "episode_reward"][0].flatten()
+        >>> torch.allclose(ret, torch.stack([r[0], r[0] + r[1], r[2]]))  # restarts after the reset
+        True
+        >>> env.observation_spec["episode_reward"].shape
+        torch.Size([2, 1])
     """
 
     def __init__(
@@ -157,6 +167,18 @@ class RewardSum(_RewardTracker):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Not available: the sum is made by env steps (use the transform in a ``TransformedEnv``).
+
+        Raises:
+            NotImplementedError: always.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> RewardSum()(TensorDict({}, []))
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: RewardSum tracks rewards during env steps; it has no offline forward. Use it in a TransformedEnv.
+        """
         raise NotImplementedError(
             "RewardSum tracks rewards during env steps; it has no offline forward. "
             "Use it in a TransformedEnv."
@@ -178,12 +200,12 @@ class TargetReturn(_RewardTracker):
         ValueError: unknown ``mode``.
 
     Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
         >>> from gpusim.transforms import TransformedEnv
-        >>> from tests.envs.toy_envs import StatelessCounter
-        >>> env = TransformedEnv(StatelessCounter(batch_size=[1], max_count=100), TargetReturn(10.0))
-        >>> td = env.rollout(2, lambda td: td.set("action", td["observation"].new_ones(1, dtype=int)))
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[1], seed=0), TargetReturn(10.0))
+        >>> td = env.rollout(2)  # CartPole pays 1 per step
         >>> td["target_return"].flatten().tolist(), td["next", "target_return"].flatten().tolist()
-        ([10.0, 9.0], [9.0, 7.0])
+        ([10.0, 9.0], [9.0, 8.0])
     """
 
     _MODES = ("reduce", "constant")
@@ -224,6 +246,18 @@ class TargetReturn(_RewardTracker):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Not available: the target follows env steps (use the transform in a ``TransformedEnv``).
+
+        Raises:
+            NotImplementedError: always.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> TargetReturn(10.0)(TensorDict({}, []))
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: TargetReturn updates a target during env steps; it has no offline forward. Use it in a TransformedEnv.
+        """
         raise NotImplementedError(
             "TargetReturn updates a target during env steps; it has no offline forward. "
             "Use it in a TransformedEnv."
@@ -304,18 +338,55 @@ class Reward2GoTransform(Transform):
         return tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The identity: the reward-to-go is written by :meth:`inv` (the replay-buffer write path).
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"reward": torch.ones(1, 2, 1)}, [1, 2])
+            >>> Reward2GoTransform()(td) is td
+            True
+        """
         return tensordict
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         return next_tensordict
 
     def transform_output_spec(self, output_spec):
+        """Raises: the transform cannot be used in an environment.
+
+        Raises:
+            ValueError: always.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> Reward2GoTransform().transform_output_spec(CartPoleEnv().output_spec)
+            Traceback (most recent call last):
+            ...
+            ValueError: Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); it cannot be used within an environment
+        """
         raise ValueError(
             "Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); "
             "it cannot be used within an environment"
         )
 
-    def set_container(self, container) -> None:
+    def set_container(self, container: "Transform | EnvBase") -> None:
+        """Registers the transform in a ``Compose``; an environment is refused.
+
+        Args:
+            container: a ``Compose`` (of a replay buffer, say).
+
+        Raises:
+            ValueError: ``container`` is an environment.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import Compose, TransformedEnv
+            >>> chain = Compose(Reward2GoTransform(gamma=0.9))  # fine
+            >>> TransformedEnv(CartPoleEnv(), Reward2GoTransform())
+            Traceback (most recent call last):
+            ...
+            ValueError: Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); it cannot be used within an environment
+        """
         from gpusim.envs.common import EnvBase
 
         if isinstance(container, EnvBase):

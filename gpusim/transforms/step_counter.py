@@ -7,12 +7,11 @@ max_steps OR the env's own truncated``, and (``update_done=True``) ``done |= tru
 (MARL) done levels count independently.
 
 Examples:
-    >>> from gpusim.transforms import StepCounter, TransformedEnv
-    >>> from tests.envs.toy_envs import StatelessCounter
-    >>> env = TransformedEnv(StatelessCounter(batch_size=[2], max_count=100), StepCounter(max_steps=2))
-    >>> td = env.rollout(4, break_when_any_done=False)
-    >>> td["next", "step_count"][0].squeeze(-1).tolist(), td["next", "truncated"][0].squeeze(-1).tolist()
-    ([1, 2, 1, 2], [False, True, False, True])
+    >>> import gpusim as gs
+    >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)  # CartPoleEnv + StepCounter(500)
+    >>> env.transform
+    Compose(
+        StepCounter(max_steps=500, truncated_key='truncated', step_count_key='step_count', update_done=True))
 """
 
 from __future__ import annotations
@@ -50,7 +49,16 @@ class StepCounter(Transform):
         ValueError: ``max_steps <= 0`` or a non-int ``max_steps``.
 
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> from gpusim.transforms import StepCounter, TransformedEnv
+        >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), StepCounter(max_steps=2))
+        >>> td = env.rollout(4, break_when_any_done=False)
+        >>> td["next", "step_count"][0].squeeze(-1).tolist()
+        [1, 2, 1, 2]
+        >>> td["next", "truncated"][0].squeeze(-1).tolist()  # done is set too: the row resets
+        [False, True, False, True]
+        >>> "step_count" in env.state_spec.keys()  # read back at the next step
+        True
     """
 
     def __init__(
@@ -157,6 +165,18 @@ class StepCounter(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Not available: the count is made by env steps (use the transform in a ``TransformedEnv``).
+
+        Raises:
+            NotImplementedError: always.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> StepCounter()(TensorDict({}, []))
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: StepCounter counts env steps; it has no offline forward. Use it in a TransformedEnv.
+        """
         raise NotImplementedError(
             "StepCounter counts env steps; it has no offline forward. Use it in a TransformedEnv."
         )

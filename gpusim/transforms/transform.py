@@ -131,7 +131,14 @@ class Transform(nn.Module):
     # ------------------------------------------------------------------ keys
     @property
     def in_keys(self) -> list[NestedKey]:
-        """Keys read by the forward transform."""
+        """Keys read by the forward transform (a single key or nested tuple key is accepted).
+
+        Examples:
+            >>> Transform(in_keys="obs").in_keys
+            ['obs']
+            >>> Transform(in_keys=[("agents", "obs"), ("pixels",)]).in_keys
+            [('agents', 'obs'), 'pixels']
+        """
         return self.__dict__.get("_in_keys", [])
 
     @in_keys.setter
@@ -140,7 +147,14 @@ class Transform(nn.Module):
 
     @property
     def out_keys(self) -> list[NestedKey]:
-        """Keys written by the forward transform (``in_keys`` unless given)."""
+        """Keys written by the forward transform (``in_keys`` unless given).
+
+        Examples:
+            >>> Transform(in_keys=["obs"]).out_keys
+            ['obs']
+            >>> Transform(in_keys=["obs"], out_keys=["obs_t"]).out_keys
+            ['obs_t']
+        """
         out = self.__dict__.get("_out_keys")
         return list(self.in_keys) if out is None else out
 
@@ -150,7 +164,12 @@ class Transform(nn.Module):
 
     @property
     def in_keys_inv(self) -> list[NestedKey]:
-        """Keys read by the inverse transform."""
+        """The inner names of the inverse keys: what the base env receives.
+
+        Examples:
+            >>> Transform(in_keys_inv=["action"], out_keys_inv=["action_outer"]).in_keys_inv
+            ['action']
+        """
         return self.__dict__.get("_in_keys_inv", [])
 
     @in_keys_inv.setter
@@ -159,7 +178,14 @@ class Transform(nn.Module):
 
     @property
     def out_keys_inv(self) -> list[NestedKey]:
-        """Outer names read by the inverse transform (``in_keys_inv`` unless given)."""
+        """The outer names read by the inverse transform (``in_keys_inv`` unless given).
+
+        Examples:
+            >>> Transform(in_keys_inv=["action"]).out_keys_inv
+            ['action']
+            >>> Transform(in_keys_inv=["action"], out_keys_inv=["action_outer"]).out_keys_inv
+            ['action_outer']
+        """
         out = self.__dict__.get("_out_keys_inv")
         return list(self.in_keys_inv) if out is None else out
 
@@ -210,7 +236,24 @@ class Transform(nn.Module):
         return tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Offline use (replay buffers, stored data): the forward transform on ``tensordict``."""
+        """Offline use (replay buffers, stored data): the forward transform on ``tensordict``.
+
+        Calling the transform (``t(td)``) runs this. The default applies ``_call``: every present
+        ``in_key`` is transformed and written to its ``out_key``, in place.
+
+        Args:
+            tensordict: the data to transform (written in place).
+
+        Returns:
+            ``tensordict``, transformed.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.transforms import RewardScaling
+            >>> td = TensorDict({"reward": torch.ones(2, 1)}, [2])
+            >>> RewardScaling(loc=0.5, scale=2.0)(td)["reward"].flatten()
+            tensor([2.5000, 2.5000])
+        """
         return self._call(tensordict)
 
     # ------------------------------------------------------------------ inverse
@@ -239,7 +282,25 @@ class Transform(nn.Module):
         return bool(self.in_keys_inv) or type(self)._inv_call is not Transform._inv_call
 
     def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Inverse transform on a shallow copy of ``tensordict`` (the input is never written)."""
+        """Inverse transform on a shallow copy of ``tensordict`` (the input is never written).
+
+        This is what a ``TransformedEnv`` applies to the input of a step before the base env
+        sees it: each ``out_keys_inv`` entry is mapped and written to its ``in_keys_inv`` key.
+
+        Args:
+            tensordict: the outer data (actions, states).
+
+        Returns:
+            A new tensordict with the inner data.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.transforms import DoubleToFloat
+            >>> t = DoubleToFloat(in_keys_inv=["action"])  # the base env takes float64 actions
+            >>> td = TensorDict({"action": torch.zeros(2)}, [2])
+            >>> t.inv(td)["action"].dtype, td["action"].dtype
+            (torch.float64, torch.float32)
+        """
         return self._inv_call(tensordict.clone(False))
 
     # ------------------------------------------------------------------ specs
@@ -248,7 +309,23 @@ class Transform(nn.Module):
 
         The default dispatches to ``transform_observation_spec``, ``transform_reward_spec`` and
         ``transform_done_spec`` with the ``full_*_spec`` composites and stores their results.
-        ``output_spec`` is unlocked; return it (or a replacement).
+        ``output_spec`` is unlocked; return it (or a replacement). A ``TransformedEnv`` calls
+        it on a clone of the base env's ``output_spec`` whenever its chain changes.
+
+        Args:
+            output_spec: ``Composite(full_observation_spec=..., full_reward_spec=...,
+                full_done_spec=...)``, unlocked.
+
+        Returns:
+            The transformed output spec.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import InitTracker
+            >>> spec = CartPoleEnv(batch_size=[2]).output_spec.clone().unlock_()
+            >>> spec = InitTracker().transform_output_spec(spec)
+            >>> spec["full_observation_spec"]["is_init"].shape
+            torch.Size([2, 1])
         """
         for name, fn in (
             ("full_observation_spec", self.transform_observation_spec),
@@ -263,6 +340,20 @@ class Transform(nn.Module):
         """Transforms ``input_spec`` (action and state composites) in place.
 
         The default dispatches to ``transform_action_spec`` and ``transform_state_spec``.
+
+        Args:
+            input_spec: ``Composite(full_action_spec=..., full_state_spec=...)``, unlocked.
+
+        Returns:
+            The transformed input spec.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import DTypeCastTransform, TransformedEnv
+            >>> cast = DTypeCastTransform(torch.float32, torch.float64, in_keys_inv=["action"])
+            >>> env = TransformedEnv(PendulumEnv(batch_size=[2]), cast)
+            >>> env.base_env.action_spec.dtype, env.action_spec.dtype  # float64 actions outside
+            (torch.float32, torch.float64)
         """
         for name, fn in (
             ("full_action_spec", self.transform_action_spec),
@@ -273,39 +364,163 @@ class Transform(nn.Module):
         return input_spec
 
     def transform_observation_spec(self, observation_spec: "Composite") -> "Composite":
-        """Transforms the ``full_observation_spec`` Composite (default: unchanged)."""
+        """Transforms the ``full_observation_spec`` Composite (default: unchanged).
+
+        Override it to declare the observations a transform adds or changes.
+
+        Args:
+            observation_spec: the ``full_observation_spec`` Composite (unlocked).
+
+        Returns:
+            The transformed Composite.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.specs import Unbounded
+            >>> from gpusim.transforms import TransformedEnv
+            >>> class Speed(Transform):  # writes |cart velocity| as "speed"
+            ...     def _call(self, td):
+            ...         return td.set("speed", td["observation"][..., 1:2].abs())
+            ...     def transform_observation_spec(self, observation_spec):
+            ...         observation_spec["speed"] = Unbounded((*observation_spec.shape, 1))
+            ...         return observation_spec
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), Speed())
+            >>> env.observation_spec["speed"].shape, env.reset()["speed"].shape
+            (torch.Size([2, 1]), torch.Size([2, 1]))
+        """
         return observation_spec
 
     def transform_reward_spec(self, reward_spec: "Composite") -> "Composite":
-        """Transforms the ``full_reward_spec`` Composite (default: unchanged)."""
+        """Transforms the ``full_reward_spec`` Composite (default: unchanged).
+
+        Args:
+            reward_spec: the ``full_reward_spec`` Composite (unlocked).
+
+        Returns:
+            The transformed Composite.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import BinarizeReward, TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), BinarizeReward())
+            >>> type(env.base_env.reward_spec).__name__, type(env.reward_spec).__name__
+            ('Unbounded', 'Binary')
+        """
         return reward_spec
 
     def transform_done_spec(self, done_spec: "Composite") -> "Composite":
-        """Transforms the ``full_done_spec`` Composite (default: unchanged)."""
+        """Transforms the ``full_done_spec`` Composite (default: unchanged).
+
+        Args:
+            done_spec: the ``full_done_spec`` Composite (unlocked).
+
+        Returns:
+            The transformed Composite.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), StepCounter(10))
+            >>> env.base_env.done_keys, env.done_keys  # StepCounter adds "truncated"
+            (['done', 'terminated'], ['done', 'terminated', 'truncated'])
+        """
         return done_spec
 
     def transform_action_spec(self, action_spec: "Composite") -> "Composite":
-        """Transforms the ``full_action_spec`` Composite (default: unchanged)."""
+        """Transforms the ``full_action_spec`` Composite (default: unchanged).
+
+        Args:
+            action_spec: the ``full_action_spec`` Composite (unlocked).
+
+        Returns:
+            The transformed Composite: the actions the transformed env accepts.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), Transform())
+            >>> Transform().transform_action_spec(env.full_action_spec) is env.full_action_spec
+            True
+        """
         return action_spec
 
     def transform_state_spec(self, state_spec: "Composite") -> "Composite":
-        """Transforms the ``full_state_spec`` Composite (default: unchanged)."""
+        """Transforms the ``full_state_spec`` Composite (default: unchanged).
+
+        Transforms that keep a running value in the tensordict (``StepCounter``, ``RewardSum``)
+        declare it here, as the next step reads it back.
+
+        Args:
+            state_spec: the ``full_state_spec`` Composite (unlocked).
+
+        Returns:
+            The transformed Composite.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import RewardSum, TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), RewardSum())
+            >>> sorted(env.base_env.state_spec.keys()), sorted(env.state_spec.keys())
+            (['state'], ['episode_reward', 'state'])
+        """
         return state_spec
 
     def transform_env_device(self, device: torch.device) -> torch.device:
-        """The device the transformed env reports, given the inner one (default: unchanged)."""
+        """The device the transformed env reports, given the inner one (default: unchanged).
+
+        Args:
+            device: the device of the env before this transform.
+
+        Returns:
+            The device of the env after it.
+
+        Examples:
+            >>> Transform().transform_env_device(torch.device("cpu"))
+            device(type='cpu')
+            >>> from gpusim.transforms import DeviceCastTransform
+            >>> DeviceCastTransform("meta", "cpu").transform_env_device(torch.device("cpu"))
+            device(type='meta')
+        """
         return device
 
     def transform_env_batch_size(self, batch_size: torch.Size) -> torch.Size:
-        """The batch size the transformed env reports, given the inner one (default: unchanged)."""
+        """The batch size the transformed env reports, given the inner one (default: unchanged).
+
+        Args:
+            batch_size: the batch size of the env before this transform.
+
+        Returns:
+            The batch size of the env after it.
+
+        Examples:
+            >>> Transform().transform_env_batch_size(torch.Size([4]))
+            torch.Size([4])
+        """
         return batch_size
 
     # ------------------------------------------------------------------ container / parent
     def set_container(self, container: "Transform | EnvBase") -> None:
         """Registers the transform in ``container`` (a ``Compose`` or a ``TransformedEnv``).
 
+        ``Compose`` and ``TransformedEnv`` call it; users rarely do.
+
+        Args:
+            container: the ``Compose`` or ``TransformedEnv`` that holds the transform.
+
         Raises:
             RuntimeError: the transform already belongs to an environment.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> t = StepCounter()
+            >>> env = TransformedEnv(CartPoleEnv(), t)  # calls t.set_container
+            >>> t.container is env
+            True
+            >>> TransformedEnv(CartPoleEnv(), t)
+            Traceback (most recent call last):
+            ...
+            RuntimeError: StepCounter already has a parent environment: transforms cannot be reused across environments; clone() it to get a parent-less copy that shares its buffers
         """
         current = self.__dict__["_container"]
         if current is not None and current is not container and self._env_container() is not None:
@@ -318,7 +533,20 @@ class Transform(nn.Module):
         self.reset_parent()
 
     def reset_parent(self) -> None:
-        """Drops the cached ``parent`` (called whenever the chain of transforms changes)."""
+        """Drops the cached ``parent`` (called whenever the chain of transforms changes).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import Compose, StepCounter, TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(), Compose(StepCounter(), Transform()))
+            >>> t = env.transform[1]
+            >>> p = t.parent
+            >>> t.parent is p  # cached
+            True
+            >>> t.reset_parent()
+            >>> t.parent is p  # rebuilt
+            False
+        """
         self.__dict__["_parent_cache"] = None
 
     def _detach_container(self) -> None:
@@ -335,7 +563,18 @@ class Transform(nn.Module):
 
     @property
     def container(self) -> "EnvBase | None":
-        """The environment holding the transform (through any ``Compose``), or ``None``."""
+        """The environment holding the transform (through any ``Compose``), or ``None``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import Compose, TransformedEnv
+            >>> t = Transform()
+            >>> t.container is None
+            True
+            >>> env = TransformedEnv(CartPoleEnv(), Compose(t))
+            >>> t.container is env
+            True
+        """
         return self._env_container()
 
     def _preceding(self) -> tuple["EnvBase", list["Transform"]] | None:
@@ -363,7 +602,15 @@ class Transform(nn.Module):
 
         It is a ``TransformedEnv`` of the base env with the transforms that come before this
         one (the same transform objects, so their buffers are shared). Cached until the chain
-        changes.
+        changes. A transform reads its input specs from it.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import Compose, StepCounter, TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(), Compose(StepCounter(), Transform()))
+            >>> parent = env.transform[1].parent  # the base env + StepCounter
+            >>> "step_count" in parent.observation_spec.keys(), env.transform[0].parent.transform
+            (True, Compose())
         """
         cached = self.__dict__["_parent_cache"]
         if cached is not None:
@@ -407,24 +654,72 @@ class Transform(nn.Module):
 
     # ------------------------------------------------------------------ misc
     def set_seed(self, seed: int | None) -> int | None:
-        """Seeds the transform's random numbers (if any); returns the seed for the next user."""
+        """Seeds the transform's random numbers (if any); returns the seed for the next user.
+
+        ``TransformedEnv.set_seed`` seeds the base env, then passes the returned seed to the
+        transforms in order.
+
+        Args:
+            seed: the seed (``None``: unseeded).
+
+        Returns:
+            The seed for the next seeded object (unchanged when the transform draws nothing).
+
+        Examples:
+            >>> Transform().set_seed(7)
+            7
+        """
         return self._set_seed(seed)
 
     def _set_seed(self, seed: int | None) -> int | None:
         return seed
 
     def to(self, *args, **kwargs) -> "Transform":
-        """Moves the transform's buffers (and any device-held state) to a device/dtype."""
+        """Moves the transform's buffers (and any device-held state) to a device/dtype.
+
+        Args:
+            *args: as for ``torch.nn.Module.to`` (a device, a dtype, or both).
+            **kwargs: as for ``torch.nn.Module.to``.
+
+        Returns:
+            ``self``.
+
+        Examples:
+            >>> t = Transform()
+            >>> t.register_buffer("stat", torch.zeros(1))
+            >>> t.to(torch.float64).stat.dtype
+            torch.float64
+        """
         super().to(*args, **kwargs)
         self.reset_parent()
         return self
 
     def empty_cache(self) -> None:
-        """Drops cached data derived from the parent (the cached ``parent`` itself)."""
+        """Drops cached data derived from the parent (the cached ``parent`` itself).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> t = Transform()
+            >>> env = TransformedEnv(CartPoleEnv(), t)
+            >>> p = t.parent
+            >>> t.empty_cache()
+            >>> t.parent is p
+            False
+        """
         self.reset_parent()
 
     def close(self) -> None:
-        """Releases resources (default: nothing)."""
+        """Releases resources (default: nothing); ``TransformedEnv.close`` calls it.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(), Transform())
+            >>> env.close()  # closes the transforms, then the base env
+            >>> env.is_closed
+            True
+        """
 
     def __repr__(self) -> str:
         fields = []

@@ -10,13 +10,14 @@ runs the transforms' ``_reset`` hooks, which see the input's ``"_reset"`` masks.
 Attributes the transformed env does not have are looked up on the base env (``env.gravity``).
 
 Examples:
-    >>> import torch
-    >>> from gpusim.transforms import TransformedEnv, Compose, StepCounter
-    >>> from tests.envs.toy_envs import StatelessCounter
-    >>> env = TransformedEnv(StatelessCounter(batch_size=[2]), Compose(StepCounter(max_steps=3)))
+    >>> from gpusim.envs.native import PendulumEnv
+    >>> from gpusim.transforms import TransformedEnv, StepCounter
+    >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), StepCounter(max_steps=3))
     >>> td = env.rollout(5, break_when_any_done=False)
     >>> td["next", "step_count"][0].squeeze(-1)
     tensor([1, 2, 3, 1, 2])
+    >>> env.max_torque  # looked up on the base env
+    2.0
 """
 
 from __future__ import annotations
@@ -60,8 +61,26 @@ class TransformedEnv(EnvBase):
         auto_unwrap: when ``env`` is itself a ``TransformedEnv``, build the new env on its base
             env with clones of its transforms followed by ``transform`` (one flat env).
 
+    Raises:
+        TypeError: ``env`` is not an ``EnvBase``, ``transform`` is not a ``Transform``, or an
+            unknown keyword argument.
+
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import Compose, RewardSum, StepCounter, TransformedEnv
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[4], seed=0), Compose(StepCounter(500), RewardSum()))
+        >>> env.observation_keys
+        ['observation', 'step_count', 'episode_reward']
+        >>> td = env.rollout(10)
+        >>> td.shape, td["next", "episode_reward"][:, -1].flatten().tolist()
+        (torch.Size([4, 10]), [10.0, 10.0, 10.0, 10.0])
+
+        Wrapping a transformed env flattens it (``auto_unwrap``):
+
+        >>> from gpusim.transforms import InitTracker
+        >>> outer = TransformedEnv(env, InitTracker())
+        >>> type(outer.base_env).__name__, len(outer.transform)
+        ('CartPoleEnv', 3)
     """
 
     def __init__(
@@ -138,22 +157,50 @@ class TransformedEnv(EnvBase):
     # ------------------------------------------------------------------ attributes
     @property
     def base_env(self) -> EnvBase:
-        """The environment the transforms are applied to."""
+        """The environment the transforms are applied to.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import StepCounter
+            >>> env = TransformedEnv(CartPoleEnv(), StepCounter())
+            >>> type(env.base_env).__name__
+            'CartPoleEnv'
+        """
         return self.__dict__["_base_env"]
 
     @property
     def functional_step(self) -> bool:  # type: ignore[override]
-        """The base env's (transforms keep their state in the tensordict or in statistics)."""
+        """The base env's (transforms keep their state in the tensordict or in statistics).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> TransformedEnv(CartPoleEnv()).functional_step  # the state lives in the tensordict
+            True
+        """
         return self.base_env.functional_step
 
     @property
     def auto_reset_mode(self) -> AutoResetMode:  # type: ignore[override]
-        """The base env's auto-reset mode (the transforms follow it)."""
+        """The base env's auto-reset mode (the transforms follow it).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> TransformedEnv(CartPoleEnv(auto_reset_mode="masked")).auto_reset_mode.value
+            'masked'
+        """
         return self.base_env.auto_reset_mode
 
     @property
     def batch_size(self) -> torch.Size:
-        """The batch size (the base env's unless a transform changes it)."""
+        """The batch size (the base env's unless a transform changes it).
+
+        Setting it resizes the base env and recomputes the specs.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> TransformedEnv(CartPoleEnv(batch_size=[8])).batch_size
+            torch.Size([8])
+        """
         return self._batch_size
 
     @batch_size.setter
@@ -163,7 +210,13 @@ class TransformedEnv(EnvBase):
 
     @property
     def device(self) -> torch.device:
-        """The device (the base env's unless a transform changes it)."""
+        """The device (the base env's unless a transform changes it).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> TransformedEnv(CartPoleEnv(device="cpu")).device
+            device(type='cpu')
+        """
         return self._device
 
     @device.setter
@@ -214,14 +267,44 @@ class TransformedEnv(EnvBase):
 
     # ------------------------------------------------------------------ chain edits
     def append_transform(self, transform: Transform) -> "TransformedEnv":
-        """Appends ``transform`` to the chain (specs are recomputed); returns ``self``."""
+        """Appends ``transform`` to the chain (specs are recomputed); returns ``self``.
+
+        Args:
+            transform: the transform (it must not belong to another environment).
+
+        Raises:
+            TypeError: ``transform`` is not a ``Transform``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import StepCounter
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2])).append_transform(StepCounter(5))
+            >>> env.done_keys
+            ['done', 'terminated', 'truncated']
+        """
         if not isinstance(transform, Transform):
             raise TypeError(f"append_transform takes a Transform, got {type(transform).__name__}")
         self.transform.append(transform)
         return self
 
     def insert_transform(self, index: int, transform: Transform) -> "TransformedEnv":
-        """Inserts ``transform`` at ``index`` of the chain (specs are recomputed); returns ``self``."""
+        """Inserts ``transform`` at ``index`` of the chain (specs are recomputed); returns ``self``.
+
+        Args:
+            index: the position in the chain (negative indices count from the end).
+            transform: the transform.
+
+        Raises:
+            TypeError: ``transform`` is not a ``Transform``.
+            IndexError: ``index`` out of range.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import InitTracker, StepCounter
+            >>> env = TransformedEnv(CartPoleEnv(), StepCounter()).insert_transform(0, InitTracker())
+            >>> [type(t).__name__ for t in env.transform]
+            ['InitTracker', 'StepCounter']
+        """
         if not isinstance(transform, Transform):
             raise TypeError(f"insert_transform takes a Transform, got {type(transform).__name__}")
         self.transform.insert(index, transform)
@@ -276,7 +359,27 @@ class TransformedEnv(EnvBase):
         return self._reset_rows(tensordict, self.episode.resolve(tensordict, self._sparse_now()), **kwargs)
 
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
-        """Seeds the base env, then the transforms; returns the next seed."""
+        """Seeds the base env, then the transforms; returns the next seed.
+
+        Args:
+            seed: the seed (``None``: unseeded).
+            static_seed: return ``seed`` itself instead of the next seed.
+
+        Returns:
+            The seed for the next seeded object.
+
+        Raises:
+            TypeError: ``seed`` is neither an int nor ``None``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]))
+            >>> _ = env.set_seed(3)
+            >>> first = env.reset()["observation"]
+            >>> _ = env.set_seed(3)
+            >>> bool((env.reset()["observation"] == first).all())
+            True
+        """
         if seed is not None and not isinstance(seed, int):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
         seed = self.base_env.set_seed(seed, static_seed=static_seed)
@@ -288,29 +391,76 @@ class TransformedEnv(EnvBase):
 
     # ------------------------------------------------------------------ misc
     def empty_cache(self) -> None:
-        """Drops cached key plans here and in the transforms."""
+        """Drops cached key plans here and in the transforms.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = TransformedEnv(CartPoleEnv())
+            >>> env.empty_cache()
+            >>> env.action_keys  # rebuilt on use
+            ['action']
+        """
         super().empty_cache()
         self.transform.empty_cache()
 
     def to(self, *args, **kwargs) -> "TransformedEnv":
-        """Moves the base env and the transforms (their buffers) to a device."""
+        """Moves the base env and the transforms (their buffers) to a device.
+
+        Args:
+            *args: a device (as for ``torch.nn.Module.to``).
+            **kwargs: as for ``torch.nn.Module.to``.
+
+        Returns:
+            ``self``, with recomputed specs.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2])).to("cpu")
+            >>> env.device, env.observation_spec.device
+            (device(type='cpu'), device(type='cpu'))
+        """
         self.base_env.to(*args, **kwargs)
         self.transform.to(*args, **kwargs)
         self._refresh()
         return self
 
     def close(self) -> None:
-        """Closes the transforms and the base env."""
+        """Closes the transforms and the base env.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = TransformedEnv(CartPoleEnv())
+            >>> env.close()
+            >>> env.is_closed, env.base_env.is_closed
+            (True, True)
+        """
         self.transform.close()
         self.base_env.close()
         super().close()
 
     @property
     def is_closed(self) -> bool:
+        """Whether the base env is closed.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = TransformedEnv(CartPoleEnv())
+            >>> env.is_closed
+            False
+        """
         return self.base_env.is_closed
 
-    def state_dict(self, *args, **kwargs):
-        """The transforms' state (statistics, buffers)."""
+    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The transforms' state (statistics, buffers), as ``torch.nn.Module.state_dict``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import ObservationNorm
+            >>> norm = ObservationNorm(loc=0.0, scale=2.0, in_keys=["observation"])
+            >>> env = TransformedEnv(CartPoleEnv(), norm)
+            >>> sorted(env.state_dict())
+            ['transform.transforms.0.loc', 'transform.transforms.0.scale']
+        """
         return super().state_dict(*args, **kwargs)
 
     def __repr__(self) -> str:
