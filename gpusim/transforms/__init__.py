@@ -1,9 +1,15 @@
 """Transforms: ``Transform``, ``TransformedEnv``, ``Compose`` and the transform families.
 
+A ``TransformedEnv`` applies a chain of transforms to the data coming out of a base env (and,
+inverted, to the data going in), and to its specs.
+
 Examples:
-    >>> from gpusim.transforms import Compose, Transform, TransformedEnv
-    >>> isinstance(Compose(), Transform)
-    True
+    >>> from gpusim.envs.native import CartPoleEnv
+    >>> from gpusim.transforms import Compose, RewardSum, StepCounter, TransformedEnv
+    >>> env = TransformedEnv(CartPoleEnv(batch_size=[8], seed=0), Compose(StepCounter(200), RewardSum()))
+    >>> td = env.rollout(5)
+    >>> td["next", "step_count"][0].flatten().tolist(), td["next", "episode_reward"][0, -1].item()
+    ([1, 2, 3, 4, 5], 5.0)
 """
 
 from gpusim.transforms.transform import Transform
@@ -46,3 +52,56 @@ from gpusim.transforms.pixels import CenterCrop, GrayScale, Resize, ToTensorImag
 from gpusim.transforms.rl_models import KLRewardTransform, R3MTransform, VC1Transform, VIPRewardTransform, VIPTransform
 from gpusim.transforms.loggers import CSVLogger, Logger
 from gpusim.transforms.recorders import TensorDictRecorder, VideoRecorder
+
+__all__ = [
+    "Transform",
+    "Compose",
+    "TransformedEnv",
+    "StepCounter",
+    "RewardSum",
+    "TargetReturn",
+    "Reward2GoTransform",
+    "InitTracker",
+    "CatFrames",
+    "VecNorm",
+    "TimeMaxPool",
+    "TensorDictPrimer",
+    "gSDENoise",
+    "EndOfLifeTransform",
+    "NoopResetEnv",
+    "FrameSkipTransform",
+    "BinarizeReward",
+    "ClipTransform",
+    "ObservationNorm",
+    "RewardClipping",
+    "RewardScaling",
+    "DeviceCastTransform",
+    "DoubleToFloat",
+    "DTypeCastTransform",
+    "PinMemoryTransform",
+    "CatTensors",
+    "ExcludeTransform",
+    "RenameTransform",
+    "SelectTransform",
+    "FlattenObservation",
+    "PermuteTransform",
+    "SqueezeTransform",
+    "UnsqueezeTransform",
+    "ActionMask",
+    "DiscreteActionProjection",
+    "FiniteTensorDictCheck",
+    "RandomCropTensorDict",
+    "CenterCrop",
+    "GrayScale",
+    "Resize",
+    "ToTensorImage",
+    "KLRewardTransform",
+    "R3MTransform",
+    "VC1Transform",
+    "VIPRewardTransform",
+    "VIPTransform",
+    "CSVLogger",
+    "Logger",
+    "TensorDictRecorder",
+    "VideoRecorder",
+]

@@ -52,8 +52,24 @@ class KeyedTransform(Transform):
         in_keys_inv: inner (base env) names of the inverse keys.
         out_keys_inv: outer names of the inverse keys (default ``in_keys_inv``).
 
+    Raises:
+        ValueError: key lists of different lengths.
+
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> class Neg(KeyedTransform):  # negates the observation, and the action on the way in
+        ...     _spec_bounds = "sorted"  # a decreasing map: the image of [low, high] is [-high, -low]
+        ...     def _apply_transform(self, x):
+        ...         return -x
+        ...     _inv_apply_transform = _apply_transform
+        >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), Neg(in_keys=["observation"], in_keys_inv=["action"]))
+        >>> td = env.reset()
+        >>> theta = td["state"][:, 0]  # Pendulum observes [cos(theta), sin(theta), theta_dot]
+        >>> torch.allclose(td["observation"][:, 0], -theta.cos())
+        True
+        >>> env.action_spec.low.flatten().tolist()  # the bounds follow the map: [-2, 2] -> [-2, 2]
+        [-2.0, -2.0]
     """
 
     #: how ``Bounded`` bounds follow the tensor function (see ``map_leaf``)
@@ -90,8 +106,28 @@ class KeyedTransform(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         """Maps the spec of every ``in_key`` into its ``out_key`` (same sub-composite).
 
+        Args:
+            output_spec: the env's ``output_spec`` (unlocked).
+
+        Returns:
+            ``output_spec`` with the ``out_key`` specs.
+
         Raises:
             KeyError: an ``in_key`` is not in the observation, reward or done specs.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import RewardScaling
+            >>> spec = CartPoleEnv().output_spec.clone().unlock_()
+            >>> spec["full_observation_spec"]["observation"].high
+            tensor([4.8000,    inf, 0.4189,    inf])
+            >>> double = RewardScaling(loc=0.0, scale=2.0, in_keys=["observation"])
+            >>> double.transform_output_spec(spec)["full_observation_spec"]["observation"].high
+            tensor([9.6000,    inf, 0.8378,    inf])
+            >>> RewardScaling(loc=0.0, scale=2.0, in_keys=["pixels"]).transform_output_spec(spec)
+            Traceback (most recent call last):
+            ...
+            KeyError: "RewardScaling: in_keys entry 'pixels' is not in the env's specs (full_observation_spec, full_reward_spec, full_done_spec); available keys: 'done', 'observation', 'reward', 'terminated'"
         """
         found = require_keys(output_spec, self._forward_spec_names, self.in_keys, self._name)
         for in_key, out_key in zip(self.in_keys, self.out_keys):
@@ -134,8 +170,22 @@ class KeyedTransform(Transform):
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         """Replaces the inner spec of every ``in_key_inv`` by the outer spec at ``out_key_inv``.
 
+        Args:
+            input_spec: the env's ``input_spec`` (unlocked).
+
+        Returns:
+            ``input_spec`` with the outer specs.
+
         Raises:
             KeyError: an ``in_key_inv`` is not in the action or state specs.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import DTypeCastTransform
+            >>> cast = DTypeCastTransform(torch.float32, torch.float64, in_keys_inv=["action"])
+            >>> spec = cast.transform_input_spec(PendulumEnv().input_spec.clone().unlock_())
+            >>> spec["full_action_spec"]["action"].dtype  # what the transformed env accepts
+            torch.float64
         """
         found = require_keys(input_spec, INPUT_SPECS, self.in_keys_inv, self._name, "in_keys_inv")
         for inner, outer in zip(self.in_keys_inv, self.out_keys_inv):

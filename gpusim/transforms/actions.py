@@ -59,9 +59,16 @@ class ActionMask(Transform):
         TypeError: (when attached) an action spec that cannot be masked.
 
     Examples:
-        >>> from gpusim.transforms import TransformedEnv
-        >>> # env = TransformedEnv(base_env_with_action_mask, ActionMask())
-        >>> # env.rollout(10)  # every random action respects the mask of its step
+        TicTacToe's legal moves are ``"mask"`` (``[*B, 9]``); its action spec is
+        ``Categorical(9)`` of shape ``[*B, 1]``, whose mask has shape ``[*B, 1, 9]``:
+
+        >>> from gpusim.envs.native import TicTacToeEnv
+        >>> from gpusim.transforms import Compose, TransformedEnv, UnsqueezeTransform
+        >>> legal = UnsqueezeTransform(-2, in_keys=["mask"], out_keys=["legal"])
+        >>> env = TransformedEnv(TicTacToeEnv(batch_size=[2], seed=0), Compose(legal, ActionMask(mask_key="legal")))
+        >>> td = env.rollout(9)  # random actions drawn from the masked spec
+        >>> bool(td["mask"].gather(-1, td["action"]).all())  # every move was legal
+        True
     """
 
     def __init__(self, action_key: NestedKey = "action", mask_key: NestedKey = "action_mask") -> None:
@@ -88,6 +95,18 @@ class ActionMask(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Sets the mask of ``tensordict`` (when present) on the env's action spec.
+
+        Raises:
+            RuntimeError: the transform is not attached to an env.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> ActionMask()(TensorDict({"action_mask": torch.ones(2, dtype=torch.bool)}, []))
+            Traceback (most recent call last):
+            ...
+            RuntimeError: ActionMask needs an environment: attach it with TransformedEnv(env, ActionMask())
+        """
         return self._call(tensordict)
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
@@ -153,7 +172,18 @@ class DiscreteActionProjection(Transform):
         TypeError: (when attached) a base action spec that is not ``OneHot``/``Categorical``.
 
     Examples:
-        See the module docstring.
+        A policy with 4 outputs driving CartPole's 2 actions:
+
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[3], seed=0), DiscreteActionProjection(2, 4))
+        >>> env.action_spec.n, env.base_env.action_spec.n
+        (4, 2)
+        >>> td = env.reset().set("action", torch.tensor([0, 1, 3]))  # 3 is out of range
+        >>> env.transform.inv(td)["action"][:2]  # in range: kept; row 2 gets a random legal action
+        tensor([0, 1])
+        >>> env.step(td)["next", "observation"].shape
+        torch.Size([3, 4])
     """
 
     def __init__(
@@ -199,7 +229,20 @@ class DiscreteActionProjection(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Offline use: pads stored one-hot actions from ``num_actions_effective`` to ``max_actions``."""
+        """Offline use: pads stored one-hot actions from ``num_actions_effective`` to ``max_actions``.
+
+        Args:
+            tensordict: stored data (written in place).
+
+        Returns:
+            ``tensordict`` (unchanged with ``include_forward=False``).
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> t = DiscreteActionProjection(num_actions_effective=2, max_actions=3)
+            >>> t(TensorDict({"action": torch.tensor([0, 1])}, []))["action"]
+            tensor([0, 1, 0])
+        """
         if not self.include_forward:
             return tensordict
         action = tensordict.get(self.action_key, None)

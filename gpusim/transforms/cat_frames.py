@@ -12,14 +12,12 @@ built for every time step at once, restarted after each ``("next", done)``; root
 entries are both processed, and the result equals what the env would have produced.
 
 Examples:
-    >>> import torch
+    >>> from gpusim.envs.native import CartPoleEnv
     >>> from gpusim.transforms import CatFrames, TransformedEnv
-    >>> from tests.envs.toy_envs import StatelessCounter
-    >>> env = TransformedEnv(StatelessCounter(batch_size=[1], max_count=100),
-    ...                      CatFrames(3, dim=-1, in_keys=["observation"]))
-    >>> td = env.rollout(2, lambda td: td.set("action", torch.ones(1, dtype=torch.long)))
-    >>> td["next", "observation"][0].tolist()  # obs = 2 * state: 0 (reset), 2, 4
-    [[0.0, 0.0, 2.0], [0.0, 2.0, 4.0]]
+    >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), CatFrames(2, dim=-1, in_keys=["observation"]))
+    >>> frames = env.reset()["observation"].unflatten(-1, (2, 4))  # [B, N, 4]
+    >>> bool((frames[:, 0] == frames[:, 1]).all())  # padding="same": the reset frame, twice
+    True
 """
 
 from __future__ import annotations
@@ -76,9 +74,21 @@ class CatFrames(Transform):
 
     Raises:
         ValueError: ``dim >= 0``, ``N < 1`` or an unknown ``padding``.
+        KeyError: (when the env is built) an ``in_key`` that is not an observation of the parent.
 
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import CatFrames, TransformedEnv
+        >>> cat = CatFrames(3, dim=-1, in_keys=["observation"], out_keys=["stacked"])
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), cat)
+        >>> env.observation_spec["stacked"].shape  # 3 frames of 4 features
+        torch.Size([2, 12])
+        >>> td = env.rollout(2)
+        >>> frames = td["next", "stacked"][0, 1].unflatten(-1, (3, 4))  # row 0 after 2 steps
+        >>> expected = torch.stack([td["observation"][0, 0], td["next", "observation"][0, 0],
+        ...                         td["next", "observation"][0, 1]])  # reset, step 1, step 2
+        >>> torch.equal(frames, expected)
+        True
     """
 
     def __init__(
@@ -173,7 +183,21 @@ class CatFrames(Transform):
         return reset_mask_for(tensordict, in_key, levels, torch.Size(batch_size))
 
     def reset(self, tensordict: TensorDictBase | None = None) -> None:
-        """Zeroes the buffers (they are refilled by the next env reset)."""
+        """Zeroes the frame buffers (they are refilled by the next env reset).
+
+        Args:
+            tensordict: ignored (TorchRL's signature).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> cat = CatFrames(2, dim=-1, in_keys=["observation"])
+            >>> env = TransformedEnv(CartPoleEnv(seed=0), cat)
+            >>> _ = env.reset()
+            >>> cat.reset()
+            >>> [float(buf.abs().sum()) for buf in cat.buffers()]
+            [0.0]
+        """
         for name, buf in self._buffers.items():
             if name.startswith("_cat_buffer_"):
                 buf.zero_()
@@ -218,7 +242,27 @@ class CatFrames(Transform):
 
     # ------------------------------------------------------------------ offline
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Stacks frames of stored trajectories ``[*B, T]`` (time last), root and ``"next"``."""
+        """Stacks frames of stored trajectories ``[*B, T]`` (time last), root and ``"next"``.
+
+        The windows restart after every ``("next", done_key)``, as they would in the env.
+
+        Args:
+            tensordict: stored data with a time dim last (written in place).
+
+        Returns:
+            ``tensordict`` with the stacked entries.
+
+        Raises:
+            ValueError: data without a time dim (``batch_dims == 0``).
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> obs = torch.arange(4.0).reshape(1, 4, 1)  # one trajectory of 4 steps
+            >>> done = torch.tensor([False, True, False, False]).reshape(1, 4, 1)
+            >>> td = TensorDict({"observation": obs, "next": {"observation": obs + 1, "done": done}}, [1, 4])
+            >>> CatFrames(2, dim=-1, in_keys=["observation"])(td)["observation"][0].tolist()
+            [[0.0, 0.0], [0.0, 1.0], [2.0, 2.0], [2.0, 3.0]]
+        """
         if self.as_inverse:
             return tensordict
         return self._unfold(tensordict, self.in_keys, self.out_keys)

@@ -32,7 +32,17 @@ class FiniteTensorDictCheck(Transform):
         ValueError: naming the first key holding a NaN or infinite value.
 
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), FiniteTensorDictCheck())
+        >>> env.rollout(3).shape  # finite data passes through
+        torch.Size([2, 3])
+        >>> td = env.reset()
+        >>> td["state"][0, 0] = float("inf")  # a corrupted state makes the next observation inf
+        >>> env.step(env.rand_action(td))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: FiniteTensorDictCheck: non-finite values at key 'observation': tensor([    inf, ...])
     """
 
     def __init__(self) -> None:

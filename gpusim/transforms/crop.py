@@ -4,19 +4,25 @@ Examples:
     >>> import torch
     >>> from tensordict import TensorDict
     >>> from gpusim.transforms.crop import RandomCropTensorDict
-    >>> td = TensorDict({"t": torch.arange(10).expand(4, 10)}, [4, 10])
-    >>> out = RandomCropTensorDict(3)(td)
-    >>> out.shape, bool(((out["t"][:, 1:] - out["t"][:, :-1]) == 1).all())
-    (torch.Size([4, 3]), True)
+    >>> valid = torch.arange(10).expand(4, 10) < 5  # the first 5 steps of each row are valid
+    >>> td = TensorDict({"t": torch.arange(10).expand(4, 10), "valid": valid}, [4, 10])
+    >>> out = RandomCropTensorDict(3, mask_key="valid")(td)
+    >>> bool((out["t"] < 5).all())  # every window lies inside the valid steps
+    True
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._keys import NestedKey, unravel
 from gpusim.transforms.transform import Transform
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpusim.specs import Composite
 
 __all__ = ["RandomCropTensorDict"]
 
@@ -41,7 +47,18 @@ class RandomCropTensorDict(Transform):
         RuntimeError: when attached to an env.
 
     Examples:
-        See the module docstring.
+        Crop windows of 3 steps out of a stored rollout:
+
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+        <torch._C.Generator object at ...>
+        >>> data = CartPoleEnv(batch_size=[4], seed=0).rollout(10, break_when_any_done=False)
+        >>> out = RandomCropTensorDict(3)(data)  # one random start per row
+        >>> out.shape
+        torch.Size([4, 3])
+        >>> start = out["observation"][:, 0]  # each window is 3 consecutive steps of its row
+        >>> bool(all((data["observation"][i] == start[i]).all(-1).any() for i in range(4)))
+        True
     """
 
     def __init__(self, sub_seq_len: int, sample_dim: int = -1, mask_key: NestedKey | None = None) -> None:
@@ -55,6 +72,29 @@ class RandomCropTensorDict(Transform):
         self.mask_key = None if mask_key is None else unravel(mask_key)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Returns a new tensordict with one random window of ``sub_seq_len`` steps per row.
+
+        Args:
+            tensordict: stored data; ``sample_dim`` is one of its batch dims.
+
+        Returns:
+            The crop: ``sub_seq_len`` along ``sample_dim``, every other dim unchanged.
+
+        Raises:
+            ValueError: ``sample_dim`` is not a batch dim, or the data is shorter than
+                ``sub_seq_len``.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"t": torch.arange(10).expand(4, 10)}, [4, 10])
+            >>> out = RandomCropTensorDict(3)(td)
+            >>> out.shape, bool(((out["t"][:, 1:] - out["t"][:, :-1]) == 1).all())
+            (torch.Size([4, 3]), True)
+            >>> RandomCropTensorDict(12)(td)
+            Traceback (most recent call last):
+            ...
+            ValueError: RandomCropTensorDict: cannot crop 12 steps from data with 10 steps along dim -1 (batch_size [4, 10])
+        """
         bd = tensordict.batch_dims
         if not -bd <= self.sample_dim < bd:
             raise ValueError(
@@ -99,7 +139,20 @@ class RandomCropTensorDict(Transform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         return self.forward(next_tensordict)
 
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        """Raises: the transform crops stored data and cannot be used in an env.
+
+        Raises:
+            RuntimeError: always.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> TransformedEnv(CartPoleEnv(), RandomCropTensorDict(3))
+            Traceback (most recent call last):
+            ...
+            RuntimeError: RandomCropTensorDict crops stored trajectories (replay buffers, modules); it cannot be used as an environment transform
+        """
         raise RuntimeError(
             "RandomCropTensorDict crops stored trajectories (replay buffers, modules); it cannot be "
             "used as an environment transform"

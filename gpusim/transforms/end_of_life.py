@@ -7,14 +7,11 @@ envs only), and then written under ``lives_key``. The signal goes into the done 
 not trigger resets); point a loss or value estimator at it with :meth:`register_keys`.
 
 Examples:
-    >>> import torch
-    >>> from tensordict import TensorDict
-    >>> from gpusim.transforms import EndOfLifeTransform
-    >>> t = EndOfLifeTransform()
-    >>> root = TensorDict({"lives": torch.tensor([[3], [3]])}, [2])
-    >>> nxt = TensorDict({"lives": torch.tensor([[2], [3]]), "done": torch.zeros(2, 1, dtype=torch.bool)}, [2])
-    >>> t._step(root, nxt)["end-of-life"].flatten().tolist()
-    [True, False]
+    >>> from gpusim.envs.native import CartPoleEnv
+    >>> from gpusim.transforms import EndOfLifeTransform, TransformedEnv
+    >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), EndOfLifeTransform())
+    >>> env.done_keys  # the signal is a done entry that resets nothing
+    ['done', 'terminated', 'end-of-life']
 """
 
 from __future__ import annotations
@@ -43,8 +40,38 @@ class EndOfLifeTransform(Transform):
         eol_attribute: dotted path of the lives on the base env (an int, array or callable),
             used when the env has no ``lives_key`` entry.
 
+    Raises:
+        ValueError: an empty ``eol_attribute``.
+        KeyError: (when attached) a ``done_key`` that is not in the parent's done spec.
+
     Examples:
-        See the module docstring.
+        An inline env that loses a life every second step and ends after the last one:
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from gpusim.envs import EnvBase
+        >>> from gpusim.specs import Categorical, Composite, Unbounded
+        >>> from gpusim.transforms import TransformedEnv
+        >>> class Lives(EnvBase):
+        ...     def __init__(self):
+        ...         super().__init__(batch_size=[1])
+        ...         self.observation_spec = Composite(t=Unbounded((1, 1)), lives=Unbounded((1, 1)), shape=(1,))
+        ...         self.state_spec = Composite(t=Unbounded((1, 1)), shape=(1,))
+        ...         self.action_spec = Categorical(2, shape=(1,))
+        ...     def _reset(self, td):
+        ...         t = torch.zeros(1, 1)
+        ...         return TensorDict({"t": t, "lives": t + 3, "done": t.bool()}, [1])
+        ...     def _step(self, td):
+        ...         t = td["t"] + 1
+        ...         return TensorDict({"t": t, "lives": 3 - t // 2, "reward": t, "done": t >= 6}, [1])
+        ...     def _set_seed(self, seed):
+        ...         pass
+        >>> env = TransformedEnv(Lives(), EndOfLifeTransform())
+        >>> td = env.rollout(6)
+        >>> td["next", "lives"].flatten().tolist()
+        [3.0, 2.0, 2.0, 1.0, 1.0, 0.0]
+        >>> td["next", "end-of-life"].flatten().tolist()  # a life lost, or done
+        [False, True, False, True, False, True]
     """
 
     def __init__(
@@ -65,6 +92,12 @@ class EndOfLifeTransform(Transform):
 
     @property
     def out_keys(self) -> list:
+        """``[eol_key]`` (read-only).
+
+        Examples:
+            >>> EndOfLifeTransform(eol_key="eol").out_keys
+            ['eol']
+        """
         return [self.__dict__.get("eol_key", "end-of-life")]
 
     @out_keys.setter
@@ -135,12 +168,41 @@ class EndOfLifeTransform(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Not available: the signal compares lives across env steps (use a ``TransformedEnv``).
+
+        Raises:
+            NotImplementedError: always.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> EndOfLifeTransform()(TensorDict({}, []))
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: EndOfLifeTransform reads env lives; it has no offline forward. Use it in a TransformedEnv.
+        """
         raise NotImplementedError(
             "EndOfLifeTransform reads env lives; it has no offline forward. Use it in a TransformedEnv."
         )
 
     def register_keys(self, loss_or_advantage: Any) -> None:
-        """Points a loss / value estimator's ``done`` and ``terminated`` keys at the signal."""
+        """Points a loss / value estimator's ``done`` and ``terminated`` keys at the signal.
+
+        Args:
+            loss_or_advantage: an object with ``set_keys(done=..., terminated=...)`` (a TorchRL
+                loss module or value estimator).
+
+        Raises:
+            TypeError: an object without ``set_keys``.
+
+        Examples:
+            >>> class Loss:  # stands in for a TorchRL loss module
+            ...     def set_keys(self, **keys):
+            ...         self.keys = keys
+            >>> loss = Loss()
+            >>> EndOfLifeTransform().register_keys(loss)
+            >>> loss.keys
+            {'done': 'end-of-life', 'terminated': 'end-of-life'}
+        """
         set_keys = getattr(loss_or_advantage, "set_keys", None)
         if set_keys is None:
             raise TypeError(

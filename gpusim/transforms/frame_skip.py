@@ -7,13 +7,11 @@ tensor envs this is sync-free (masks; the parent keeps its state in the tensordi
 CPU-backed envs the repetition stops early once every row is done.
 
 Examples:
-    >>> import torch
+    >>> from gpusim.envs.native import CartPoleEnv
     >>> from gpusim.transforms import FrameSkipTransform, TransformedEnv
-    >>> from tests.envs.toy_envs import StatelessCounter
-    >>> env = TransformedEnv(StatelessCounter(batch_size=[1], max_count=100), FrameSkipTransform(3))
-    >>> td = env.rollout(2, lambda td: td.set("action", torch.ones(1, dtype=torch.long)))
-    >>> td["next", "state"].flatten().tolist(), td["next", "reward"].flatten().tolist()
-    ([3.0, 6.0], [6.0, 15.0])
+    >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), FrameSkipTransform(4))
+    >>> env.rollout(2)["next", "reward"].flatten().tolist()  # 4 CartPole steps of reward 1 each
+    [4.0, 4.0, 4.0, 4.0]
 """
 
 from __future__ import annotations
@@ -37,7 +35,20 @@ class FrameSkipTransform(Transform):
         ValueError: ``frame_skip < 1``.
 
     Examples:
-        See the module docstring.
+        One transformed step equals ``frame_skip`` base steps with the same action:
+
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), FrameSkipTransform(3))
+        >>> td = env.reset().set("action", torch.full((2, 1), 0.5))
+        >>> out = env.step(td.clone())["next"]
+        >>> base, x, total = env.base_env, td.clone(), 0
+        >>> for _ in range(3):
+        ...     x = base.step(x)
+        ...     total = total + x["next", "reward"]
+        ...     x = x["next"].set("action", td["action"])
+        >>> torch.allclose(out["observation"], x["observation"]), torch.allclose(out["reward"], total)
+        (True, True)
     """
 
     def __init__(self, frame_skip: int = 1) -> None:
@@ -79,6 +90,18 @@ class FrameSkipTransform(Transform):
         return current
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Not available: the transform repeats env steps (use it in a ``TransformedEnv``).
+
+        Raises:
+            NotImplementedError: always.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> FrameSkipTransform(2)(TensorDict({}, []))
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: FrameSkipTransform repeats env steps; it has no offline forward.
+        """
         raise NotImplementedError("FrameSkipTransform repeats env steps; it has no offline forward.")
 
     def __repr__(self) -> str:

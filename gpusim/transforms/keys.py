@@ -78,7 +78,16 @@ class CatTensors(Transform):
         KeyError: (when attached) an entry that is not an observation.
 
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import Compose, StepCounter, TransformedEnv
+        >>> cat = CatTensors(["observation", "step_count"], out_key="obs_vec", unsqueeze_if_oor=True,
+        ...                  del_keys=False)  # keep the parts: StepCounter reads its count back
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), Compose(StepCounter(), cat))
+        >>> env.observation_keys
+        ['observation', 'step_count', 'obs_vec']
+        >>> td = env.rollout(2)
+        >>> td["next", "obs_vec"].shape, td["next", "obs_vec"][0, :, -1].tolist()  # the count, last
+        (torch.Size([2, 2, 5]), [1.0, 2.0])
     """
 
     def __init__(
@@ -105,6 +114,12 @@ class CatTensors(Transform):
 
     @property
     def out_key(self) -> NestedKey:
+        """The entry of the concatenation.
+
+        Examples:
+            >>> CatTensors(["a", "b"]).out_key
+            'observation_vector'
+        """
         return self.out_keys[0]
 
     def _pad(self, value: torch.Tensor, batch_dims: int) -> torch.Tensor:

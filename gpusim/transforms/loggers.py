@@ -39,9 +39,25 @@ _VIDEO_FORMATS = ("pt", "npy")
 class Logger(abc.ABC):
     """Base class of loggers: scalars, videos and hyperparameters under an experiment name.
 
+    Subclasses implement :meth:`log_scalar`, :meth:`log_video` and :meth:`log_hparams`.
+
     Args:
         exp_name: the experiment name.
         log_dir: where the logs go.
+
+    Raises:
+        ValueError: an empty ``exp_name`` or one holding a path separator.
+
+    Examples:
+        >>> class PrintLogger(Logger):
+        ...     def log_scalar(self, name, value, step=None):
+        ...         print(f"{self.exp_name}/{name}@{step}: {value}")
+        ...     def log_video(self, name, video, step=None, **kwargs):
+        ...         print(f"{name}: video {tuple(video.shape)}")
+        ...     def log_hparams(self, cfg):
+        ...         print(dict(cfg))
+        >>> PrintLogger("demo", log_dir=None).log_scalar("return", 12.5, step=3)
+        demo/return@3: 12.5
     """
 
     def __init__(self, exp_name: str, log_dir: str | os.PathLike | None) -> None:
@@ -52,15 +68,55 @@ class Logger(abc.ABC):
 
     @abc.abstractmethod
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
-        """Logs one scalar value."""
+        """Logs one scalar value.
+
+        Args:
+            name: the series name.
+            value: the value (a number or a one-element tensor).
+            step: the step of the value (``None``: the logger counts).
+
+        Examples:
+            >>> import tempfile
+            >>> logger = CSVLogger("demo", log_dir=tempfile.mkdtemp())
+            >>> logger.log_scalar("return", 12.5, step=3)
+            >>> (logger.experiment_dir / "scalars" / "return.csv").read_text()
+            '3,12.5\\n'
+        """
 
     @abc.abstractmethod
     def log_video(self, name: str, video: torch.Tensor, step: int | None = None, **kwargs: Any) -> Any:
-        """Logs a video (uint8 frames, ``(T, C, H, W)`` or ``(B, T, C, H, W)``)."""
+        """Logs a video (uint8 frames, ``(T, C, H, W)`` or ``(B, T, C, H, W)``).
+
+        Args:
+            name: the video name.
+            video: the frames.
+            step: the step of the video (``None``: the logger counts).
+            **kwargs: logger-specific options (``fps``).
+
+        Returns:
+            Whatever the logger returns (a file path for :class:`CSVLogger`).
+
+        Examples:
+            >>> import tempfile
+            >>> logger = CSVLogger("demo", log_dir=tempfile.mkdtemp())
+            >>> logger.log_video("run", torch.zeros(4, 3, 8, 8, dtype=torch.uint8), step=0).name
+            'run_0.pt'
+        """
 
     @abc.abstractmethod
     def log_hparams(self, cfg: Mapping[str, Any]) -> None:
-        """Logs hyperparameters."""
+        """Logs hyperparameters.
+
+        Args:
+            cfg: a mapping of names to values.
+
+        Examples:
+            >>> import tempfile
+            >>> logger = CSVLogger("demo", log_dir=tempfile.mkdtemp())
+            >>> logger.log_hparams({"lr": 0.001, "gamma": 0.99})
+            >>> (logger.experiment_dir / "hparams.txt").read_text().splitlines()
+            ['lr: 0.001', 'gamma: 0.99']
+        """
 
 
 class CSVLogger(Logger):
@@ -76,7 +132,18 @@ class CSVLogger(Logger):
         ValueError: an unknown ``video_format`` (naming it), a bad ``exp_name`` or fps.
 
     Examples:
-        See the module docstring.
+        >>> import tempfile
+        >>> logger = CSVLogger("demo", log_dir=tempfile.mkdtemp(), video_format="npy")
+        >>> for step, value in enumerate([1.0, 0.5]):
+        ...     logger.log_scalar("loss", value, step=step)
+        >>> (logger.experiment_dir / "scalars" / "loss.csv").read_text().split()
+        ['0,1.0', '1,0.5']
+        >>> logger.log_video("run", torch.zeros(1, 4, 3, 8, 8, dtype=torch.uint8)).name
+        'run_0.npy'
+        >>> CSVLogger("demo", log_dir=tempfile.mkdtemp(), video_format="mp4")
+        Traceback (most recent call last):
+        ...
+        ValueError: CSVLogger: video_format must be one of ('pt', 'npy') (encoded formats such as mp4 need a codec gpusim does not depend on), got 'mp4'
     """
 
     def __init__(
@@ -108,7 +175,21 @@ class CSVLogger(Logger):
         return int(step)
 
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
-        """Appends ``step,value`` to ``scalars/<name>.csv`` (reads a tensor value on the host)."""
+        """Appends ``step,value`` to ``scalars/<name>.csv`` (reads a tensor value on the host).
+
+        Args:
+            name: the series name (the file name).
+            value: a number or a one-element tensor.
+            step: the step (``None``: one more than the previous step of ``name``, from 0).
+
+        Examples:
+            >>> import tempfile
+            >>> logger = CSVLogger("demo", log_dir=tempfile.mkdtemp())
+            >>> logger.log_scalar("loss", torch.tensor(0.25))
+            >>> logger.log_scalar("loss", 0.125)
+            >>> (logger.experiment_dir / "scalars" / "loss.csv").read_text().split()
+            ['0,0.25', '1,0.125']
+        """
         step = self._next_step("scalar", name, step)
         if isinstance(value, torch.Tensor):
             value = value.item()
@@ -120,8 +201,28 @@ class CSVLogger(Logger):
     def log_video(self, name: str, video: torch.Tensor, step: int | None = None, **kwargs: Any) -> Path:
         """Saves ``video`` to ``videos/<name>_<step>.<format>`` and returns the path.
 
+        Args:
+            name: the video name.
+            video: uint8 frames, e.g. ``(1, T, C, H, W)``.
+            step: the step (``None``: one more than the previous step of ``name``, from 0).
+
         Keyword Args:
             fps: frame rate recorded in the index (default ``video_fps``).
+
+        Returns:
+            The path of the saved file.
+
+        Raises:
+            TypeError: ``video`` is not a tensor, or an unknown keyword argument.
+
+        Examples:
+            >>> import tempfile
+            >>> logger = CSVLogger("demo", log_dir=tempfile.mkdtemp())
+            >>> path = logger.log_video("run", torch.zeros(1, 4, 3, 8, 8, dtype=torch.uint8), fps=15)
+            >>> torch.load(path, weights_only=True).shape
+            torch.Size([1, 4, 3, 8, 8])
+            >>> (path.parent / "index.csv").read_text()
+            'run_0.pt,15,1x4x3x8x8\\n'
         """
         fps = kwargs.pop("fps", None) or self.video_fps
         if kwargs:
@@ -142,7 +243,18 @@ class CSVLogger(Logger):
         return path
 
     def log_hparams(self, cfg: Mapping[str, Any]) -> None:
-        """Writes ``key: value`` lines to ``hparams.txt``."""
+        """Writes ``key: value`` lines to ``hparams.txt`` (replacing the previous file).
+
+        Args:
+            cfg: a mapping of names to values.
+
+        Examples:
+            >>> import tempfile
+            >>> logger = CSVLogger("demo", log_dir=tempfile.mkdtemp())
+            >>> logger.log_hparams({"batch": 4096, "steps": 100})
+            >>> (logger.experiment_dir / "hparams.txt").read_text()
+            'batch: 4096\\nsteps: 100\\n'
+        """
         with open(self.experiment_dir / "hparams.txt", "w") as f:
             for key, value in dict(cfg).items():
                 f.write(f"{key}: {value}\n")

@@ -52,7 +52,14 @@ class NoopResetEnv(Transform):
             one with several done levels.
 
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[3], seed=0), NoopResetEnv(noops=5))
+        >>> td = env.reset()  # every row took 1 to 5 random steps after its reset
+        >>> before = td["state"].clone()
+        >>> td = env.reset(td.set("_reset", torch.tensor([[True], [False], [False]])))
+        >>> bool((td["state"][0] != before[0]).any()), torch.equal(td["state"][1:], before[1:])
+        (True, True)
     """
 
     def __init__(self, noops: int = 30, random: bool = True) -> None:
@@ -138,6 +145,18 @@ class NoopResetEnv(Transform):
         return tensordict_reset
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Not available: the transform steps the env after resets (use a ``TransformedEnv``).
+
+        Raises:
+            NotImplementedError: always.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> NoopResetEnv()(TensorDict({}, []))
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: NoopResetEnv acts on env resets; it has no offline forward.
+        """
         raise NotImplementedError("NoopResetEnv acts on env resets; it has no offline forward.")
 
     def __repr__(self) -> str:

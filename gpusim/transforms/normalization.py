@@ -165,7 +165,14 @@ class ObservationNorm(_Affine):
 
     @property
     def initialized(self) -> bool:
-        """Whether ``loc`` and ``scale`` are set."""
+        """Whether ``loc`` and ``scale`` are set.
+
+        Examples:
+            >>> ObservationNorm(in_keys=["observation"]).initialized
+            False
+            >>> ObservationNorm(loc=0.0, scale=1.0, in_keys=["observation"]).initialized
+            True
+        """
         return self.loc is not None and self.scale is not None
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
@@ -209,6 +216,18 @@ class ObservationNorm(_Affine):
         Raises:
             RuntimeError: no parent env, or the statistics are already set.
             ValueError: ``num_iter < 1`` or ``cat_dim`` not among ``reduce_dim``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> norm = ObservationNorm(in_keys=["observation"], standard_normal=True)
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[32], seed=0), norm)
+            >>> norm.init_stats(num_iter=20, reduce_dim=(0, 1), cat_dim=1)  # batch and time dims
+            >>> norm.loc.shape, norm.scale.shape  # one per observation feature
+            (torch.Size([4]), torch.Size([4]))
+            >>> obs = env.rollout(20, break_when_any_done=False)["observation"]
+            >>> bool(obs.mean((0, 1)).abs().max() < 0.5), bool((obs.std((0, 1)) - 1).abs().max() < 0.5)
+            (True, True)
         """
         if self.initialized:
             raise RuntimeError("ObservationNorm.init_stats: loc and scale are already initialized")

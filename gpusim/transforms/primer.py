@@ -8,11 +8,10 @@ value of rows that are not reset. A step copies them from the input into ``"next
 nothing (a policy, another transform) wrote a new value there.
 
 Examples:
+    >>> from gpusim.envs.native import CartPoleEnv
     >>> from gpusim.specs import Unbounded
     >>> from gpusim.transforms import TensorDictPrimer, TransformedEnv
-    >>> from tests.envs.toy_envs import StatelessCounter
-    >>> env = TransformedEnv(StatelessCounter(batch_size=[2]),
-    ...                      TensorDictPrimer(hidden=Unbounded((3,)), default_value=1.0))
+    >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), TensorDictPrimer(hidden=Unbounded((3,)), default_value=1.0))
     >>> env.reset()["hidden"]
     tensor([[1., 1., 1.],
             [1., 1., 1.]])
@@ -49,7 +48,21 @@ class TensorDictPrimer(Transform):
         ValueError: no primers, both ``primers`` and keyword primers, or a non-spec primer.
 
     Examples:
-        See the module docstring.
+        A recurrent state that a policy updates and the env carries from step to step:
+
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.specs import Unbounded
+        >>> from gpusim.transforms import TransformedEnv
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), TensorDictPrimer(hidden=Unbounded((3,))))
+        >>> sorted(env.state_spec.keys())  # read back at every step
+        ['hidden', 'state']
+        >>> def policy(td):  # counts its calls in the hidden state
+        ...     td["action"] = torch.zeros(2, dtype=torch.long)
+        ...     td["hidden"] = td["hidden"] + 1
+        ...     return td
+        >>> td = env.rollout(3, policy)
+        >>> td["hidden"][0, :, 0].tolist()  # what the policy wrote, from the 0 set at reset
+        [1.0, 2.0, 3.0]
     """
 
     def __init__(
@@ -89,7 +102,14 @@ class TensorDictPrimer(Transform):
         self.__dict__["_specs"] = dict(specs)  # expanded to the env batch size
 
     @property
-    def in_keys(self) -> list:  # primers read nothing
+    def in_keys(self) -> list:
+        """Always empty: primers read nothing.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> TensorDictPrimer(hidden=Unbounded((3,))).in_keys
+            []
+        """
         return []
 
     @in_keys.setter
@@ -98,6 +118,13 @@ class TensorDictPrimer(Transform):
 
     @property
     def out_keys(self) -> list:
+        """The primed entries.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> TensorDictPrimer(hidden=Unbounded((3,)), cell=Unbounded((3,))).out_keys
+            ['hidden', 'cell']
+        """
         return list(self.__dict__.get("primers", {}).keys())
 
     @out_keys.setter
@@ -157,7 +184,22 @@ class TensorDictPrimer(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Offline: fills the missing primer entries (batch dims of the data)."""
+        """Offline: fills the missing primer entries (batch dims of the data).
+
+        Args:
+            tensordict: the data (written in place; present entries are kept).
+
+        Returns:
+            ``tensordict`` with every primer entry.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.specs import Unbounded
+            >>> primer = TensorDictPrimer(hidden=Unbounded((3,)), default_value=0.5)
+            >>> primer(TensorDict({}, [2]))["hidden"]
+            tensor([[0.5000, 0.5000, 0.5000],
+                    [0.5000, 0.5000, 0.5000]])
+        """
         for key, spec in self.__dict__["_specs"].items():
             if tget(tensordict, key) is None:
                 tset(tensordict, key, self._value(key, spec, tensordict.batch_size, tensordict.device))
@@ -183,11 +225,11 @@ class gSDENoise(TensorDictPrimer):  # noqa: N801 (TorchRL's name)
     given).
 
     Examples:
+        >>> from gpusim.envs.native import PendulumEnv
         >>> from gpusim.transforms import TransformedEnv
-        >>> from tests.envs.toy_envs import StatelessCounter
-        >>> env = TransformedEnv(StatelessCounter(batch_size=[4]), gSDENoise(state_dim=3, action_dim=2))
+        >>> env = TransformedEnv(PendulumEnv(batch_size=[4], seed=0), gSDENoise(state_dim=3, action_dim=1))
         >>> env.reset()["_eps_gSDE"].shape
-        torch.Size([4, 2, 3])
+        torch.Size([4, 1, 3])
     """
 
     def __init__(

@@ -66,14 +66,19 @@ class TensorDictRecorder(Transform):
         ValueError: a non-positive ``skip``.
 
     Examples:
-        >>> import tempfile, torch
+        >>> import tempfile
         >>> from tensordict import TensorDict
-        >>> base = tempfile.mkdtemp() + "/run"
-        >>> rec = TensorDictRecorder(base, skip=1)
-        >>> for i in range(3):
-        ...     _ = rec._step(None, TensorDict({"obs": torch.full((2,), float(i))}, [2]))
-        >>> torch.load(rec.dump(), weights_only=True)["obs"][:, 0]
-        tensor([0., 1., 2.])
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> rec = TensorDictRecorder(tempfile.mkdtemp() + "/run", skip=1, in_keys=["observation"])
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), rec)
+        >>> data = env.rollout(3)
+        >>> path = rec.dump()
+        >>> path.name
+        'run_0.pt'
+        >>> saved = TensorDict(torch.load(path, weights_only=True), batch_size=[3, 2])
+        >>> torch.equal(saved["observation"], data["next", "observation"].transpose(0, 1))
+        True
     """
 
     def __init__(
@@ -112,7 +117,25 @@ class TensorDictRecorder(Transform):
         return self._step(None, next_tensordict)
 
     def dump(self, suffix: str | None = None) -> Path | None:
-        """Saves the records (then forgets them); returns the file path (``None``: nothing)."""
+        """Saves the records (then forgets them); returns the file path (``None``: nothing).
+
+        Args:
+            suffix: the file suffix (default: the number of earlier dumps).
+
+        Returns:
+            ``<out_file_base>_<suffix>.pt``, or ``None`` when nothing was recorded.
+
+        Examples:
+            >>> import tempfile
+            >>> from tensordict import TensorDict
+            >>> rec = TensorDictRecorder(tempfile.mkdtemp() + "/run", skip=1)
+            >>> for i in range(3):
+            ...     _ = rec(TensorDict({"obs": torch.full((2,), float(i))}, [2]))
+            >>> torch.load(rec.dump(suffix="a"), weights_only=True)["obs"][:, 0]
+            tensor([0., 1., 2.])
+            >>> rec.dump() is None  # the records were forgotten
+            True
+        """
         if not self.records:
             return None
         common = None
@@ -166,7 +189,16 @@ class VideoRecorder(Transform):
         KeyError: (when attached) a pixel entry that is not in the specs.
 
     Examples:
-        See the module docstring.
+        >>> import tempfile
+        >>> from tensordict import TensorDict
+        >>> from gpusim.transforms.loggers import CSVLogger
+        >>> logger = CSVLogger("demo", log_dir=tempfile.mkdtemp())
+        >>> rec = VideoRecorder(logger, tag="run", center_crop=4)
+        >>> for _ in range(3):  # channels-last float frames in [0, 1]
+        ...     _ = rec(TensorDict({"pixels": torch.rand(8, 8, 3)}, []))
+        >>> video = torch.load(rec.dump(), weights_only=True)
+        >>> video.shape, video.dtype  # (1, T, C, H, W), cropped to 4x4
+        (torch.Size([1, 3, 3, 4, 4]), torch.uint8)
     """
 
     def __init__(
@@ -270,9 +302,23 @@ class VideoRecorder(Transform):
     def dump(self, suffix: str | None = None) -> Any:
         """Logs the frames kept so far as videos and forgets them.
 
+        Args:
+            suffix: appended to the video name (``<tag>_<suffix>``).
+
         Returns:
             What the logger's ``log_video`` returned for the (last) video, ``None`` when there
             were no frames.
+
+        Examples:
+            >>> import tempfile
+            >>> from tensordict import TensorDict
+            >>> from gpusim.transforms.loggers import CSVLogger
+            >>> rec = VideoRecorder(CSVLogger("demo", log_dir=tempfile.mkdtemp()), tag="run")
+            >>> _ = rec(TensorDict({"pixels": torch.zeros(3, 8, 8, dtype=torch.uint8)}, []))
+            >>> rec.dump(suffix="eval").name
+            'run_eval_0.pt'
+            >>> rec.dump() is None  # nothing recorded since
+            True
         """
         out = None
         for key in self.in_keys:

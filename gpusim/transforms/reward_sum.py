@@ -15,7 +15,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -25,6 +25,9 @@ from gpusim.envs._keys import NestedKey
 from gpusim.specs import Unbounded
 from gpusim.transforms._levels import tget, tset
 from gpusim.transforms.transform import Transform
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpusim.envs.common import EnvBase
 
 __all__ = ["RewardSum", "TargetReturn", "Reward2GoTransform"]
 

@@ -73,7 +73,17 @@ class KLRewardTransform(Transform):
         ValueError: a NaN ``coef`` or key lists of different lengths.
 
     Examples:
-        See the module docstring.
+        >>> import math
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> uniform = lambda td: torch.distributions.Categorical(logits=torch.zeros(*td.batch_size, 2))
+        >>> def policy(td):  # always pushes right, with probability 0.9 under the current policy
+        ...     td["action"] = torch.ones(td.batch_size, dtype=torch.long)
+        ...     td["sample_log_prob"] = torch.full(td.batch_size, math.log(0.9))
+        ...     return td
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), KLRewardTransform(uniform, coef=1.0))
+        >>> env.rollout(2, policy)["next", "reward"][0].flatten()  # 1 - (log 0.9 - log 0.5)
+        tensor([0.4122, 0.4122])
     """
 
     def __init__(
@@ -116,7 +126,24 @@ class KLRewardTransform(Transform):
         return out
 
     def kl(self, tensordict: TensorDictBase) -> torch.Tensor | None:
-        """The per-step estimate ``log pi_current(a) - log pi_0(a)`` (``None`` without data)."""
+        """The per-step estimate ``log pi_current(a) - log pi_0(a)`` (``None`` without data).
+
+        Args:
+            tensordict: root data with the action and the current log-probability.
+
+        Returns:
+            The estimate, shaped like the log-probability, or ``None`` when the action or the
+            log-probability is missing.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> ref = lambda td: torch.distributions.Categorical(logits=torch.zeros(*td.batch_size, 2))
+            >>> t = KLRewardTransform(ref)
+            >>> t.kl(TensorDict({"action": torch.tensor([0]), "sample_log_prob": torch.tensor([0.0])}, [1]))
+            tensor([0.6931])
+            >>> t.kl(TensorDict({}, [1])) is None
+            True
+        """
         action = tensordict.get(self.action_key, None)
         current = tensordict.get(self.log_prob_key, None)
         if action is None or current is None:
@@ -143,7 +170,22 @@ class KLRewardTransform(Transform):
         return next_tensordict  # needs the root data: see _step
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Offline use on stored transitions (root with ``"next"``)."""
+        """Offline use on stored transitions (root with ``"next"``): corrects ``("next", reward)``.
+
+        Args:
+            tensordict: stored transitions (written in place).
+
+        Returns:
+            ``tensordict``.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> ref = lambda td: torch.distributions.Categorical(logits=torch.zeros(*td.batch_size, 2))
+            >>> td = TensorDict({"action": torch.tensor([0]), "sample_log_prob": torch.tensor([0.0]),
+            ...                  "next": {"reward": torch.tensor([[1.0]])}}, [1])
+            >>> KLRewardTransform(ref, coef=1.0)(td)["next", "reward"]  # 1 - (0 - log 0.5)
+            tensor([[0.3069]])
+        """
         nxt = tensordict.get("next", None)
         if nxt is not None:
             self._step(tensordict, nxt)
@@ -178,24 +220,64 @@ class _PretrainedModelTransform(Transform):
 
 
 class R3MTransform(_PretrainedModelTransform):
-    """R3M embedding transform (out of scope: raises ``NotImplementedError``)."""
+    """R3M embedding transform (out of scope: raises ``NotImplementedError``).
+
+    Raises:
+        NotImplementedError: always (gpusim ships no pretrained weights).
+
+    Examples:
+        >>> R3MTransform()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: R3MTransform embeds observations with the pretrained R3M ResNet; ...
+    """
 
     _model = "the pretrained R3M ResNet"
 
 
 class VIPTransform(_PretrainedModelTransform):
-    """VIP embedding transform (out of scope: raises ``NotImplementedError``)."""
+    """VIP embedding transform (out of scope: raises ``NotImplementedError``).
+
+    Raises:
+        NotImplementedError: always (gpusim ships no pretrained weights).
+
+    Examples:
+        >>> VIPTransform()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: VIPTransform embeds observations with the pretrained VIP ResNet; ...
+    """
 
     _model = "the pretrained VIP ResNet"
 
 
 class VIPRewardTransform(_PretrainedModelTransform):
-    """VIP embedding-similarity reward (out of scope: raises ``NotImplementedError``)."""
+    """VIP embedding-similarity reward (out of scope: raises ``NotImplementedError``).
+
+    Raises:
+        NotImplementedError: always (gpusim ships no pretrained weights).
+
+    Examples:
+        >>> VIPRewardTransform()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: VIPRewardTransform embeds observations with the pretrained VIP ResNet; ...
+    """
 
     _model = "the pretrained VIP ResNet"
 
 
 class VC1Transform(_PretrainedModelTransform):
-    """VC-1 embedding transform (out of scope: raises ``NotImplementedError``)."""
+    """VC-1 embedding transform (out of scope: raises ``NotImplementedError``).
+
+    Raises:
+        NotImplementedError: always (gpusim ships no pretrained weights).
+
+    Examples:
+        >>> VC1Transform()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: VC1Transform embeds observations with the pretrained VC-1 ViT; ...
+    """
 
     _model = "the pretrained VC-1 ViT"

@@ -6,15 +6,11 @@ max over time. A reset refills the reset rows with the reset frame (so the outpu
 itself), the other rows keep their buffer.
 
 Examples:
-    >>> import torch
+    >>> from gpusim.envs.native import CartPoleEnv
     >>> from gpusim.transforms import TimeMaxPool, TransformedEnv
-    >>> from tests.envs.toy_envs import StatelessCounter
-    >>> env = TransformedEnv(StatelessCounter(batch_size=[1], max_count=100),
-    ...                      TimeMaxPool(in_keys=["observation"], out_keys=["pooled"], T=2))
-    >>> acts = iter([1, 0, 0])
-    >>> td = env.rollout(3, lambda td: td.set("action", torch.tensor([next(acts)])))
-    >>> td["next", "observation"].flatten().tolist(), td["next", "pooled"].flatten().tolist()
-    ([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])
+    >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), TimeMaxPool(T=3))
+    >>> env.observation_spec["observation"].shape  # the pooled observation keeps its shape
+    torch.Size([2, 4])
 """
 
 from __future__ import annotations
@@ -44,9 +40,19 @@ class TimeMaxPool(Transform):
 
     Raises:
         ValueError: ``T < 1``.
+        KeyError: (when attached) an ``in_key`` that is not an observation of the parent.
 
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> pool = TimeMaxPool(in_keys=["observation"], out_keys=["pooled"], T=2)
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), pool)
+        >>> td = env.rollout(3)
+        >>> obs, pooled = td["next", "observation"], td["next", "pooled"]
+        >>> torch.equal(pooled[:, 1:], torch.maximum(obs[:, :-1], obs[:, 1:]))  # max of the last 2
+        True
+        >>> torch.equal(pooled[:, 0], torch.maximum(td["observation"][:, 0], obs[:, 0]))  # with the reset frame
+        True
     """
 
     def __init__(
@@ -147,6 +153,18 @@ class TimeMaxPool(Transform):
         return self._step(next_tensordict, next_tensordict)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Not available: the pool follows env steps (use the transform in a ``TransformedEnv``).
+
+        Raises:
+            NotImplementedError: always.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> TimeMaxPool(T=2)(TensorDict({}, []))
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: TimeMaxPool pools env steps; it has no offline forward. Use it in a TransformedEnv.
+        """
         raise NotImplementedError(
             "TimeMaxPool pools env steps; it has no offline forward. Use it in a TransformedEnv."
         )

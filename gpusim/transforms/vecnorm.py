@@ -98,7 +98,18 @@ class VecNorm(Transform):
             do not match the keys.
 
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import TransformedEnv, VecNorm
+        >>> env = TransformedEnv(CartPoleEnv(batch_size=[64], seed=0), VecNorm(in_keys=["observation"], decay=1.0))
+        >>> td = env.rollout(5, break_when_any_done=False)
+        >>> vn = env.transform[0]
+        >>> vn.stats["observation_count"].item()  # 64 reset rows + 5 steps of 64 rows
+        384.0
+        >>> vn.loc["observation"].shape, vn.scale["observation"].shape  # per-feature statistics
+        (torch.Size([4]), torch.Size([4]))
+        >>> frozen = vn.frozen_copy()  # for evaluation: normalizes, never updates
+        >>> frozen.frozen, frozen.stats is vn.stats
+        (True, False)
     """
 
     def __init__(
@@ -165,7 +176,19 @@ class VecNorm(Transform):
 
     @property
     def stats(self) -> TensorDictBase | None:
-        """The statistics TensorDict (``<key>_sum``, ``<key>_ssq``, ``<key>_count``)."""
+        """The statistics TensorDict (``<key>_sum``, ``<key>_ssq``, ``<key>_count``).
+
+        ``None`` until the feature shapes are known (from an env, ``shapes`` or the first data).
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
+            >>> vn.stats is None
+            True
+            >>> _ = vn(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))
+            >>> sorted(vn.stats.keys()), vn.stats["obs_sum"].tolist()
+            (['obs_count', 'obs_ssq', 'obs_sum'], [4.0])
+        """
         return self.__dict__["_td"]
 
     def _mean_std(self, key: NestedKey) -> tuple[torch.Tensor, torch.Tensor]:
@@ -176,12 +199,28 @@ class VecNorm(Transform):
 
     @property
     def loc(self) -> TensorDictBase:
-        """The current means, one entry per in_key."""
+        """The current means, one entry per in_key.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
+            >>> _ = vn(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))
+            >>> vn.loc["obs"].tolist()
+            [2.0]
+        """
         return TensorDict({k: self._mean_std(k)[0] for k in self.__dict__["_stats"]}, [])
 
     @property
     def scale(self) -> TensorDictBase:
-        """The current standard deviations (``sqrt(max(var, eps))``), one entry per in_key."""
+        """The current standard deviations (``sqrt(max(var, eps))``), one entry per in_key.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
+            >>> _ = vn(TensorDict({"obs": torch.tensor([[1.0], [5.0]])}, [2]))
+            >>> vn.scale["obs"].tolist()
+            [2.0]
+        """
         return TensorDict({k: self._mean_std(k)[1] for k in self.__dict__["_stats"]}, [])
 
     @staticmethod
@@ -199,10 +238,14 @@ class VecNorm(Transform):
             A TensorDict to pass as ``shared_td`` to several ``VecNorm`` transforms.
 
         Examples:
-            >>> from tests.envs.toy_envs import StatelessCounter
-            >>> td = VecNorm.build_td_for_shared_vecnorm(StatelessCounter(batch_size=[4]))
-            >>> sorted(td.keys()), td.is_shared()
-            (['observation_count', 'observation_ssq', 'observation_sum', 'reward_count', 'reward_ssq', 'reward_sum'], True)
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[4])
+            >>> td = VecNorm.build_td_for_shared_vecnorm(env, keys=["observation"])
+            >>> sorted(td.keys()), td["observation_sum"].shape, td.is_shared()
+            (['observation_count', 'observation_ssq', 'observation_sum'], torch.Size([4]), True)
+            >>> a, b = VecNorm(in_keys=["observation"], shared_td=td), VecNorm(in_keys=["observation"], shared_td=td)
+            >>> a.stats["observation_sum"].data_ptr() == b.stats["observation_sum"].data_ptr()
+            True
         """
         specs = {}
         for full in ("full_observation_spec", "full_reward_spec"):
@@ -248,12 +291,29 @@ class VecNorm(Transform):
 
     # ------------------------------------------------------------------ data
     def freeze(self) -> "VecNorm":
-        """Stops updating the statistics (normalization only); returns ``self``."""
+        """Stops updating the statistics (normalization only); returns ``self``.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
+            >>> _ = vn(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))
+            >>> _ = vn.freeze()(TensorDict({"obs": torch.tensor([[100.0]])}, [1]))
+            >>> vn.loc["obs"].tolist()  # unchanged by the frozen call
+            [2.0]
+        """
         self.frozen = True
         return self
 
     def unfreeze(self) -> "VecNorm":
-        """Resumes updating the statistics; returns ``self``."""
+        """Resumes updating the statistics; returns ``self``.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> vn = VecNorm(in_keys=["obs"], decay=1.0).freeze()
+            >>> _ = vn.unfreeze()(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))
+            >>> vn.frozen, vn.stats["obs_count"].item()
+            (False, 2.0)
+        """
         self.frozen = False
         return self
 
@@ -335,7 +395,20 @@ class VecNorm(Transform):
         c.add_(w.sum())
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Offline use: updates (unless frozen) and normalizes over all batch dims of the data."""
+        """Offline use: updates (unless frozen) and normalizes over all batch dims of the data.
+
+        Args:
+            tensordict: the data (written in place).
+
+        Returns:
+            ``tensordict`` with normalized entries.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
+            >>> vn(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))["obs"].flatten().tolist()
+            [-1.0, 1.0]
+        """
         return self._call(tensordict)
 
     # ------------------------------------------------------------------ state
@@ -369,7 +442,16 @@ class VecNorm(Transform):
         return out
 
     def frozen_copy(self) -> "VecNorm":
-        """A frozen copy with its own (cloned) statistics, detached from any env or sharing."""
+        """A frozen copy with its own (cloned) statistics, detached from any env or sharing.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
+            >>> _ = vn(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))
+            >>> copy = vn.frozen_copy()
+            >>> copy.frozen, copy.loc["obs"].tolist(), copy.stats is vn.stats
+            (True, [2.0], False)
+        """
         out = self.clone()
         td = self.__dict__["_td"]
         out._set_td(None if td is None else td.clone())
@@ -379,7 +461,16 @@ class VecNorm(Transform):
 
     def to_observation_norm(self) -> Transform:
         """A static ``ObservationNorm`` (``standard_normal=True``) with the current mean/std
-        (a ``Compose`` of them when there are several keys)."""
+        (a ``Compose`` of them when there are several keys).
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
+            >>> _ = vn(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))
+            >>> norm = vn.to_observation_norm()
+            >>> type(norm).__name__, norm.loc.tolist(), norm.scale.tolist()
+            ('ObservationNorm', [2.0], [1.0])
+        """
         from gpusim.transforms.normalization import ObservationNorm
 
         norms = []
