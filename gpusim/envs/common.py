@@ -215,7 +215,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     @property
     def auto_reset_mode(self) -> AutoResetMode:
         """How ``step_and_maybe_reset`` resets finished rows (chosen at construction; by default
-        ``SPARSE`` on the CPU and ``MASKED`` on other devices). See :mod:`gpusim.envs.episode`."""
+        ``SPARSE`` on the CPU and ``MASKED`` on other devices). See :mod:`gpusim.envs.episode`.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().auto_reset_mode
+            <AutoResetMode.SPARSE: 'sparse'>
+            >>> CartPoleEnv(auto_reset_mode="masked").auto_reset_mode.value
+            'masked'
+        """
         mode = self.__dict__.get("_auto_reset_mode")
         return AutoResetMode.parse(mode, self.device)
 
@@ -273,7 +281,14 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     # ------------------------------------------------------------------ basic attributes
     @property
     def batch_size(self) -> torch.Size:
-        """The batch dims of the env."""
+        """The batch dims of the env (every spec and every tensordict of the env starts with them).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2, 3])
+            >>> env.batch_size, env.reset().batch_size
+            (torch.Size([2, 3]), torch.Size([2, 3]))
+        """
         return self._batch_size
 
     @batch_size.setter
@@ -288,7 +303,13 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def device(self) -> torch.device:
-        """The device of the env's data."""
+        """The device of the env's data.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().device
+            device(type='cpu')
+        """
         return self._device
 
     @device.setter
@@ -297,12 +318,30 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def is_closed(self) -> bool:
+        """Whether :meth:`close` was called.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv()
+            >>> env.is_closed
+            False
+            >>> env.close()
+            >>> env.is_closed
+            True
+        """
         return self._closed
 
     # ------------------------------------------------------------------ specs
     @property
     def input_spec(self) -> Composite:
-        """``Composite(full_action_spec=..., full_state_spec=...)``, locked."""
+        """``Composite(full_action_spec=..., full_state_spec=...)``, locked.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> spec = CartPoleEnv(batch_size=[2]).input_spec
+            >>> sorted(spec.keys()), spec.shape, spec.is_locked
+            (['full_action_spec', 'full_state_spec'], torch.Size([2]), True)
+        """
         return self._input_spec
 
     @input_spec.setter
@@ -313,7 +352,14 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def output_spec(self) -> Composite:
-        """``Composite(full_observation_spec=..., full_reward_spec=..., full_done_spec=...)``."""
+        """``Composite(full_observation_spec=..., full_reward_spec=..., full_done_spec=...)``, locked.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> spec = CartPoleEnv(batch_size=[2]).output_spec
+            >>> sorted(spec.keys())
+            ['full_done_spec', 'full_observation_spec', 'full_reward_spec']
+        """
         return self._output_spec
 
     @output_spec.setter
@@ -382,32 +428,77 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     full_action_spec = property(
         lambda self: self._input_spec["full_action_spec"],
         lambda self, v: self._set_full("full_action_spec", v),
-        doc="Composite of every action entry.",
+        doc="""Composite of every action entry (shape: the env's batch size).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> spec = CartPoleEnv(batch_size=[2]).full_action_spec
+            >>> list(spec.keys()), spec["action"].shape, spec["action"].n
+            (['action'], torch.Size([2]), 2)
+        """,
     )
     full_state_spec = property(
         lambda self: self._input_spec["full_state_spec"],
         lambda self, v: self._set_full("full_state_spec", v),
-        doc="Composite of the non-action inputs (state) of the env.",
+        doc="""Composite of the non-action inputs (state) of the env.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> spec = CartPoleEnv(batch_size=[2]).full_state_spec  # the physics travel in the data
+            >>> list(spec.keys()), spec["state"].shape
+            (['state'], torch.Size([2, 4]))
+        """,
     )
     full_observation_spec = property(
         lambda self: self._output_spec["full_observation_spec"],
         lambda self, v: self._set_full("full_observation_spec", v),
-        doc="Composite of every observation entry.",
+        doc="""Composite of every observation entry.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> spec = PendulumEnv(batch_size=[2]).full_observation_spec
+            >>> list(spec.keys()), spec["observation"].shape
+            (['observation'], torch.Size([2, 3]))
+        """,
     )
     full_reward_spec = property(
         lambda self: self._output_spec["full_reward_spec"],
         lambda self, v: self._set_full("full_reward_spec", v),
-        doc="Composite of every reward entry.",
+        doc="""Composite of every reward entry.
+
+        Examples:
+            >>> from gpusim.envs.native import TicTacToeEnv
+            >>> sorted(TicTacToeEnv().full_reward_spec.keys(True, True))  # one reward per player
+            [('player0', 'reward'), ('player1', 'reward')]
+        """,
     )
     full_done_spec = property(
         lambda self: self._output_spec["full_done_spec"],
         lambda self, v: self._set_full("full_done_spec", v),
-        doc="Composite of every done/terminated/truncated entry.",
+        doc="""Composite of every done/terminated/truncated entry (each done level has both
+        ``done`` and ``terminated``: the base class adds the missing one).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> spec = CartPoleEnv(batch_size=[2]).full_done_spec
+            >>> sorted(spec.keys()), spec["done"].shape, spec["done"].dtype
+            (['done', 'terminated'], torch.Size([2, 1]), torch.bool)
+        """,
     )
 
     @property
     def action_spec(self) -> TensorSpec | Composite:
-        """The action leaf spec when there is a single action key, else ``full_action_spec``."""
+        """The action leaf spec when there is a single action key, else ``full_action_spec``.
+
+        Setting a leaf spec stores it under the current single action key (``"action"`` by
+        default), so an env author writes ``self.action_spec = Categorical(2, shape=B)``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> spec = CartPoleEnv(batch_size=[2]).action_spec
+            >>> type(spec).__name__, spec.n, spec.shape
+            ('Categorical', 2, torch.Size([2]))
+        """
         return self._leaf_or_composite(self.full_action_spec)
 
     @action_spec.setter
@@ -416,7 +507,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def reward_spec(self) -> TensorSpec | Composite:
-        """The reward leaf spec when there is a single reward key, else ``full_reward_spec``."""
+        """The reward leaf spec when there is a single reward key, else ``full_reward_spec``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv, TicTacToeEnv
+            >>> CartPoleEnv(batch_size=[2]).reward_spec.shape
+            torch.Size([2, 1])
+            >>> type(TicTacToeEnv().reward_spec).__name__  # two reward keys
+            'Composite'
+        """
         return self._leaf_or_composite(self.full_reward_spec)
 
     @reward_spec.setter
@@ -425,7 +524,13 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def done_spec(self) -> TensorSpec | Composite:
-        """The done leaf spec when there is a single done key, else ``full_done_spec``."""
+        """The done leaf spec when there is a single done key, else ``full_done_spec``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> sorted(CartPoleEnv().done_spec.keys())  # done and terminated
+            ['done', 'terminated']
+        """
         return self._leaf_or_composite(self.full_done_spec)
 
     @done_spec.setter
@@ -434,7 +539,16 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def observation_spec(self) -> Composite:
-        """Composite of every observation entry."""
+        """Composite of every observation entry (``full_observation_spec``).
+
+        Raises:
+            TypeError: (setter) a value that is not a ``Composite``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv(batch_size=[2]).observation_spec["observation"].shape
+            torch.Size([2, 4])
+        """
         return self.full_observation_spec
 
     @observation_spec.setter
@@ -445,7 +559,16 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def state_spec(self) -> Composite:
-        """Composite of the state entries (inputs other than actions)."""
+        """Composite of the state entries (inputs other than actions; ``full_state_spec``).
+
+        Raises:
+            TypeError: (setter) a value that is neither a ``Composite`` nor ``None``.
+
+        Examples:
+            >>> from gpusim.envs.native import TicTacToeEnv
+            >>> sorted(TicTacToeEnv().state_spec.keys())
+            ['board', 'mask', 'turn']
+        """
         return self.full_state_spec
 
     @state_spec.setter
@@ -463,42 +586,104 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @_cached_plan
     def action_keys(self) -> list[NestedKey]:
+        """The leaf keys of ``full_action_spec`` (cached until the specs change).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().action_keys
+            ['action']
+        """
         return _keys.leaf_keys(self.full_action_spec)
 
     @_cached_plan
     def reward_keys(self) -> list[NestedKey]:
+        """The leaf keys of ``full_reward_spec`` (nested keys as tuples).
+
+        Examples:
+            >>> from gpusim.envs.native import TicTacToeEnv
+            >>> TicTacToeEnv().reward_keys
+            [('player0', 'reward'), ('player1', 'reward')]
+        """
         return _keys.leaf_keys(self.full_reward_spec)
 
     @_cached_plan
     def done_keys(self) -> list[NestedKey]:
+        """The leaf keys of ``full_done_spec``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().done_keys
+            ['done', 'terminated']
+        """
         return _keys.leaf_keys(self.full_done_spec)
 
     @_cached_plan
     def state_keys(self) -> list[NestedKey]:
+        """The leaf keys of ``full_state_spec``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().state_keys
+            ['state']
+        """
         return _keys.leaf_keys(self.full_state_spec)
 
     @_cached_plan
     def observation_keys(self) -> list[NestedKey]:
+        """The leaf keys of ``full_observation_spec``.
+
+        Examples:
+            >>> from gpusim.envs.native import TicTacToeEnv
+            >>> TicTacToeEnv().observation_keys
+            ['board', 'turn', 'mask']
+        """
         return _keys.leaf_keys(self.full_observation_spec)
 
     @_cached_plan
     def episode(self) -> EpisodePlan:
         """The env's episode plan (done levels, reset rules, merge), built once from the locked
-        specs; see :mod:`gpusim.envs.episode`."""
+        specs; see :mod:`gpusim.envs.episode`.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2])
+            >>> type(env.episode).__name__, env.episode is env.episode  # built once
+            ('EpisodePlan', True)
+        """
         return EpisodePlan(self.full_done_spec, self.batch_size)
 
     @property
     def done_levels(self) -> list[DoneLevel]:
-        """The done levels (root first), each with its keys, reset key and batch shape."""
+        """The done levels (root first), each with its keys, reset key and batch shape.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> (level,) = CartPoleEnv(batch_size=[2]).done_levels
+            >>> level.prefix, level.reset_key
+            ((), '_reset')
+        """
         return self.episode.levels
 
     @property
     def done_keys_groups(self) -> list[list[NestedKey]]:
+        """The done keys grouped by done level (root first), as TorchRL's ``done_keys_groups``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().done_keys_groups
+            [['done', 'terminated']]
+        """
         return [list(level.keys) for level in self.done_levels]
 
     @_cached_plan
     def reset_keys(self) -> list[NestedKey]:
-        """One ``"_reset"`` key per done level."""
+        """One ``"_reset"`` key per done level.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().reset_keys
+            ['_reset']
+        """
         return [level.reset_key for level in self.done_levels]
 
     def _single(self, keys: list, what: str) -> NestedKey:
@@ -508,14 +693,48 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def action_key(self) -> NestedKey:
+        """The action key, when the env has exactly one.
+
+        Raises:
+            KeyError: the env has several action keys (use ``action_keys``).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().action_key
+            'action'
+        """
         return self._single(self.action_keys, "action_key")
 
     @property
     def reward_key(self) -> NestedKey:
+        """The reward key, when the env has exactly one.
+
+        Raises:
+            KeyError: the env has several reward keys (use ``reward_keys``).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv, TicTacToeEnv
+            >>> CartPoleEnv().reward_key
+            'reward'
+            >>> TicTacToeEnv().reward_key
+            Traceback (most recent call last):
+            ...
+            KeyError: "reward_key is ambiguous: the env has 2 reward_keys [('player0', 'reward'), ('player1', 'reward')]; use reward_keys instead"
+        """
         return self._single(self.reward_keys, "reward_key")
 
     @property
     def done_key(self) -> NestedKey:
+        """The ``done`` key, when the env has exactly one done level.
+
+        Raises:
+            KeyError: several ``done`` entries (use ``done_keys``).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().done_key
+            'done'
+        """
         return self._single([k for k in self.done_keys if _keys.as_tuple(k)[-1] == "done"], "done_key")
 
     @_cached_plan
@@ -529,7 +748,16 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return [k for k in self.state_keys if k not in observation_keys]
 
     def empty_cache(self) -> None:
-        """Drops the cached key plans (they are rebuilt on next use)."""
+        """Drops the cached key plans (they are rebuilt on next use).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv()
+            >>> plan = env.episode
+            >>> env.empty_cache()
+            >>> env.episode is plan
+            False
+        """
         self._cache.clear()
 
     # ------------------------------------------------------------------ abstract API
@@ -584,9 +812,29 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         prevails). With an input tensordict, the rows not reset keep the input's data, the
         ``"_reset"`` entries are erased, and the input is updated with the result and returned.
 
+        Args:
+            tensordict: ``None`` (reset every row), or the current data with ``"_reset"``
+                entries selecting the rows to reset.
+            **kwargs: forwarded to ``_reset``.
+
+        Returns:
+            The reset data (the input tensordict, updated, when one was given).
+
         Raises:
             TypeError, ValueError: a ``"_reset"`` entry that is not bool or not of its level's
                 done shape (naming the key, expected and received dtype/shape).
+
+        Examples:
+            >>> import torch
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[3], seed=0)
+            >>> td = env.reset()
+            >>> sorted(td.keys())
+            ['done', 'observation', 'state', 'terminated']
+            >>> before = td["state"].clone()
+            >>> td = env.reset(td.set("_reset", torch.tensor([[False], [True], [False]])))
+            >>> (td["state"] != before).any(-1).tolist()  # only row 1 was reset
+            [False, True, False]
         """
         if tensordict is not None:
             self._check_batch(tensordict)
@@ -640,10 +888,29 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         The action leaves are checked against the action spec (shape and dtype, no device sync);
         a missing state entry means the env was not reset.
 
+        Args:
+            tensordict: the root data: the state (from ``reset`` or the previous step) and the
+                action.
+
+        Returns:
+            ``tensordict``, with the step's output under ``"next"``.
+
         Raises:
             KeyError: a missing action entry, or a missing state entry (call ``reset()`` first).
             ValueError, TypeError: an action of the wrong shape or dtype (naming the key, the
                 expected and the received value).
+
+        Examples:
+            >>> import torch
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2], seed=0)
+            >>> td = env.step(env.reset().set("action", torch.tensor([0, 1])))
+            >>> td["next", "reward"].flatten().tolist(), td["next", "observation"].shape
+            ([1.0, 1.0], torch.Size([2, 4]))
+            >>> env.step(env.reset())
+            Traceback (most recent call last):
+            ...
+            KeyError: "CartPoleEnv.step: the input has no action entry 'action' (expected shape [2], dtype torch.int64); write one first, e.g. env.rand_action(td) or a policy"
         """
         self._check_batch(tensordict)
         self._check_inputs(tensordict)
@@ -731,6 +998,24 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """Resets the rows whose ``done`` (or ``truncated``) flag is set, in the env's
         :attr:`auto_reset_mode`: ``MASKED`` resets all rows through masks without reading flags on
         the host; ``SPARSE`` reads the done rows once and does no reset work when there are none.
+
+        Args:
+            tensordict: the root of the next step (``step_mdp`` of a stepped tensordict), with
+                its done flags.
+
+        Returns:
+            The root with the finished rows reset (the input, updated).
+
+        Examples:
+            >>> import torch
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2], seed=0)
+            >>> td = env.reset()
+            >>> td["done"] = torch.tensor([[True], [False]])  # row 0 has finished
+            >>> before = td["state"].clone()
+            >>> td = env.maybe_reset(td)
+            >>> (td["state"] != before).any(-1).tolist(), td["done"].flatten().tolist()
+            ([True, False], [False, False])
         """
         episode = self.episode
         sparse = self._sparse_now()
@@ -743,9 +1028,21 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """Steps, builds the next root with ``step_mdp`` and resets the done rows.
 
+        Args:
+            tensordict: the root data with an action.
+
         Returns:
             ``(tensordict_with_next, next_root)``: the stepped input, and the input of the next
             step (reset where a done flag was set).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[4], seed=0)
+            >>> td = env.reset()
+            >>> for _ in range(50):  # a loop that never stops: finished rows restart
+            ...     data, td = env.step_and_maybe_reset(env.rand_action(td))
+            >>> data["next", "observation"].shape, td["done"].any().item()
+            (torch.Size([4, 4]), False)
         """
         tensordict = self.step(tensordict)
         tensordict_ = self._step_mdp(tensordict)
@@ -754,7 +1051,27 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     # ------------------------------------------------------------------ seeding
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
-        """Seeds the env and returns the next seed (deterministic function of ``seed``)."""
+        """Seeds the env and returns the next seed (deterministic function of ``seed``).
+
+        Args:
+            seed: the seed (``None``: unseeded).
+            static_seed: return ``seed`` itself instead of the next seed.
+
+        Returns:
+            The next seed, for the next seeded object (``seed`` with ``static_seed``).
+
+        Raises:
+            TypeError: ``seed`` is neither an int nor ``None``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2])
+            >>> next_seed = env.set_seed(0)
+            >>> first = env.reset()["observation"]
+            >>> _ = env.set_seed(0)
+            >>> torch.equal(env.reset()["observation"], first), env.set_seed(0, static_seed=True)
+            (True, 0)
+        """
         if seed is not None and not isinstance(seed, int):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
         self._set_seed(seed)
@@ -767,20 +1084,56 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return TensorDict({}, batch_size=self.batch_size, device=self.device)
 
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
-        """Writes a random action (from ``full_action_spec``) into ``tensordict``."""
+        """Writes a random action (from ``full_action_spec``) into ``tensordict``.
+
+        Args:
+            tensordict: the data to write into (``None``: a new, empty tensordict).
+
+        Returns:
+            ``tensordict`` with the action entries.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> env = PendulumEnv(batch_size=[3])
+            >>> action = env.rand_action()["action"]
+            >>> action.shape, bool((action.abs() <= 2.0).all())  # inside the action spec
+            (torch.Size([3, 1]), True)
+        """
         if tensordict is None:
             tensordict = self._empty_td()
         tensordict.update(self.full_action_spec.rand())
         return tensordict
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
-        """A step with a random action (resets first when the env needs a state and none is given)."""
+        """A step with a random action (resets first when the env needs a state and none is given).
+
+        Args:
+            tensordict: the root data (``None``: reset first).
+
+        Returns:
+            The stepped tensordict (output under ``"next"``).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> td = CartPoleEnv(batch_size=[2], seed=0).rand_step()
+            >>> td["next", "reward"].flatten().tolist()
+            [1.0, 1.0]
+        """
         if tensordict is None:
             tensordict = self.reset() if self.state_keys else self._empty_td()
         return self.step(self.rand_action(tensordict))
 
     def fake_tensordict(self) -> TensorDictBase:
-        """A zero-filled tensordict with the structure of one step (root + ``"next"``)."""
+        """A zero-filled tensordict with the structure of one step (root + ``"next"``).
+
+        :func:`~gpusim.envs.check_env_specs` compares it with real data.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> fake = CartPoleEnv(batch_size=[2]).fake_tensordict()
+            >>> sorted(fake.keys()), sorted(fake["next"].keys())
+            (['action', 'done', 'next', 'observation', 'state', 'terminated'], ['done', 'observation', 'reward', 'state', 'terminated'])
+        """
         state = self.full_state_spec.zero()
         action = self.full_action_spec.zero()
         obs = self.full_observation_spec.zero()
@@ -831,6 +1184,27 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
         Returns:
             A tensordict of shape ``[*batch_size, T]`` whose last dim is named ``"time"``.
+
+        Raises:
+            ValueError: a non-positive ``max_steps``, both break modes, ``auto_reset=False``
+                without a tensordict, or ``compile`` with a stopping rollout.
+            RuntimeError: ``set_truncated`` on an env without a ``truncated`` entry.
+
+        Examples:
+            >>> import torch
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[4], seed=0)
+            >>> td = env.rollout(1000)  # stops after the step on which any env finished
+            >>> td.names, td.shape[1] < 1000, td["next", "done"][:, -1].any().item()
+            ([None, 'time'], True, True)
+            >>> push_right = lambda td: td.set("action", torch.ones(4, dtype=torch.long))
+            >>> env.rollout(20, push_right, break_when_any_done=False).shape  # resets finished rows
+            torch.Size([4, 20])
+
+            Compiled (``torch.compile`` takes tens of seconds on a CPU, hence skipped here):
+
+            >>> env.rollout(20, break_when_any_done=False, compile=True).shape  # doctest: +SKIP
+            torch.Size([4, 20])
         """
         if not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
@@ -927,7 +1301,26 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         The returned :class:`~gpusim.envs.compiled.CompiledRollout` is called as
         ``runner(max_steps)`` for a ``[*B, T]`` rollout, or ``runner.step(td)`` for one compiled
         step. Keyword arguments are those of ``CompiledRollout`` (``steps_per_call``, ``mode``,
-        ``torch.compile`` options).
+        ``torch.compile`` options). Nothing is compiled until the runner is first called.
+
+        Args:
+            policy: callable reading and writing a tensordict (``None``: random actions).
+            **kwargs: ``CompiledRollout`` options.
+
+        Returns:
+            The cached :class:`~gpusim.envs.compiled.CompiledRollout` for this policy and options.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[4], seed=0)
+            >>> runner = env.compile()
+            >>> runner is env.compile(), runner.steps_per_call  # cached; small batches fuse 16 steps
+            (True, 16)
+
+            Running it compiles (tens of seconds on a CPU, hence skipped here):
+
+            >>> runner(32).shape  # doctest: +SKIP
+            torch.Size([4, 32])
         """
         from gpusim.envs.compiled import CompiledRollout
 
@@ -941,7 +1334,21 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     # ------------------------------------------------------------------ misc
     def to(self, *args, **kwargs) -> "EnvBase":
-        """Moves the env (specs and buffers) to a device."""
+        """Moves the env (specs and buffers) to a device.
+
+        Args:
+            *args: a device (or ``torch.nn.Module.to`` arguments).
+            **kwargs: ``device=...`` (or ``torch.nn.Module.to`` keyword arguments).
+
+        Returns:
+            ``self``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2]).to("cpu")
+            >>> env.device, env.full_action_spec.device
+            (device(type='cpu'), device(type='cpu'))
+        """
         device = None
         if args and isinstance(args[0], (str, torch.device, int)):
             device = torch.device(args[0])
@@ -957,7 +1364,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return self
 
     def close(self) -> None:
-        """Releases the env's resources."""
+        """Releases the env's resources (worker processes, simulators; nothing for native envs).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv()
+            >>> env.close()
+            >>> env.is_closed
+            True
+        """
         self.__dict__["_closed"] = True
 
     def __iter__(self) -> Iterator[TensorDictBase]:
