@@ -2,7 +2,8 @@
 
 Examples:
     >>> from gpusim.envs.checks import check_env_specs
-    >>> # check_env_specs(env)  # raises AssertionError naming the key that differs
+    >>> from gpusim.envs.native import AcrobotEnv
+    >>> check_env_specs(AcrobotEnv(batch_size=[4]), seed=0, break_when_any_done="both")  # passes silently
 """
 
 from __future__ import annotations
@@ -54,6 +55,18 @@ def check_env_specs(
     Raises:
         AssertionError: naming the first key whose presence, shape, dtype, device or value
             differs from the specs.
+
+    Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> check_env_specs(CartPoleEnv(batch_size=[2]), seed=0)  # passes silently
+        >>> from gpusim.transforms import Transform, TransformedEnv
+        >>> class Leaky(Transform):  # writes an entry that its specs do not declare
+        ...     def _call(self, td):
+        ...         return td.set("extra", torch.zeros(td.batch_size))
+        >>> check_env_specs(TransformedEnv(CartPoleEnv(batch_size=[2]), Leaky()))
+        Traceback (most recent call last):
+        ...
+        AssertionError: The keys of step 0 and the spec keys differ: keys in the specs but not in the data: []; keys in the data but not in the specs: ["'extra'", "('next', 'extra')"]
     """
     if break_when_any_done == "both":
         check_env_specs(env, return_contiguous, check_dtype, seed, tensordict, True, steps)

@@ -8,6 +8,9 @@ copies. Several steps can be fused in one call (``steps_per_call``) to amortize 
 small batch. On CUDA, ``mode="reduce-overhead"`` adds CUDA graphs on top.
 
 Examples:
+    ``torch.compile`` takes tens of seconds on a CPU, so the compiled calls below are skipped in
+    the doctest run (``tests/envs/test_compiled_rollout.py`` runs them):
+
     >>> import gpusim as gs
     >>> env = gs.CartPoleEnv(batch_size=[16], seed=0)
     >>> data = env.rollout(8, compile=True, break_when_any_done=False)   # doctest: +SKIP
@@ -81,12 +84,22 @@ class CompiledRollout:
         mode: ``torch.compile`` mode (``None`` on CPU; e.g. ``"reduce-overhead"`` on CUDA).
         **compile_kwargs: forwarded to ``torch.compile`` (``fullgraph=True`` is always set).
 
+    Raises:
+        ValueError: a non-positive ``steps_per_call`` or ``fullgraph=False``.
+
     Examples:
+        Building the runner compiles nothing; the first call does (tens of seconds on a CPU,
+        hence skipped in the doctest run):
+
         >>> import gpusim as gs
         >>> env = gs.CartPoleEnv(batch_size=[4], seed=0)
-        >>> runner = CompiledRollout(env)                 # doctest: +SKIP
+        >>> runner = CompiledRollout(env, steps_per_call=2)
+        >>> type(runner.policy).__name__, runner.compile_seconds  # random actions that fuse
+        ('HashRandomPolicy', 0.0)
         >>> runner(10).shape                              # doctest: +SKIP
         torch.Size([4, 10])
+        >>> runner.last_root()["observation"].shape       # doctest: +SKIP
+        torch.Size([4, 4])
     """
 
     def __init__(
@@ -144,7 +157,25 @@ class CompiledRollout:
         return fn
 
     def step(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
-        """One compiled ``policy + step_and_maybe_reset`` (tensordict in, tensordicts out)."""
+        """One compiled ``policy + step_and_maybe_reset`` (tensordict in, tensordicts out).
+
+        Args:
+            tensordict: the root data.
+
+        Returns:
+            ``(stepped, next_root)`` as :meth:`EnvBase.step_and_maybe_reset
+            <gpusim.envs.common.EnvBase.step_and_maybe_reset>`.
+
+        Examples:
+            Compiling takes tens of seconds on a CPU (skipped in the doctest run):
+
+            >>> import gpusim as gs
+            >>> env = gs.CartPoleEnv(batch_size=[4], seed=0)
+            >>> runner = env.compile()
+            >>> stepped, td = runner.step(env.reset())   # doctest: +SKIP
+            >>> stepped["next", "reward"].shape           # doctest: +SKIP
+            torch.Size([4, 1])
+        """
         fn = self._compiled.get("step")
         if fn is None:
             env, policy = self.env, self.policy
@@ -158,7 +189,20 @@ class CompiledRollout:
 
     # ---------------------------------------------------------------- rollout
     def __call__(self, max_steps: int, tensordict: TensorDictBase | None = None, auto_reset: bool = True) -> TensorDictBase:
-        """Runs ``max_steps`` steps (non-stop, with auto-reset) and returns ``[*B, T]`` data."""
+        """Runs ``max_steps`` steps (non-stop, with auto-reset) and returns ``[*B, T]`` data.
+
+        Args:
+            max_steps: the number of steps ``T``.
+            tensordict: initial data (passed to ``reset``, or the first root without
+                ``auto_reset``).
+            auto_reset: reset before the first step.
+
+        Returns:
+            A ``[*B, T]`` tensordict (last dim named ``"time"``) of views of a time-major buffer.
+
+        Raises:
+            ValueError: a non-positive ``max_steps``, or ``auto_reset=False`` without data.
+        """
         import time
 
         env = self.env
@@ -196,7 +240,20 @@ class CompiledRollout:
         return self._assemble(stepped, out_keys, buffers)
 
     def last_root(self) -> TensorDictBase:
-        """The root tensordict that would feed the step after the last rollout."""
+        """The root tensordict that would feed the step after the last rollout.
+
+        Examples:
+            Continuing a compiled rollout where it stopped (compiling is skipped in the doctest
+            run):
+
+            >>> import gpusim as gs
+            >>> env = gs.CartPoleEnv(batch_size=[4], seed=0)
+            >>> runner = env.compile()
+            >>> first = runner(16)                                          # doctest: +SKIP
+            >>> more = runner(16, tensordict=runner.last_root(), auto_reset=False)  # doctest: +SKIP
+            >>> more.shape                                                  # doctest: +SKIP
+            torch.Size([4, 16])
+        """
         leaves, keys = self._last_root
         return pytree.tree_unflatten(list(leaves), self._root_spec)
 

@@ -188,6 +188,16 @@ class ResetMasks:
             ``"_reset"``, or root done flags), else ``None``.
         sparse: whether host reads are allowed (``SPARSE`` mode, eager).
         auto: whether the reset comes from ``maybe_reset`` (done flags).
+
+    Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> env = CartPoleEnv(batch_size=[3])
+        >>> td = env.reset().set("_reset", torch.tensor([[True], [False], [True]]))
+        >>> masks = env.episode.resolve(td, True)  # what env.reset(td) hands to _reset_rows
+        >>> masks.full, masks.env_rows(), masks.rows()
+        (False, tensor([ True, False,  True]), tensor([0, 2]))
+        >>> env.episode.resolve(None, True).full  # reset() without input: every row
+        True
     """
 
     __slots__ = ("levels", "masks", "root", "sparse", "auto", "batch_size", "premerged")

@@ -53,6 +53,16 @@ class HashRandomPolicy:
     Raises:
         ValueError: if a leaf is of a kind it cannot draw (use ``spec.rand()`` then; see
             :meth:`supports`).
+
+    Examples:
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> env = PendulumEnv(batch_size=[4], seed=0)
+        >>> policy = HashRandomPolicy(env.full_action_spec, env.batch_size, seed=0)
+        >>> action = policy(env.reset())["action"]
+        >>> action.shape, bool((action.abs() <= 2.0).all())  # uniform in the action bounds
+        (torch.Size([4, 1]), True)
+        >>> torch.equal(HashRandomPolicy(env.full_action_spec, env.batch_size, seed=0)(env.reset())["action"], action)
+        True
     """
 
     def __init__(self, action_spec: Composite, batch_size: torch.Size, seed: int | None = None) -> None:
@@ -73,7 +83,19 @@ class HashRandomPolicy:
 
     @staticmethod
     def supports(action_spec: Composite) -> bool:
-        """Whether every leaf of ``action_spec`` is a kind this policy draws."""
+        """Whether every leaf of ``action_spec`` is a kind this policy draws.
+
+        Supported: ``Categorical`` and ``OneHot`` without a mask, ``Binary``, and floating
+        ``Bounded`` with finite bounds.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv, TicTacToeEnv
+            >>> HashRandomPolicy.supports(CartPoleEnv().full_action_spec)
+            True
+            >>> from gpusim.specs import Composite, Unbounded
+            >>> HashRandomPolicy.supports(Composite(action=Unbounded((1,))))  # no bounds to draw in
+            False
+        """
         keys = leaf_keys(action_spec)
         return bool(keys) and all(_supported(action_spec[k]) for k in keys)
 
@@ -82,7 +104,24 @@ class HashRandomPolicy:
 
     def write(self, tensordict: TensorDictBase, u: torch.Tensor) -> TensorDictBase:
         """Writes the actions made from uniforms ``u`` (``[*B, rng.num]`` in ``[0, 1)``) into
-        ``tensordict`` and returns it (for callers with a stream of their own)."""
+        ``tensordict`` and returns it (for callers with a stream of their own).
+
+        Args:
+            tensordict: the data to write into.
+            u: uniforms in ``[0, 1)``, one column per drawn value.
+
+        Returns:
+            ``tensordict`` with the actions.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[3])
+            >>> policy = HashRandomPolicy(env.full_action_spec, env.batch_size, seed=0)
+            >>> u = torch.tensor([[0.1], [0.6], [0.9]])  # below 1/2: action 0, else 1
+            >>> policy.write(TensorDict({}, [3]), u)["action"]
+            tensor([0, 1, 1])
+        """
         start = 0
         for key, spec, size in zip(self.keys, self.specs, self.sizes):
             part = u[..., start : start + size]

@@ -68,8 +68,20 @@ def step_mdp(
         exclude_action: drop the action keys.
         reward_keys, done_keys, action_keys: the keys of each family.
 
+    Returns:
+        The root of the next step (``next_tensordict`` when given).
+
     Examples:
-        See the module docstring.
+        >>> import torch
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> td = CartPoleEnv(batch_size=[2], seed=0).rand_step()
+        >>> sorted(td.keys())
+        ['action', 'done', 'next', 'observation', 'state', 'terminated']
+        >>> root = step_mdp(td)  # "next" becomes the root; action and reward are dropped
+        >>> sorted(root.keys()), torch.equal(root["observation"], td["next", "observation"])
+        (['done', 'observation', 'state', 'terminated'], True)
+        >>> sorted(step_mdp(td, exclude_action=False, exclude_reward=False).keys())
+        ['action', 'done', 'observation', 'reward', 'state', 'terminated']
     """
     plan = StepMDPPlan(
         _as_key_list(action_keys),
@@ -203,7 +215,14 @@ class RandomPolicy:
 
 
 class ExplorationType(enum.Enum):
-    """How a stochastic policy picks actions."""
+    """How a stochastic policy picks actions (set with :class:`set_exploration_type`).
+
+    Examples:
+        >>> [t.value for t in ExplorationType]
+        ['deterministic', 'random', 'mode', 'mean']
+        >>> ExplorationType("random")
+        <ExplorationType.RANDOM: 'random'>
+    """
 
     DETERMINISTIC = "deterministic"
     RANDOM = "random"
@@ -215,7 +234,15 @@ _EXPLORATION_TYPE: list[ExplorationType | None] = [None]
 
 
 def exploration_type() -> ExplorationType | None:
-    """The exploration type in force (``None`` when unset)."""
+    """The exploration type in force (``None`` when unset).
+
+    Examples:
+        >>> exploration_type() is None
+        True
+        >>> with set_exploration_type("mode"):
+        ...     exploration_type()
+        <ExplorationType.MODE: 'mode'>
+    """
     return _EXPLORATION_TYPE[0]
 
 

@@ -134,12 +134,22 @@ class CartPoleEnv(NativeEnv):
 
     @property
     def total_mass(self) -> float:
-        """``masspole + masscart``."""
+        """``masspole + masscart`` (derived, so it follows the masses given).
+
+        Examples:
+            >>> CartPoleEnv(masspole=0.2, masscart=2.0).total_mass
+            2.2
+        """
         return self.masspole + self.masscart
 
     @property
     def polemass_length(self) -> float:
-        """``masspole * length``."""
+        """``masspole * length`` (derived, so it follows the values given).
+
+        Examples:
+            >>> CartPoleEnv(masspole=0.2, length=1.0).polemass_length
+            0.2
+        """
         return self.masspole * self.length
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
