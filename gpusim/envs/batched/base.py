@@ -99,6 +99,27 @@ class BatchedEnvBase(EnvBase):
     Attribute access: names the batched env does not have are looked up on the workers and
     return one value per worker (``env.g -> [9.81, 9.81]``); methods return a callable that
     calls every worker and returns the list of results.
+
+    Raises:
+        ValueError: a non-positive ``num_workers``, lists of the wrong length, or mixed
+            factories whose specs differ.
+        TypeError: a factory that is not callable.
+
+    Examples:
+        >>> import torch
+        >>> from gpusim.envs.batched import SerialEnv
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> env = SerialEnv(2, CartPoleEnv, {"batch_size": [3]})  # 2 workers of 3 envs each
+        >>> env.batch_size, env.is_started  # the workers start on first use
+        (torch.Size([2, 3]), False)
+        >>> td = env.reset()
+        >>> before = td["state"].clone()
+        >>> reset = torch.zeros(2, 3, 1, dtype=torch.bool)
+        >>> reset[1, 2] = True  # one env of worker 1
+        >>> td = env.reset(td.set("_reset", reset))
+        >>> (td["state"] != before).any(-1).tolist()
+        [[False, False, False], [False, False, True]]
+        >>> env.close()
     """
 
     def __init__(
@@ -177,11 +198,31 @@ class BatchedEnvBase(EnvBase):
     # ------------------------------------------------------------------ lifecycle
     @property
     def is_started(self) -> bool:
-        """Whether the workers are running."""
+        """Whether the workers are running.
+
+        Examples:
+            >>> from gpusim.envs.batched import SerialEnv
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = SerialEnv(2, CartPoleEnv)
+            >>> env.is_started
+            False
+            >>> _ = env.reset()
+            >>> env.is_started
+            True
+        """
         return self._started
 
     def start(self) -> None:
-        """Starts the workers now (otherwise they start on first use)."""
+        """Starts the workers now (otherwise they start on first use).
+
+        Examples:
+            >>> from gpusim.envs.batched import SerialEnv
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = SerialEnv(2, CartPoleEnv)
+            >>> env.start()
+            >>> env.is_started
+            True
+        """
         if not self._started:
             if self.num_threads is not None:
                 torch.set_num_threads(self.num_threads)
@@ -202,7 +243,19 @@ class BatchedEnvBase(EnvBase):
         """Stops the workers and releases the buffers (idempotent)."""
 
     def close(self) -> None:
-        """Stops the workers and releases their resources; the env restarts on next use."""
+        """Stops the workers and releases their resources; the env restarts on next use.
+
+        Examples:
+            >>> from gpusim.envs.batched import SerialEnv
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = SerialEnv(2, CartPoleEnv)
+            >>> _ = env.reset()
+            >>> env.close()
+            >>> env.is_started, env.is_closed
+            (False, True)
+            >>> env.rollout(2).shape  # restarts
+            torch.Size([2, 2])
+        """
         if self._started:
             try:
                 self._shutdown_workers()
@@ -348,9 +401,29 @@ class BatchedEnvBase(EnvBase):
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
         """Seeds the workers in order: worker ``i + 1`` gets the seed worker ``i`` returned.
 
+        Args:
+            seed: the first worker's seed (``None``: unseeded).
+            static_seed: every worker gets ``seed`` itself.
+
         Returns:
             The seed that follows the last worker's (``next_seed`` applied ``num_workers``
             times for plain envs).
+
+        Raises:
+            TypeError: ``seed`` is neither an int nor ``None``.
+
+        Examples:
+            >>> import torch
+            >>> from gpusim.envs.batched import SerialEnv
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = SerialEnv(2, CartPoleEnv)
+            >>> _ = env.set_seed(0)
+            >>> first = env.reset()["observation"]
+            >>> _ = env.set_seed(0)
+            >>> torch.equal(env.reset()["observation"], first)  # reproducible
+            True
+            >>> bool((first[0] != first[1]).any())  # the two workers got different seeds
+            True
         """
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"seed must be an int or None, got {seed!r}")

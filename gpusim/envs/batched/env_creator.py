@@ -98,9 +98,24 @@ def collect_shared_state(env: nn.Module) -> SharedState:
 def load_shared_state(env: nn.Module, state: SharedState) -> None:
     """Makes the modules of ``env`` adopt the shared tensors of :func:`collect_shared_state`.
 
+    Args:
+        env: a freshly built env of the same structure as the one the state was collected from.
+        state: what :func:`collect_shared_state` returned.
+
     Raises:
         KeyError: when ``env`` has no module of a shared name (the factory built a different
             structure from the one it built in the main process).
+
+    Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import TransformedEnv, VecNorm
+        >>> make = lambda: TransformedEnv(CartPoleEnv(batch_size=[2]), VecNorm(in_keys=["observation"]))
+        >>> state = collect_shared_state(make())
+        >>> a, b = make(), make()
+        >>> load_shared_state(a, state)
+        >>> load_shared_state(b, state)
+        >>> a.transform[0].stats["observation_sum"] is b.transform[0].stats["observation_sum"]
+        True
     """
     if not state:
         return
@@ -187,7 +202,13 @@ class EnvCreator:
 
     @property
     def meta_data(self) -> EnvMetaData:
-        """The :class:`EnvMetaData` of the envs this creator builds."""
+        """The :class:`EnvMetaData` of the envs this creator builds.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> EnvCreator(PendulumEnv, {"batch_size": [4]}).meta_data.batch_size
+            torch.Size([4])
+        """
         return self._meta_data
 
     def _gpusim_env_metadata(self) -> EnvMetaData:
@@ -195,7 +216,19 @@ class EnvCreator:
 
     @property
     def shared_state(self) -> SharedState:
-        """The shared-memory tensors every built env adopts (module name -> entries)."""
+        """The shared-memory tensors every built env adopts (module name -> entries).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import TransformedEnv, VecNorm
+            >>> creator = EnvCreator(lambda: TransformedEnv(CartPoleEnv(), VecNorm(in_keys=["observation"], decay=1.0)))
+            >>> list(creator.shared_state)  # the VecNorm module's statistics
+            ['transform.transforms.0']
+            >>> env_a, env_b = creator(), creator()
+            >>> _ = env_a.rollout(3)  # updates the statistics every env of the creator reads
+            >>> env_b.transform[0].stats["observation_count"].item()  # 1 reset + 3 steps
+            4.0
+        """
         return self._shared_state
 
     def __call__(self, **kwargs: Any) -> "EnvBase":

@@ -67,7 +67,20 @@ class EnvMetaData:
 
     @classmethod
     def metadata_from_env(cls, env: "EnvBase") -> "EnvMetaData":
-        """Reads the metadata of a live env (clones: the result does not alias the env)."""
+        """Reads the metadata of a live env (clones: the result does not alias the env).
+
+        Args:
+            env: the env.
+
+        Returns:
+            Its metadata.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> meta = EnvMetaData.metadata_from_env(CartPoleEnv(batch_size=[2]))
+            >>> meta.batch_size, sorted(meta.tensordict.keys())
+            (torch.Size([2]), ['action', 'done', 'next', 'observation', 'state', 'terminated'])
+        """
         specs = Composite(
             input_spec=env.input_spec.clone(),
             output_spec=env.output_spec.clone(),
@@ -86,12 +99,26 @@ class EnvMetaData:
     # ------------------------------------------------------------------ accessors
     @property
     def input_spec(self) -> Composite:
-        """``Composite(full_action_spec=..., full_state_spec=...)``."""
+        """``Composite(full_action_spec=..., full_state_spec=...)``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> meta = EnvMetaData.metadata_from_env(CartPoleEnv(batch_size=[2]))
+            >>> meta.input_spec["full_action_spec"]["action"].shape
+            torch.Size([2])
+        """
         return self.specs["input_spec"]
 
     @property
     def output_spec(self) -> Composite:
-        """``Composite(full_observation_spec=..., full_reward_spec=..., full_done_spec=...)``."""
+        """``Composite(full_observation_spec=..., full_reward_spec=..., full_done_spec=...)``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> meta = EnvMetaData.metadata_from_env(CartPoleEnv(batch_size=[2]))
+            >>> meta.output_spec["full_observation_spec"]["observation"].shape
+            torch.Size([2, 4])
+        """
         return self.specs["output_spec"]
 
     # ------------------------------------------------------------------ transforms
@@ -122,7 +149,20 @@ class EnvMetaData:
         )
 
     def to(self, device: torch.device | str) -> "EnvMetaData":
-        """A copy on another device (specs and tensordict)."""
+        """A copy on another device (specs and tensordict).
+
+        Args:
+            device: the target device.
+
+        Returns:
+            A new ``EnvMetaData``.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> meta = EnvMetaData.metadata_from_env(CartPoleEnv()).to("cpu")
+            >>> meta.device, meta.tensordict.device
+            (device(type='cpu'), device(type='cpu'))
+        """
         device = torch.device(device)
         return EnvMetaData(
             self.tensordict.to(device),
@@ -134,7 +174,15 @@ class EnvMetaData:
         )
 
     def clone(self) -> "EnvMetaData":
-        """A deep copy."""
+        """A deep copy.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> meta = EnvMetaData.metadata_from_env(CartPoleEnv())
+            >>> copy = meta.clone()
+            >>> copy == meta, copy.specs is meta.specs
+            (True, False)
+        """
         return EnvMetaData(
             self.tensordict.clone(),
             self.specs.clone(),

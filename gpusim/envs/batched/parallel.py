@@ -55,6 +55,18 @@ class WorkerError(RuntimeError):
         worker: the index of the failing worker.
         remote_type: the name of the exception type raised in the worker (``None`` if it died).
         remote_traceback: the worker-side traceback (``None`` if it died).
+
+    Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> class Broken(CartPoleEnv):
+        ...     def _step(self, td):
+        ...         raise ValueError("the simulator crashed")
+        >>> env = ParallelEnv(2, [CartPoleEnv, Broken])  # worker 1 fails
+        >>> try:
+        ...     env.rand_step()
+        ... except WorkerError as err:
+        ...     print(err.worker, err.remote_type, env.is_started)  # every worker was stopped
+        1 ValueError False
     """
 
     def __init__(self, message: str, worker: int, remote_type: str | None = None, remote_traceback: str | None = None) -> None:
@@ -65,7 +77,15 @@ class WorkerError(RuntimeError):
 
 
 class WorkerTimeoutError(WorkerError, TimeoutError):
-    """A ``ParallelEnv`` worker did not answer within ``BATCHED_PIPE_TIMEOUT`` seconds."""
+    """A ``ParallelEnv`` worker did not answer within ``BATCHED_PIPE_TIMEOUT`` seconds.
+
+    Examples:
+        >>> issubclass(WorkerTimeoutError, WorkerError), issubclass(WorkerTimeoutError, TimeoutError)
+        (True, True)
+        >>> err = WorkerTimeoutError("worker 1 did not answer", worker=1)
+        >>> err.worker, err.remote_type
+        (1, None)
+    """
 
 
 def _read_timeout() -> float:
@@ -219,9 +239,34 @@ class ParallelEnv(BatchedEnvBase):
     ) -> "ParallelEnv":
         """Changes worker settings; only before the workers start.
 
+        Keyword Args:
+            mp_start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"``.
+            num_threads: torch threads of the main process once the workers start.
+            num_sub_threads: torch threads of each worker.
+            non_blocking: non-blocking device transfers.
+            pin_memory: stage device transfers through pinned memory (CUDA only).
+            shared_memory: must be ``True`` (the only mode).
+            memmap: must be ``False`` (not supported).
+            use_buffers: must be ``True`` (the only mode).
+
+        Returns:
+            ``self``.
+
         Raises:
             RuntimeError: when the workers are running (call :meth:`close` first).
             ValueError: for an unknown start method or an unsupported buffer mode.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = ParallelEnv(2, CartPoleEnv).configure_parallel(num_sub_threads=1)
+            >>> env.num_sub_threads
+            1
+            >>> _ = env.reset()
+            >>> env.configure_parallel(num_sub_threads=2)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            RuntimeError: configure_parallel must be called before the ParallelEnv starts ...
+            >>> env.close()
         """
         if self._started:
             raise RuntimeError(
@@ -526,7 +571,19 @@ class ParallelEnv(BatchedEnvBase):
 
     @property
     def worker_pids(self) -> list[int]:
-        """The pids of the running workers (empty when not started)."""
+        """The pids of the running workers (empty when not started).
+
+        Examples:
+            >>> import os
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = ParallelEnv(2, CartPoleEnv)
+            >>> env.worker_pids
+            []
+            >>> env.start()
+            >>> len(env.worker_pids), os.getpid() in env.worker_pids
+            (2, False)
+            >>> env.close()
+        """
         return [proc.pid for proc in self._procs] if self._started else []
 
 
