@@ -214,12 +214,22 @@ class GymWrapper(EnvBase):
 
     @property
     def env(self) -> Any:
-        """The wrapped gymnasium env."""
+        """The wrapped gymnasium env.
+
+        Examples:
+            >>> GymEnv("CartPole-v1").env.spec.id
+            'CartPole-v1'
+        """
         return self._env
 
     @property
     def lib(self) -> Any:
-        """The gym backend module (gymnasium)."""
+        """The gym backend module (gymnasium).
+
+        Examples:
+            >>> GymEnv("CartPole-v1").lib.__name__
+            'gymnasium'
+        """
         return import_gymnasium()
 
     # ------------------------------------------------------------------ info readers
@@ -232,9 +242,32 @@ class GymWrapper(EnvBase):
         With ``None``, the numeric entries of one step's info are discovered
         (:meth:`auto_register_info_dict`).
 
+        Args:
+            info_dict_reader: a reader (``reader(info, tensordict) -> tensordict`` with an
+                ``info_spec``), e.g. :class:`default_info_dict_reader`; ``None``: discover.
+            ignore_private: with ``None``, skip info keys starting with ``"_"``.
+
+        Returns:
+            ``self``.
+
         Raises:
             TypeError: if the reader has no ``info_spec``.
             ValueError: if one of its keys is already an observation key.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from gpusim.envs.libs import default_info_dict_reader
+            >>> class WithX(gym.Wrapper):  # puts the cart position in the info dict
+            ...     def step(self, action):
+            ...         obs, reward, terminated, truncated, _ = self.env.step(action)
+            ...         return obs, reward, terminated, truncated, {"x": float(obs[0])}
+            >>> env = GymWrapper(WithX(gym.make("CartPole-v1")))
+            >>> env = env.set_info_dict_reader(default_info_dict_reader(["x"]))
+            >>> "x" in env.observation_spec.keys()
+            True
+            >>> td = env.rand_step(env.reset())
+            >>> td["next", "x"].item() == td["next", "observation"][0].item()
+            True
         """
         if info_dict_reader is None:
             return self.auto_register_info_dict(ignore_private=ignore_private)
@@ -258,12 +291,45 @@ class GymWrapper(EnvBase):
 
     @property
     def info_dict_reader(self) -> list:
-        """The registered info readers."""
+        """The registered info readers.
+
+        Examples:
+            >>> from gpusim.envs.libs import default_info_dict_reader
+            >>> env = GymEnv("CartPole-v1")
+            >>> env.info_dict_reader
+            []
+            >>> env.set_info_dict_reader(default_info_dict_reader(["x"])).info_dict_reader
+            [default_info_dict_reader(keys=['x'])]
+        """
         return self._info_readers
 
     def auto_register_info_dict(self, ignore_private: bool = True) -> "GymWrapper":
         """Discovers the numeric info entries of a reset and one random step and registers a
-        :class:`default_info_dict_reader` for them (this resets the gym env)."""
+        :class:`default_info_dict_reader` for them (this resets the gym env).
+
+        Args:
+            ignore_private: skip info keys starting with ``"_"``.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: the info dicts have no numeric entry.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> class WithX(gym.Wrapper):  # puts the cart position in the info dict
+            ...     def step(self, action):
+            ...         obs, reward, terminated, truncated, _ = self.env.step(action)
+            ...         return obs, reward, terminated, truncated, {"x": float(obs[0])}
+            >>> env = GymWrapper(WithX(gym.make("CartPole-v1"))).auto_register_info_dict()
+            >>> env.info_dict_reader[0].keys, env.observation_spec["x"].dtype
+            (['x'], torch.float32)
+            >>> GymEnv("CartPole-v1").auto_register_info_dict()  # CartPole's info dicts are empty
+            Traceback (most recent call last):
+            ...
+            ValueError: GymEnv: the gym env's info dicts have no numeric entry to register
+        """
         if self._is_vector:
             _, info0 = self._adapter.reset()
             _, _, _, _, info = self._adapter.step(self._action_space.sample())
@@ -381,7 +447,19 @@ class GymWrapper(EnvBase):
         return self._step_data(obs, reward, terminated, truncated, info)
 
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
-        """Writes a random action from the action spec (one leaf: written directly)."""
+        """Writes a random action from the action spec (one leaf: written directly).
+
+        Args:
+            tensordict: the data to write into (``None``: a new tensordict).
+
+        Returns:
+            ``tensordict`` with the action.
+
+        Examples:
+            >>> env = GymEnv("CartPole-v1", num_envs=3, categorical_action_encoding=True)
+            >>> env.rand_action()["action"].shape
+            torch.Size([3])
+        """
         leaves = self._act_leaves
         if tensordict is None or len(leaves) != 1 or len(leaves[0].key) != 1 or type(tensordict) is not TensorDict:
             return super().rand_action(tensordict)
@@ -396,7 +474,14 @@ class GymWrapper(EnvBase):
         self._action_space.seed(seed)
 
     def close(self) -> None:
-        """Closes the gymnasium env."""
+        """Closes the gymnasium env.
+
+        Examples:
+            >>> env = GymEnv("CartPole-v1")
+            >>> env.close()
+            >>> env.is_closed
+            True
+        """
         env = self.__dict__.get("_env")
         self.__dict__["_needs_reset"] = True
         if env is not None and not self.is_closed:

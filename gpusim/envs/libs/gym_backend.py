@@ -30,7 +30,21 @@ _current = _SUPPORTED
 
 
 def import_gymnasium(what: str = "gpusim's gym wrappers") -> ModuleType:
-    """Imports gymnasium or raises an ``ImportError`` saying ``pip install gymnasium``."""
+    """Imports gymnasium or raises an ``ImportError`` saying ``pip install gymnasium``.
+
+    Args:
+        what: the feature that needs gymnasium (named in the error message).
+
+    Returns:
+        The ``gymnasium`` module.
+
+    Raises:
+        ImportError: gymnasium is not installed; the message says what to install.
+
+    Examples:
+        >>> import_gymnasium().__name__
+        'gymnasium'
+    """
     return import_optional("gymnasium", "gymnasium", extra="gym", what=what)
 
 
@@ -76,7 +90,13 @@ class set_gym_backend:  # noqa: N801 (TorchRL's name)
         self._previous: list[str] = []
 
     def set(self) -> None:
-        """Makes the backend the global default."""
+        """Makes the backend the global default.
+
+        Examples:
+            >>> set_gym_backend("gymnasium").set()
+            >>> gym_backend().__name__
+            'gymnasium'
+        """
         global _current
         _current = self.backend
 
@@ -105,8 +125,15 @@ def gym_backend(submodule: str | None = None) -> ModuleType:
     Args:
         submodule: dotted name below the backend (``"spaces"``, ``"vector"``, ``"wrappers"``).
 
+    Returns:
+        The module.
+
     Raises:
         ImportError: when gymnasium (or the submodule) cannot be imported.
+
+    Examples:
+        >>> gym_backend().__name__, gym_backend("vector").__name__
+        ('gymnasium', 'gymnasium.vector')
     """
     module = import_gymnasium("gym_backend")
     if submodule is None:

@@ -30,7 +30,18 @@ __all__ = ["default_info_dict_reader", "BaseInfoDictReader"]
 
 
 class BaseInfoDictReader:
-    """Base class of info readers: ``__call__(info_dict, tensordict)`` and ``info_spec``."""
+    """Base class of info readers: ``__call__(info_dict, tensordict)`` and ``info_spec``.
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> from gpusim.specs import Composite, Unbounded
+        >>> class Lives(BaseInfoDictReader):  # reads info["lives"] as an int64 entry
+        ...     info_spec = Composite(lives=Unbounded((), dtype=torch.int64), shape=())
+        ...     def __call__(self, info_dict, tensordict):
+        ...         return tensordict.set("lives", torch.as_tensor(info_dict.get("lives", 0)))
+        >>> Lives()({"lives": 3}, TensorDict({}, []))["lives"]
+        tensor(3)
+    """
 
     info_spec: Composite
 
@@ -38,7 +49,18 @@ class BaseInfoDictReader:
         raise NotImplementedError
 
     def reset(self) -> None:
-        """Called when the env is reset (stateless readers ignore it)."""
+        """Called when the env is reset (stateless readers ignore it).
+
+        Examples:
+            >>> class Counting(BaseInfoDictReader):  # counts the resets it sees
+            ...     resets = 0
+            ...     def reset(self):
+            ...         self.resets += 1
+            >>> reader = Counting()
+            >>> reader.reset()
+            >>> reader.resets
+            1
+        """
 
 
 class default_info_dict_reader(BaseInfoDictReader):  # noqa: N801 (TorchRL's name)
@@ -59,7 +81,20 @@ class default_info_dict_reader(BaseInfoDictReader):  # noqa: N801 (TorchRL's nam
         TypeError: if a spec is not a ``TensorSpec``.
 
     Examples:
-        See the module docstring.
+        >>> import gymnasium as gym
+        >>> from gpusim.envs.libs import GymWrapper
+        >>> from gpusim.specs import Unbounded
+        >>> class WithX(gym.Wrapper):  # puts the cart position in the info dict of every step
+        ...     def step(self, action):
+        ...         obs, reward, terminated, truncated, _ = self.env.step(action)
+        ...         return obs, reward, terminated, truncated, {"x": float(obs[0])}
+        >>> reader = default_info_dict_reader(["x"], spec=[Unbounded(())])
+        >>> env = GymWrapper(WithX(gym.make("CartPole-v1"))).set_info_dict_reader(reader)
+        >>> td = env.rollout(3)
+        >>> torch.equal(td["next", "x"], td["next", "observation"][:, 0])
+        True
+        >>> td["x"][0].item()  # the reset info has no "x": a zero is written
+        0.0
     """
 
     def __init__(
@@ -100,7 +135,18 @@ class default_info_dict_reader(BaseInfoDictReader):  # noqa: N801 (TorchRL's nam
         self._zeros: dict[str, torch.Tensor] = {}
 
     def bind(self, batch_size: torch.Size) -> None:
-        """Fixes the env batch dims (called by the env when the reader is registered)."""
+        """Fixes the env batch dims (called by the env when the reader is registered).
+
+        Args:
+            batch_size: the env batch dims.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> reader = default_info_dict_reader(["x"])
+            >>> reader.bind(torch.Size([3]))
+            >>> reader({}, TensorDict({}, [3]))["x"]  # missing entries are zeros of the batch
+            tensor([0., 0., 0.])
+        """
         self._batch = torch.Size(batch_size)
         self._zeros = {k: self.info_spec[k].zero(self._batch) for k in self.keys}
 

@@ -66,6 +66,15 @@ class GymLeaf:
         to_torch: converts the (batched) numpy value to a tensor of the spec's shape.
         to_numpy: converts a tensor of the spec's shape to what the gym env expects.
         spec: the leaf spec.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> space = gym.spaces.Dict(pos=gym.spaces.Box(-1, 1, (2,)), n=gym.spaces.Discrete(3))
+        >>> _, leaves = space_to_spec(space, categorical_action_encoding=True)
+        >>> [(leaf.key, leaf.path) for leaf in leaves]
+        [(('observation', 'pos'), ('pos',)), (('observation', 'n'), ('n',))]
+        >>> leaves[1].to_torch(np.int64(2)), leaves[1].to_numpy(torch.tensor(1))
+        (tensor(2), array(1))
     """
 
     key: Key
@@ -76,7 +85,15 @@ class GymLeaf:
 
 
 def is_image_space(space: Any) -> bool:
-    """Whether ``space`` looks like an image: a uint8 ``Box`` of shape ``(H, W, C)``, C in 1/3/4."""
+    """Whether ``space`` looks like an image: a uint8 ``Box`` of shape ``(H, W, C)``, C in 1/3/4.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> is_image_space(gym.spaces.Box(0, 255, (64, 64, 3), dtype=np.uint8))
+        True
+        >>> is_image_space(gym.spaces.Box(-1.0, 1.0, (4,)))
+        False
+    """
     gym = import_gymnasium()
     return (
         isinstance(space, gym.spaces.Box)
@@ -287,6 +304,16 @@ def space_to_spec(
 
     Raises:
         TypeError: for spaces without a spec equivalent (``Graph``, ``Sequence``, ...), naming them.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> spec, leaves = space_to_spec(gym.spaces.Box(-1.0, 1.0, (3,)), batch_size=(4,))
+        >>> type(spec).__name__, spec.shape, leaves[0].key
+        ('Bounded', torch.Size([4, 3]), ('observation',))
+        >>> space = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.MultiBinary(3)))
+        >>> spec, _ = space_to_spec(space, key=("action",))
+        >>> sorted(spec.keys()), type(spec["1"]).__name__
+        (['0', '1'], 'Binary')
     """
     gym = import_gymnasium()
     spaces = gym.spaces
@@ -324,7 +351,23 @@ def space_to_spec(
 
 def read_leaves(leaves: Sequence[GymLeaf], data: Any, out: dict) -> dict:
     """Converts the gym ``data`` (nested dicts/tuples of arrays) into ``out``: a nested dict of
-    tensors keyed like the leaves (ready for ``TensorDict``)."""
+    tensors keyed like the leaves (ready for ``TensorDict``).
+
+    Args:
+        leaves: the leaf plan of the space (from :func:`space_to_spec`).
+        data: an observation of the space.
+        out: the dict to fill.
+
+    Returns:
+        ``out``.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> space = gym.spaces.Dict(pos=gym.spaces.Box(-1, 1, (2,)), n=gym.spaces.Discrete(3))
+        >>> _, leaves = space_to_spec(space, categorical_action_encoding=True)
+        >>> read_leaves(leaves, {"pos": np.zeros(2, np.float32), "n": np.int64(1)}, {})
+        {'observation': {'pos': tensor([0., 0.]), 'n': tensor(1)}}
+    """
     for leaf in leaves:
         value = data
         for p in leaf.path:
@@ -337,7 +380,25 @@ def read_leaves(leaves: Sequence[GymLeaf], data: Any, out: dict) -> dict:
 
 
 def write_actions(leaves: Sequence[GymLeaf], tensordict: Any, space: Any) -> Any:
-    """Builds the gym action (array, dict or tuple) from the tensordict, one conversion per leaf."""
+    """Builds the gym action (array, dict or tuple) from the tensordict, one conversion per leaf.
+
+    Args:
+        leaves: the leaf plan of the action space (from :func:`space_to_spec`).
+        tensordict: the data holding the action entries.
+        space: the action space.
+
+    Returns:
+        The action in the gym structure.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> from tensordict import TensorDict
+        >>> space = gym.spaces.Dict(move=gym.spaces.Discrete(3), jump=gym.spaces.MultiBinary(1))
+        >>> _, leaves = space_to_spec(space, categorical_action_encoding=True, key=("action",))
+        >>> td = TensorDict({"action": {"move": torch.tensor(2), "jump": torch.ones(1, dtype=torch.int8)}}, [])
+        >>> write_actions(leaves, td, space)
+        {'move': array(2), 'jump': array([1], dtype=int8)}
+    """
     if len(leaves) == 1 and not leaves[0].path:
         leaf = leaves[0]
         return leaf.to_numpy(tensordict.get(leaf.key))

@@ -47,7 +47,25 @@ MASKED_RESETS: dict[type, Callable[[Any, np.ndarray], tuple[Any, dict]]] = {}
 
 
 def register_masked_reset(cls: type, fn: Callable[[Any, np.ndarray], tuple[Any, dict]]) -> None:
-    """Registers ``fn(env, mask) -> (obs, info)`` as the masked reset of vector env class ``cls``."""
+    """Registers ``fn(env, mask) -> (obs, info)`` as the masked reset of vector env class ``cls``.
+
+    A NEXT_STEP vector env of that class is then accepted by :class:`VectorAdapter` (and
+    ``GymWrapper``): the reset rows are reset by ``fn`` on the ``unwrapped`` env.
+
+    Args:
+        cls: the vector env class.
+        fn: ``fn(env, mask) -> (obs, info)``: resets the rows of the bool array ``mask`` and
+            returns the observations of all rows.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> class MyVectorEnv(gym.vector.VectorEnv):  # a NEXT_STEP env without a masked reset
+        ...     pass
+        >>> register_masked_reset(MyVectorEnv, lambda env, mask: (env.reset_rows(mask), {}))
+        >>> MyVectorEnv in MASKED_RESETS
+        True
+        >>> del MASKED_RESETS[MyVectorEnv]
+    """
     MASKED_RESETS[cls] = fn
 
 
@@ -70,7 +88,14 @@ def _register_builtin() -> None:
 
 
 def autoreset_mode_of(env: Any) -> Any:
-    """The ``AutoresetMode`` of a vector env (gymnasium's default, NEXT_STEP, when undeclared)."""
+    """The ``AutoresetMode`` of a vector env (gymnasium's default, NEXT_STEP, when undeclared).
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> env = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
+        >>> autoreset_mode_of(env).name
+        'NEXT_STEP'
+    """
     gym = import_gymnasium()
     mode = getattr(env, "autoreset_mode", None)
     if mode is None:
@@ -108,6 +133,22 @@ class VectorAdapter:
 
     Raises:
         ValueError: for a NEXT_STEP env without a masked reset, naming what to do instead.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> env = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+        ...                    vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+        >>> adapter = VectorAdapter(env)
+        >>> obs, info = adapter.reset(seed=0)
+        >>> done = np.zeros(2, dtype=bool)
+        >>> while not done.any():  # push right until a pole falls
+        ...     obs, reward, terminated, truncated, info = adapter.step(np.ones(2, dtype=np.int64))
+        ...     done = terminated | truncated
+        >>> bool((np.abs(obs[done, 2]) > 0.2).all())  # the FINAL observation (pole down), not the reset one
+        True
+        >>> obs, _ = adapter.reset(done)  # the rows of the mask start their next episode
+        >>> bool((np.abs(obs[done]) <= 0.05).all())
+        True
     """
 
     def __init__(self, env: Any) -> None:
@@ -142,7 +183,24 @@ class VectorAdapter:
     # -------------------------------------------------------------- reset
     def reset(self, mask: np.ndarray | None = None, seed: int | None = None) -> tuple[Any, dict]:
         """Resets every env (``mask=None``) or the rows of ``mask`` (a bool array of shape (N,));
-        returns the observations of ALL rows (the current ones for rows not reset)."""
+        returns the observations of ALL rows (the current ones for rows not reset).
+
+        Args:
+            mask: the rows to reset (``None``: all).
+            seed: the seed of a full reset.
+
+        Returns:
+            ``(observations, info)``.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> env = gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync")
+            >>> adapter = VectorAdapter(env)
+            >>> first, _ = adapter.reset(seed=0)
+            >>> obs, _ = adapter.reset(np.array([False, True, False]))
+            >>> (obs != first).any(-1).tolist()  # only row 1 was redrawn
+            [False, True, False]
+        """
         if mask is None or mask.all():
             obs, info = self.env.reset(seed=seed)
             self.pending[:] = False
@@ -168,7 +226,22 @@ class VectorAdapter:
 
     # -------------------------------------------------------------- step
     def step(self, action: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """One step; done rows carry their final observation."""
+        """One step; done rows carry their final observation.
+
+        Args:
+            action: the batched action.
+
+        Returns:
+            ``(observations, rewards, terminated, truncated, info)`` as numpy arrays.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> adapter = VectorAdapter(gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync"))
+            >>> _ = adapter.reset(seed=0)
+            >>> obs, reward, terminated, truncated, info = adapter.step(np.array([0, 1]))
+            >>> obs.shape, reward.tolist()
+            ((2, 4), [1.0, 1.0])
+        """
         if self.has_pending and not self._same_step:
             # done rows stepped without a reset (e.g. a plain ``step`` loop): start their next
             # episode first, as gymnasium's own autoreset would, instead of stepping a finished env

@@ -27,6 +27,12 @@ class MarlGroupMapType(enum.Enum):
 
     * ``ALL_IN_ONE_GROUP``: one group named ``"agents"`` holding every agent.
     * ``ONE_GROUP_PER_AGENT``: one group per agent, named after the agent.
+
+    Examples:
+        >>> MarlGroupMapType.ALL_IN_ONE_GROUP.get_group_map(["a_0", "a_1"])
+        {'agents': ['a_0', 'a_1']}
+        >>> MarlGroupMapType.ONE_GROUP_PER_AGENT.get_group_map(["a_0", "a_1"])
+        {'a_0': ['a_0'], 'a_1': ['a_1']}
     """
 
     ALL_IN_ONE_GROUP = 1
@@ -35,8 +41,22 @@ class MarlGroupMapType(enum.Enum):
     def get_group_map(self, agent_names: Sequence[str]) -> dict[str, list[str]]:
         """The group map of this type for ``agent_names``.
 
+        Args:
+            agent_names: the env's agents.
+
+        Returns:
+            ``{group_name: [agent_name, ...]}``.
+
         Raises:
             ValueError: if ``agent_names`` is empty or has duplicates.
+
+        Examples:
+            >>> MarlGroupMapType.ALL_IN_ONE_GROUP.get_group_map(["adversary_0", "agent_0"])
+            {'agents': ['adversary_0', 'agent_0']}
+            >>> MarlGroupMapType.ALL_IN_ONE_GROUP.get_group_map(["a", "a"])
+            Traceback (most recent call last):
+            ...
+            ValueError: check_marl_grouping: agent_names lists the agents ['a'] more than once
         """
         names = list(agent_names)
         if not names:
@@ -65,6 +85,13 @@ def check_marl_grouping(group_map: Mapping[str, Sequence[str]], agent_names: Seq
         TypeError: if the group map is not a mapping of string group names to lists of names.
         ValueError: naming the agents that are missing, unknown or present more than once, or
             an empty group.
+
+    Examples:
+        >>> check_marl_grouping({"red": ["r0", "r1"], "blue": ["b0"]}, ["r0", "r1", "b0"])  # fine
+        >>> check_marl_grouping({"red": ["r0", "r1"], "blue": ["r1"]}, ["r0", "r1"])
+        Traceback (most recent call last):
+        ...
+        ValueError: check_marl_grouping: the group map {'red': ['r0', 'r1'], 'blue': ['r1']} lists the agents ['r1'] more than once
     """
     if not isinstance(group_map, Mapping):
         raise TypeError(f"check_marl_grouping: group_map must be a dict, got {type(group_map).__name__}")

@@ -133,12 +133,24 @@ class VmasWrapper(EnvBase):
 
     @property
     def env(self) -> Any:
-        """The wrapped VMAS environment."""
+        """The wrapped VMAS environment.
+
+        Examples:
+            >>> env = VmasEnv("balance", num_envs=2, n_agents=2, seed=0)
+            >>> env.env.num_envs, len(env.env.agents)
+            (2, 2)
+        """
         return self._env
 
     @property
     def scenario(self) -> Any:
-        """The VMAS scenario."""
+        """The VMAS scenario.
+
+        Examples:
+            >>> env = VmasEnv("balance", num_envs=2, n_agents=2, seed=0)
+            >>> type(env.scenario).__name__
+            'Scenario'
+        """
         return self._env.scenario
 
     # ------------------------------------------------------------------ specs
