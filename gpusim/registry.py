@@ -30,6 +30,7 @@ from gpusim.envs.native import (
     PendulumEnv,
     TicTacToeEnv,
 )
+from gpusim.envs.common import EnvBase
 from gpusim.transforms import StepCounter, TransformedEnv
 
 __all__ = ["make", "registered_ids", "EnvEntry"]
@@ -80,7 +81,7 @@ def make(
     device: torch.device | str | None = None,
     seed: int | None = None,
     **kwargs: Any,
-):
+) -> EnvBase:
     """Build the native env registered as ``env_id``, with gymnasium's time limit.
 
     Args:

@@ -70,6 +70,7 @@ def _cached_plan(fn: Callable[[Any], Any]) -> property:
         return value
 
     getter.__doc__ = fn.__doc__
+    getter.__annotations__ = {"return": fn.__annotations__.get("return", Any)}
     return property(getter)
 
 
@@ -804,7 +805,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             )
 
     # ------------------------------------------------------------------ reset / step
-    def reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+    def reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         """Resets the env (all rows, or the rows selected by ``"_reset"`` entries).
 
         The ``"_reset"`` entries are resolved once (:meth:`EpisodePlan.resolve
@@ -1295,7 +1296,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             node.set("truncated", torch.ones_like(trunc))
             node.set("done", torch.ones_like(node.get("done")))
 
-    def compile(self, policy: Callable[[TensorDictBase], TensorDictBase] | None = None, **kwargs) -> "CompiledRollout":
+    def compile(self, policy: Callable[[TensorDictBase], TensorDictBase] | None = None, **kwargs: Any) -> "CompiledRollout":
         """A compiled ``policy + step_and_maybe_reset`` loop, cached per policy and options.
 
         The returned :class:`~gpusim.envs.compiled.CompiledRollout` is called as
@@ -1333,7 +1334,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return runner
 
     # ------------------------------------------------------------------ misc
-    def to(self, *args, **kwargs) -> "EnvBase":
+    def to(self, *args: Any, **kwargs: Any) -> "EnvBase":
         """Moves the env (specs and buffers) to a device.
 
         Args:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import types
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.utils._pytree as pytree
@@ -109,7 +109,7 @@ class CompiledRollout:
         *,
         steps_per_call: int | None = None,
         mode: str | None = None,
-        **compile_kwargs,
+        **compile_kwargs: Any,
     ) -> None:
         if steps_per_call is not None and (not isinstance(steps_per_call, int) or steps_per_call < 1):
             raise ValueError(f"steps_per_call must be a positive int, got {steps_per_call!r}")

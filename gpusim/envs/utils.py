@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import functools
 import importlib.util
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from tensordict import NonTensorData, NonTensorStack, TensorDictBase
 
@@ -275,7 +275,7 @@ class set_exploration_type:
     def __exit__(self, *exc) -> None:
         _EXPLORATION_TYPE[0] = self._previous.pop()
 
-    def __call__(self, fn):
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with set_exploration_type(self.type):

@@ -31,7 +31,7 @@ from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.kernels import cat_frames_update, masked_fill_rows_, select
 from gpusim.kernels.cat_frames import refill_rows_cpu_
-from gpusim.specs import Bounded, Unbounded
+from gpusim.specs import Bounded, Composite, Unbounded
 from gpusim.transforms._levels import default_levels, done_levels_of, mask_at, reset_mask_for, tget, tset
 from gpusim.transforms.transform import Transform
 
@@ -126,7 +126,7 @@ class CatFrames(Transform):
         self.__dict__["_levels"] = None
 
     # ------------------------------------------------------------------ specs and buffers
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         if self.as_inverse:
             return output_spec
         self.__dict__["_levels"] = done_levels_of(output_spec)

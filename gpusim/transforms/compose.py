@@ -24,13 +24,16 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 from tensordict import TensorDictBase
 from torch import nn
 
 from gpusim.transforms.transform import Transform
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpusim.specs import Composite
 
 __all__ = ["Compose"]
 
@@ -197,37 +200,37 @@ class Compose(Transform):
         return tensordict
 
     # ------------------------------------------------------------------ specs
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         for t in self.transforms:
             output_spec = t.transform_output_spec(output_spec)
         return output_spec
 
-    def transform_input_spec(self, input_spec):
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
         for t in self.transforms:
             input_spec = t.transform_input_spec(input_spec)
         return input_spec
 
-    def transform_observation_spec(self, observation_spec):
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
         for t in self.transforms:
             observation_spec = t.transform_observation_spec(observation_spec)
         return observation_spec
 
-    def transform_reward_spec(self, reward_spec):
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
         for t in self.transforms:
             reward_spec = t.transform_reward_spec(reward_spec)
         return reward_spec
 
-    def transform_done_spec(self, done_spec):
+    def transform_done_spec(self, done_spec: Composite) -> Composite:
         for t in self.transforms:
             done_spec = t.transform_done_spec(done_spec)
         return done_spec
 
-    def transform_action_spec(self, action_spec):
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
         for t in self.transforms:
             action_spec = t.transform_action_spec(action_spec)
         return action_spec
 
-    def transform_state_spec(self, state_spec):
+    def transform_state_spec(self, state_spec: Composite) -> Composite:
         for t in self.transforms:
             state_spec = t.transform_state_spec(state_spec)
         return state_spec
@@ -368,7 +371,7 @@ class Compose(Transform):
             seed = t.set_seed(seed)
         return seed
 
-    def to(self, *args, **kwargs) -> "Compose":
+    def to(self, *args: Any, **kwargs: Any) -> "Compose":
         for t in self.transforms:
             t.to(*args, **kwargs)
         self.reset_parent()

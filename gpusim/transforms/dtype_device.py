@@ -256,8 +256,8 @@ class DeviceCastTransform(Transform):
 
     def __init__(
         self,
-        device,
-        orig_device=None,
+        device: torch.device | str | int,
+        orig_device: torch.device | str | int | None = None,
         *,
         in_keys: Sequence[NestedKey] | None = None,
         out_keys: Sequence[NestedKey] | None = None,

@@ -23,7 +23,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
-from gpusim.specs import Unbounded
+from gpusim.specs import Composite, Unbounded
 from gpusim.transforms._levels import tget, tset
 from gpusim.transforms.transform import Transform
 
@@ -105,7 +105,7 @@ class EndOfLifeTransform(Transform):
         pass
 
     # ------------------------------------------------------------------ specs
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         done_spec = output_spec["full_done_spec"]
         if self.done_key not in done_spec.keys(True, True):
             raise KeyError(

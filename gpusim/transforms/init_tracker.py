@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.specs import Categorical
+from gpusim.specs import Categorical, Composite
 from gpusim.transforms._levels import done_levels_of, tget, tset
 from gpusim.transforms.step_counter import _leaf_name
 from gpusim.transforms.transform import Transform
@@ -57,7 +57,7 @@ class InitTracker(Transform):
             plan = [(self.init_key, torch.Size(shape))]
         return plan
 
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         plan = []
         for level in done_levels_of(output_spec):
             shape = output_spec["full_done_spec"][level.keys[0]].shape

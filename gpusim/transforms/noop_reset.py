@@ -27,6 +27,8 @@ Examples:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from tensordict import TensorDictBase
 
@@ -36,6 +38,9 @@ from gpusim.envs.native._rng import CounterRNG
 from gpusim.envs.random_actions import HashRandomPolicy
 from gpusim.transforms._levels import default_levels
 from gpusim.transforms.transform import Transform
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpusim.specs import Composite
 
 __all__ = ["NoopResetEnv"]
 
@@ -78,7 +83,7 @@ class NoopResetEnv(Transform):
             streams[2].manual_seed(self.__dict__["_seed"])
         return seed if seed is None else next_seed(seed)
 
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         batch = output_spec.shape
         container = self._preceding()
         if container is not None and self.noops > 0 and batch.numel() > 1:

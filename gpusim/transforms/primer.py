@@ -138,7 +138,7 @@ class TensorDictPrimer(Transform):
             spec = spec.to(device)
         return spec
 
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         obs_spec = output_spec["full_observation_spec"]
         device = output_spec.device
         specs = {}
@@ -149,7 +149,7 @@ class TensorDictPrimer(Transform):
         self.__dict__["_specs"] = specs
         return output_spec
 
-    def transform_input_spec(self, input_spec):
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
         state_spec = input_spec["full_state_spec"]
         for key, spec in self.__dict__["_specs"].items():
             state_spec[key] = spec.clone()

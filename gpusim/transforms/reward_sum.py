@@ -22,7 +22,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
-from gpusim.specs import Unbounded
+from gpusim.specs import Composite, Unbounded
 from gpusim.transforms._levels import tget, tset
 from gpusim.transforms.transform import Transform
 
@@ -80,7 +80,7 @@ class _RewardTracker(Transform):
     def out_keys(self, value) -> None:
         Transform.out_keys.fset(self, value)
 
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         reward_spec = output_spec["full_reward_spec"]
         self._resolve_keys(_keys.leaf_keys(reward_spec))
         obs_spec = output_spec["full_observation_spec"]
@@ -97,7 +97,7 @@ class _RewardTracker(Transform):
         self.__dict__["_shapes"] = shapes
         return output_spec
 
-    def transform_input_spec(self, input_spec):
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
         shapes = self.__dict__["_shapes"]
         if not shapes:
             return input_spec
@@ -354,7 +354,7 @@ class Reward2GoTransform(Transform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         return next_tensordict
 
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         """Raises: the transform cannot be used in an environment.
 
         Raises:

@@ -20,7 +20,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs import _keys
-from gpusim.specs import Bounded, Categorical
+from gpusim.specs import Bounded, Categorical, Composite
 from gpusim.transforms._levels import done_levels_of, tget, tset
 from gpusim.transforms.transform import Transform
 
@@ -104,7 +104,7 @@ class StepCounter(Transform):
         return plan
 
     # ------------------------------------------------------------------ specs
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         plan = self._level_plan(output_spec)
         self.__dict__["_plan"] = plan
         done_spec = output_spec["full_done_spec"]
@@ -119,7 +119,7 @@ class StepCounter(Transform):
         self.__dict__["_devices"] = devices
         return output_spec
 
-    def transform_input_spec(self, input_spec):
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
         plan = self.__dict__["_plan"]
         if plan is None:
             return input_spec

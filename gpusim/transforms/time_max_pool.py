@@ -15,7 +15,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -25,6 +25,9 @@ from gpusim.envs._keys import NestedKey
 from gpusim.kernels import cat_frames_update, masked_fill_rows_
 from gpusim.transforms._levels import default_levels, done_levels_of, mask_at, reset_mask_for, tget, tset
 from gpusim.transforms.transform import Transform
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpusim.specs import Composite
 
 __all__ = ["TimeMaxPool"]
 
@@ -73,7 +76,7 @@ class TimeMaxPool(Transform):
         self.__dict__["_levels"] = None
         self.__dict__["_nbatch"] = {}  # in_key -> batch ndim of its Composite
 
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         self.__dict__["_levels"] = done_levels_of(output_spec)
         obs_spec = output_spec["full_observation_spec"]
         nbatch = {}

@@ -674,7 +674,7 @@ class Transform(nn.Module):
     def _set_seed(self, seed: int | None) -> int | None:
         return seed
 
-    def to(self, *args, **kwargs) -> "Transform":
+    def to(self, *args: Any, **kwargs: Any) -> "Transform":
         """Moves the transform's buffers (and any device-held state) to a device/dtype.
 
         Args:

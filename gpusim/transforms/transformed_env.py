@@ -30,6 +30,7 @@ from torch import nn
 
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
+from gpusim.specs import Composite
 from gpusim.transforms.compose import Compose
 from gpusim.transforms.transform import Transform
 
@@ -224,7 +225,7 @@ class TransformedEnv(EnvBase):
         self.__dict__["_device"] = torch.device(value)
 
     @property
-    def input_spec(self):  # type: ignore[override]
+    def input_spec(self) -> Composite:  # type: ignore[override]
         if not self.__dict__.get("_cache_specs", True):
             self._refresh()
         return self._input_spec
@@ -234,7 +235,7 @@ class TransformedEnv(EnvBase):
         EnvBase.input_spec.fset(self, value)
 
     @property
-    def output_spec(self):  # type: ignore[override]
+    def output_spec(self) -> Composite:  # type: ignore[override]
         if not self.__dict__.get("_cache_specs", True):
             self._refresh()
         return self._output_spec
@@ -403,7 +404,7 @@ class TransformedEnv(EnvBase):
         super().empty_cache()
         self.transform.empty_cache()
 
-    def to(self, *args, **kwargs) -> "TransformedEnv":
+    def to(self, *args: Any, **kwargs: Any) -> "TransformedEnv":
         """Moves the base env and the transforms (their buffers) to a device.
 
         Args:

@@ -37,7 +37,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -46,7 +46,7 @@ from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.envs.episode import rows_of
 from gpusim.kernels import select, vecnorm_normalize, vecnorm_update_, vecnorm_update_normalize_
-from gpusim.specs import Unbounded
+from gpusim.specs import Composite, Unbounded
 from gpusim.transforms._levels import (
     tget,
     tset,
@@ -56,6 +56,9 @@ from gpusim.transforms._levels import (
     reset_mask_for,
 )
 from gpusim.transforms.transform import Transform
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpusim.envs.common import EnvBase
 
 __all__ = ["VecNorm"]
 
@@ -225,7 +228,7 @@ class VecNorm(Transform):
 
     @staticmethod
     def build_td_for_shared_vecnorm(
-        env, keys: Sequence[NestedKey] | None = None, memmap: bool = False
+        env: "EnvBase", keys: Sequence[NestedKey] | None = None, memmap: bool = False
     ) -> TensorDictBase:
         """Builds zeroed statistics for ``keys`` of ``env`` in shared memory (or memory-mapped).
 
@@ -266,7 +269,7 @@ class VecNorm(Transform):
         return td.memmap_() if memmap else td.share_memory_()
 
     # ------------------------------------------------------------------ specs
-    def transform_output_spec(self, output_spec):
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         self.__dict__["_levels"] = done_levels_of(output_spec)
         nb = len(output_spec.shape)
         stats = self.__dict__["_stats"]
