@@ -1,4 +1,13 @@
-"""Environments: ``EnvBase``, helpers, native batched envs, batched CPU envs and wrappers."""
+"""Environments: ``EnvBase``, helpers, native batched envs, batched CPU envs and wrappers.
+
+Examples:
+    >>> from gpusim.envs import CartPoleEnv, check_env_specs, step_mdp
+    >>> env = CartPoleEnv(batch_size=[4], seed=0)
+    >>> check_env_specs(env)  # a short rollout matches the specs
+    >>> td = env.rand_step(env.reset())
+    >>> step_mdp(td)["observation"].shape  # the root of the next step
+    torch.Size([4, 4])
+"""
 
 # ruff: noqa: E402
 

@@ -8,6 +8,10 @@ each updated slot both into the buffer and into a fresh output (the observation)
 costs no extra launch. Reset rows skip reading the old slots.
 
 Examples:
+    Triton launches need CUDA, or ``TRITON_INTERPRET=1`` set before this module is imported:
+    the doctest run skips them; ``tests/kernels/test_triton_docstrings.py`` runs them in
+    Triton's interpreter.
+
     >>> import torch
     >>> from gpusim.kernels.cat_frames_triton import cat_frames_update_triton
     >>> buf, frame = torch.zeros(2, 6), torch.ones(2, 2)
@@ -96,6 +100,10 @@ def cat_frames_update_triton(
         A fresh tensor equal to the updated buffer.
 
     Examples:
+        Triton launches need CUDA, or ``TRITON_INTERPRET=1`` set before this module is imported:
+        the doctest run skips them; ``tests/kernels/test_triton_docstrings.py`` runs them in
+        Triton's interpreter.
+
         >>> buf = torch.zeros(1, 4)
         >>> cat_frames_update_triton(buf, torch.ones(1, 2), None, -1)  # doctest: +SKIP
         tensor([[0., 0., 1., 1.]])

@@ -8,6 +8,10 @@ leaf's blocks; each program finds its leaf by comparing its id with the leaves' 
 Loads are masked by row, so a row reads only the side it keeps (``new`` or ``old``).
 
 Examples:
+    Triton launches need CUDA, or ``TRITON_INTERPRET=1`` set before this module is imported:
+    the doctest run skips them; ``tests/kernels/test_triton_docstrings.py`` runs them in
+    Triton's interpreter.
+
     >>> import torch
     >>> from gpusim.kernels.masked_merge_triton import masked_merge_triton
     >>> new, old = torch.ones(4, 2), torch.zeros(4, 2)
@@ -146,6 +150,10 @@ def masked_merge_triton(
         Fresh contiguous tensors (``new``/``old`` are never written).
 
     Examples:
+        Triton launches need CUDA, or ``TRITON_INTERPRET=1`` set before this module is imported:
+        the doctest run skips them; ``tests/kernels/test_triton_docstrings.py`` runs them in
+        Triton's interpreter.
+
         >>> new, old = [torch.ones(3)], [torch.zeros(3)]
         >>> masked_merge_triton(new, old, [torch.tensor([True, False, True])])  # doctest: +SKIP
         [tensor([1., 0., 1.])]
@@ -172,6 +180,10 @@ def masked_fill_rows_triton_(
         masks: bool masks; ``masks[i].shape`` is a prefix of ``dst[i].shape``.
 
     Examples:
+        Triton launches need CUDA, or ``TRITON_INTERPRET=1`` set before this module is imported:
+        the doctest run skips them; ``tests/kernels/test_triton_docstrings.py`` runs them in
+        Triton's interpreter.
+
         >>> dst = [torch.zeros(3)]
         >>> m = [torch.tensor([True, False, True])]
         >>> masked_fill_rows_triton_(dst, [torch.ones(3)], m)  # doctest: +SKIP

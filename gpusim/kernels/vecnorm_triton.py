@@ -14,11 +14,17 @@
 Accumulation is float32, or float64 when the statistics are float64.
 
 Examples:
+    Triton launches need CUDA, or ``TRITON_INTERPRET=1`` set before this module is imported:
+    the doctest run skips them; ``tests/kernels/test_triton_docstrings.py`` runs them in
+    Triton's interpreter.
+
     >>> import torch
     >>> from gpusim.kernels.vecnorm_triton import vecnorm_update_normalize_triton_
-    >>> x = torch.randn(8, 3)
-    >>> loc, sq, cnt = torch.zeros(3), torch.zeros(3), torch.zeros(())
-    >>> y = vecnorm_update_normalize_triton_(x, loc, sq, cnt, 1.0, 1e-4, 1)  # doctest: +SKIP
+    >>> x = torch.tensor([[1.0, 2.0], [3.0, 6.0]])
+    >>> loc, sq, cnt = torch.zeros(2), torch.zeros(2), torch.zeros(())
+    >>> vecnorm_update_normalize_triton_(x, loc, sq, cnt, 1.0, 1e-4, 1)  # doctest: +SKIP
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
 """
 
 from __future__ import annotations
@@ -248,10 +254,14 @@ def vecnorm_update_triton_(
         batch_ndim: number of leading batch dims of ``x`` reduced over.
 
     Examples:
+        Triton launches need CUDA, or ``TRITON_INTERPRET=1`` set before this module is imported:
+        the doctest run skips them; ``tests/kernels/test_triton_docstrings.py`` runs them in
+        Triton's interpreter.
+
         >>> loc, sq, cnt = torch.zeros(2), torch.zeros(2), torch.zeros(())
         >>> vecnorm_update_triton_(torch.ones(5, 2), loc, sq, cnt, 1.0, 1)  # doctest: +SKIP
-        >>> cnt  # doctest: +SKIP
-        tensor(5.)
+        >>> cnt, loc  # doctest: +SKIP
+        (tensor(5.), tensor([5., 5.]))
     """
     _run(x, loc_sum, sq_sum, count, decay, None, batch_ndim)
 
@@ -276,8 +286,15 @@ def vecnorm_normalize_triton(
         ``(x - mean) / sqrt(max(var, eps))``.
 
     Examples:
-        >>> y = vecnorm_normalize_triton(torch.ones(3, 2), torch.ones(2), torch.ones(2),
-        ...                              torch.ones(()), 1e-4)  # doctest: +SKIP
+        Triton launches need CUDA, or ``TRITON_INTERPRET=1`` set before this module is imported:
+        the doctest run skips them; ``tests/kernels/test_triton_docstrings.py`` runs them in
+        Triton's interpreter.
+
+        >>> vecnorm_normalize_triton(torch.ones(3, 2), torch.ones(2), torch.ones(2),
+        ...                          torch.ones(()), 1e-4)  # doctest: +SKIP
+        tensor([[0., 0.],
+                [0., 0.],
+                [0., 0.]])
     """
     out = _run(x, loc_sum, sq_sum, count, None, eps, x.ndim - loc_sum.ndim)
     assert out is not None
@@ -308,9 +325,17 @@ def vecnorm_update_normalize_triton_(
         ``x`` normalized with the updated statistics.
 
     Examples:
+        Triton launches need CUDA, or ``TRITON_INTERPRET=1`` set before this module is imported:
+        the doctest run skips them; ``tests/kernels/test_triton_docstrings.py`` runs them in
+        Triton's interpreter.
+
         >>> loc, sq, cnt = torch.zeros(2), torch.zeros(2), torch.zeros(())
-        >>> x = torch.randn(5, 2)
-        >>> y = vecnorm_update_normalize_triton_(x, loc, sq, cnt, 1.0, 1e-4, 1)  # doctest: +SKIP
+        >>> x = torch.tensor([[1.0, 2.0], [3.0, 6.0]])
+        >>> vecnorm_update_normalize_triton_(x, loc, sq, cnt, 1.0, 1e-4, 1)  # doctest: +SKIP
+        tensor([[-1., -1.],
+                [ 1.,  1.]])
+        >>> cnt  # doctest: +SKIP
+        tensor(2.)
     """
     out = _run(x, loc_sum, sq_sum, count, decay, eps, batch_ndim)
     assert out is not None
