@@ -175,6 +175,37 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     #: env. Transforms that step some rows only (no-op starts) need it on batched envs.
     functional_step: bool = False
 
+    def __new__(cls, *args: Any, _inplace_update: bool = False, _batch_locked: bool = True, **kwargs: Any) -> "EnvBase":
+        """Creates the env with default state, so that attributes and specs can be set before
+        ``super().__init__()`` runs; constructor arguments are accepted (and left to
+        ``__init__``). Specs set on the class (``cls._input_spec``/``cls._output_spec``, as
+        TorchRL's mock envs do) move to the instance."""
+        env = super().__new__(cls)
+        nn.Module.__init__(env)
+        d = env.__dict__
+        d["_cache"] = {}
+        d["_spec_locked"] = True
+        d["_locked_now"] = False
+        d["_closed"] = False
+        d["_device"] = torch.device("cpu")
+        d["_batch_size"] = torch.Size([])
+        d["_auto_reset_mode"] = None
+        d["_batch_locked"] = bool(_batch_locked)
+        d["run_type_checks"] = False
+        d["allow_done_after_reset"] = False
+        for name, parts in (
+            ("_input_spec", ("full_action_spec", "full_state_spec")),
+            ("_output_spec", ("full_observation_spec", "full_reward_spec", "full_done_spec")),
+        ):
+            spec = None
+            if isinstance(cls.__dict__.get(name), Composite):
+                spec = cls.__dict__[name].clone()
+                delattr(cls, name)
+            if spec is None:
+                spec = Composite({part: Composite(shape=()) for part in parts}, shape=())
+            d[name] = spec
+        return env
+
     def __init__(
         self,
         *,
@@ -185,33 +216,54 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         spec_locked: bool = True,
         auto_reset_mode: AutoResetMode | str | None = None,
     ) -> None:
-        super().__init__()
-        self.__dict__["_cache"] = {}
-        self.__dict__["_spec_locked"] = spec_locked
-        self.__dict__["_locked_now"] = False
-        self.__dict__["_closed"] = False
-        self.__dict__["_device"] = _as_device(device)
-        self.__dict__["_batch_size"] = _as_size(batch_size)
-        self.__dict__["_auto_reset_mode"] = (
+        d = self.__dict__
+        if "_modules" not in d:  # built without EnvBase.__new__ (e.g. object.__new__ + __init__)
+            nn.Module.__init__(self)
+        d["_spec_locked"] = spec_locked
+        if device is not None or "_device" not in d:
+            d["_device"] = _as_device(device)
+        if batch_size is not None or "_batch_size" not in d:
+            d["_batch_size"] = _as_size(batch_size)
+        d["_cache"] = {}
+        d["_locked_now"] = False
+        d.setdefault("_closed", False)
+        d["_auto_reset_mode"] = (
             None if auto_reset_mode is None else AutoResetMode.parse(auto_reset_mode, self._device)
         )
         self.run_type_checks = bool(run_type_checks) or os.environ.get("GPUSIM_VALIDATE", "0") not in ("", "0")
         self.allow_done_after_reset = allow_done_after_reset
-        self.batch_locked = True
-        B = self.batch_size
-        self.__dict__["_input_spec"] = Composite(
-            full_action_spec=Composite(shape=B, device=self.device),
-            full_state_spec=Composite(shape=B, device=self.device),
-            shape=B,
-            device=self.device,
-        )
-        self.__dict__["_output_spec"] = Composite(
-            full_observation_spec=Composite(shape=B, device=self.device),
-            full_reward_spec=Composite(shape=B, device=self.device),
-            full_done_spec=Composite(shape=B, device=self.device),
-            shape=B,
-            device=self.device,
-        )
+        d.setdefault("_batch_locked", True)
+        B, device = self.batch_size, self.device
+        specs = {
+            "_input_spec": ("full_action_spec", "full_state_spec"),
+            "_output_spec": ("full_observation_spec", "full_reward_spec", "full_done_spec"),
+        }
+        for name, parts in specs.items():
+            spec = d.get(name)
+            if not isinstance(spec, Composite) or not list(spec.keys(True, True)):
+                # nothing set yet: empty containers of the env's batch and device
+                d[name] = Composite({part: Composite(shape=B, device=device) for part in parts}, shape=B, device=device)
+                continue
+            # specs set before __init__ (or on the class): adopt the env's batch and device
+            spec.unlock_()
+            for part in parts:
+                if part not in spec.keys():
+                    spec[part] = Composite(shape=spec.shape, device=spec.device)
+            if spec.device != device:
+                spec = spec.to(device)
+            if spec.shape != B:
+                spec.shape = B
+            d[name] = spec
+
+    @property
+    def batch_locked(self) -> bool:
+        """Whether the env only takes tensordicts of its own ``batch_size`` (read-only; set at
+        construction with ``EnvBase.__new__(cls, _batch_locked=...)``)."""
+        return self.__dict__.get("_batch_locked", True)
+
+    @batch_locked.setter
+    def batch_locked(self, value: bool) -> None:
+        raise RuntimeError("batch_locked is a read-only property")
 
     @property
     def auto_reset_mode(self) -> AutoResetMode:

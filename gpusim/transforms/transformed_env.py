@@ -107,7 +107,7 @@ class TransformedEnv(EnvBase):
         self.__dict__["_base_env"] = env
         self.__dict__["_cache_specs"] = cache_specs
         self.__dict__["_needs_inv"] = False
-        self.batch_locked = env.batch_locked
+        self.__dict__["_batch_locked"] = env.batch_locked
         if inner:
             transform = Compose(*inner, *([] if transform is None else [transform]))
         self._install_transform(transform)

@@ -173,7 +173,7 @@ class BatchedEnvBase(EnvBase):
         expanded = worker_meta.expand(self.batch_size)
         self.input_spec = expanded.input_spec.to(self.device)
         self.output_spec = expanded.output_spec.to(self.device)
-        self.batch_locked = worker_meta.batch_locked
+        self.__dict__["_batch_locked"] = worker_meta.batch_locked
 
     @staticmethod
     def _collect_metadata(fns: list, kwargs: list) -> list[EnvMetaData]:
