@@ -258,7 +258,21 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     @property
     def batch_locked(self) -> bool:
         """Whether the env only takes tensordicts of its own ``batch_size`` (read-only; set at
-        construction with ``EnvBase.__new__(cls, _batch_locked=...)``)."""
+        construction with ``EnvBase.__new__(cls, _batch_locked=...)``).
+
+        Raises:
+            RuntimeError: (setter) always: the property is read-only.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2])
+            >>> env.batch_locked
+            True
+            >>> env.reset(env.reset()[:1])  # a tensordict of another batch size
+            Traceback (most recent call last):
+            ...
+            ValueError: Expected a tensordict with batch_size [2] (the env's), got batch_size [1]
+        """
         return self.__dict__.get("_batch_locked", True)
 
     @batch_locked.setter
