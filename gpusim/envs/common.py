@@ -1172,7 +1172,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return tensordict
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
-        """A step with a random action (resets first when the env needs a state and none is given).
+        """A step with a random action (from a fresh reset when no tensordict is given).
 
         Args:
             tensordict: the root data (``None``: reset first).
@@ -1187,7 +1187,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             [1.0, 1.0]
         """
         if tensordict is None:
-            tensordict = self.reset() if self.state_keys else self._empty_td()
+            tensordict = self.reset()
         return self.step(self.rand_action(tensordict))
 
     def fake_tensordict(self) -> TensorDictBase:

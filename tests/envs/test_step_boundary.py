@@ -66,6 +66,7 @@ def test_step_before_reset_says_to_call_reset():
         with pytest.raises(RuntimeError, match=r"step was called before reset\(\)"):
             gym_env.step(gym_env.rand_action())
         gym_env.step(gym_env.rand_action(gym_env.reset()))  # fine after a reset
+        assert gym_env.rand_step()["next", "reward"].shape[-1] == 1  # rand_step() resets first
         gym_env.close()
 
 
