@@ -1,28 +1,64 @@
 """The abstract :class:`TensorSpec` base class and shared helpers for gpusim specs.
 
 A spec describes one tensor: its shape (batch dims included), dtype, device and the set of valid
-values. Leaf specs are immutable-ish values: every shape or device operation returns a new spec.
+values. Every shape or device operation returns a new spec.
 
 Subclasses describe their parameters (bounds, masks) as *shape-aligned* tensors: each parameter
 has layout ``(*batch_shape, *event)`` where ``batch_shape`` is the spec shape minus its event
-dims. That lets :meth:`TensorSpec.expand`, indexing, squeeze, unsqueeze and reshape be written
-once here for every leaf class.
+dims (with dynamic ``-1`` dims stored as size 1). That lets :meth:`TensorSpec.expand`, indexing,
+squeeze, unsqueeze, reshape and unbind be written once here for every leaf class.
 """
 
 from __future__ import annotations
 
 import abc
 import copy
+from collections.abc import Callable
 from typing import Any, Union
 
 import numpy as np
 import torch
 
-__all__ = ["DEVICE_TYPING", "TensorSpec", "make_device", "as_size"]
+from gpusim.specs._shapes import (
+    DYNAMIC,
+    as_size,
+    expand_index,
+    index_plan,
+    safe_size,
+    shape_args,
+    squeezed_shape,
+)
+from gpusim.specs.spaces import squash
+
+__all__ = [
+    "DEVICE_TYPING",
+    "TensorSpec",
+    "SpecValueError",
+    "make_device",
+    "as_size",
+    "HANDLED_FUNCTIONS",
+    "spec_torch_function",
+]
 
 DEVICE_TYPING = Union[torch.device, str, int]
 
 _INDEX_TYPES = (int, slice, type(Ellipsis), type(None), torch.Tensor, np.ndarray, list, range)
+
+#: torch functions (``torch.stack``, ``torch.index_select``, ...) that specs implement, filled by
+#: :mod:`gpusim.specs.stacked` and :mod:`gpusim.specs._torch_fn`.
+HANDLED_FUNCTIONS: dict[Callable, Callable] = {}
+
+
+class SpecValueError(ValueError, AssertionError):
+    """A value is not in a spec (raised by ``assert_is_in``, or ``to_numpy(safe=True)``).
+
+    It is a :class:`ValueError` (gpusim's contract for bad values) and an :class:`AssertionError`
+    (what TorchRL raises there), so that code written for either catches it.
+
+    Examples:
+        >>> issubclass(SpecValueError, ValueError), issubclass(SpecValueError, AssertionError)
+        (True, True)
+    """
 
 
 def make_device(device: DEVICE_TYPING | None) -> torch.device:
@@ -56,76 +92,20 @@ def make_device(device: DEVICE_TYPING | None) -> torch.device:
     return dev
 
 
-def as_size(shape: Any) -> torch.Size:
-    """Turns an int, a sequence of ints or None into a :class:`torch.Size`.
+def spec_torch_function(func: Callable, types: tuple, args: tuple, kwargs: dict | None) -> Any:
+    """``__torch_function__`` of specs: runs the handler registered for ``func``, if any.
 
     Examples:
-        >>> as_size(3), as_size((2, 3)), as_size(None)
-        (torch.Size([3]), torch.Size([2, 3]), torch.Size([]))
+        >>> from gpusim.specs import Unbounded
+        >>> torch.stack([Unbounded(shape=(2,)), Unbounded(shape=(2,))], 0).shape
+        torch.Size([2, 2])
     """
-    if shape is None:
-        return torch.Size(())
-    if isinstance(shape, torch.Size):
-        return shape
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        return torch.Size((int(shape),))
-    if isinstance(shape, torch.Tensor):
-        return torch.Size(int(s) for s in shape.reshape(-1).tolist())
-    try:
-        dims = tuple(int(s) for s in shape)
-    except TypeError as err:
-        raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}") from err
-    if any(d < 0 for d in dims):
-        raise ValueError(f"shape must have non-negative dims, got {tuple(dims)}")
-    return torch.Size(dims)
+    from gpusim.specs.composite import Composite
 
-
-def _shape_args(shape: tuple) -> torch.Size:
-    """Accepts ``f(2, 3)``, ``f((2, 3))`` and ``f(torch.Size([2, 3]))`` call styles."""
-    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-        return torch.Size(int(s) for s in shape[0])
-    return torch.Size(int(s) for s in shape)
-
-
-def _expand_ellipsis(idx: Any, ndim: int) -> tuple:
-    """Normalizes an index to a tuple without Ellipsis, relative to ``ndim`` leading dims.
-
-    The result only touches the first ``ndim`` dims of any tensor it is applied to, so the same
-    index can be applied to parameters or children that carry extra trailing dims.
-    """
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    consumed = 0
-    for item in idx:
-        if item is None or item is Ellipsis:
-            continue
-        if isinstance(item, torch.Tensor) and item.dtype == torch.bool:
-            consumed += max(item.ndim, 1)
-        elif isinstance(item, np.ndarray) and item.dtype == np.bool_:
-            consumed += max(item.ndim, 1)
-        else:
-            consumed += 1
-    n_ellipsis = sum(item is Ellipsis for item in idx)
-    if n_ellipsis > 1:
-        raise IndexError(f"an index can only have a single ellipsis, got {idx!r}")
-    if consumed > ndim:
-        raise IndexError(f"too many indices for a spec with {ndim} indexable dims: {idx!r}")
-    if n_ellipsis == 0:
-        return idx
-    out: list = []
-    for item in idx:
-        if item is Ellipsis:
-            out.extend([slice(None)] * (ndim - consumed))
-        else:
-            out.append(item)
-    return tuple(out)
-
-
-def _indexed_shape(shape: torch.Size, idx: tuple) -> torch.Size:
-    """Shape of a tensor of ``shape`` indexed by ``idx`` (no real allocation)."""
-    idx = tuple(i.cpu() if isinstance(i, torch.Tensor) else i for i in idx)
-    dummy = torch.empty((), dtype=torch.uint8).expand(shape)
-    return dummy[idx].shape
+    handler = HANDLED_FUNCTIONS.get(func)
+    if handler is None or not all(issubclass(t, (TensorSpec, Composite)) for t in types):
+        return NotImplemented
+    return handler(*args, **(kwargs or {}))
 
 
 def _to_tensor(val: Any, dtype: torch.dtype | None, device: torch.device) -> torch.Tensor:
@@ -139,16 +119,32 @@ def _to_tensor(val: Any, dtype: torch.dtype | None, device: torch.device) -> tor
     return torch.as_tensor(np.asarray(val), device=device).to(dtype=dtype)
 
 
+def _signature(val: Any) -> tuple:
+    """What ``encode`` memoizes on: the kind, shape and dtype of the input."""
+    if isinstance(val, (torch.Tensor, np.ndarray)):
+        return (type(val), tuple(val.shape), str(val.dtype))
+    if isinstance(val, list):
+        return (list, len(val))
+    return (type(val),)
+
+
+def _compact_clone(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` that keeps expanded (stride-0) dims expanded."""
+    return squash(t).clone().expand(t.shape)
+
+
 class TensorSpec(abc.ABC):
     """Abstract description of a tensor: shape (batch dims included), dtype, device, valid values.
 
-    Subclasses implement :meth:`_rand`, :meth:`_invalid_reason` and :meth:`_project_values`,
-    and list their shape-aligned tensor parameters in ``_tensor_params``.
+    Subclasses implement :meth:`_rand`, :meth:`_invalid_reason` and :meth:`_project`, and list
+    their shape-aligned tensor parameters in ``_tensor_params``. A ``-1`` in the shape is a
+    dynamic dim (any extent is accepted; samples use 1).
 
     Attributes:
         shape: the full shape, batch dims included.
         device: where the tensors it produces live.
         dtype: the dtype of the tensors it produces.
+        domain: ``"continuous"`` or ``"discrete"``.
 
     Examples:
         >>> from gpusim.specs import Bounded
@@ -166,11 +162,34 @@ class TensorSpec(abc.ABC):
     #: non-tensor parameters compared by ``__eq__`` and shown by ``__repr__``
     _plain_params: tuple[str, ...] = ()
 
-    shape: torch.Size
-    device: torch.device
     dtype: torch.dtype
+    domain: str
+
+    @classmethod
+    def __torch_function__(
+        cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        return spec_torch_function(func, types, args, kwargs)
 
     # ------------------------------------------------------------------ basics
+    @property
+    def shape(self) -> torch.Size:
+        """The full shape, batch dims included (``-1``: dynamic dim)."""
+        return self._shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        self._shape = as_size(value)
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the tensors the spec produces."""
+        return self._device
+
+    @device.setter
+    def device(self, value: DEVICE_TYPING | None) -> None:
+        self._device = make_device(value)
+
     @property
     def ndim(self) -> int:
         """Number of dims of :attr:`shape`."""
@@ -181,8 +200,8 @@ class TensorSpec(abc.ABC):
         return self.ndim
 
     def numel(self) -> int:
-        """Number of elements of a tensor of this spec."""
-        return self.shape.numel()
+        """Number of elements of a tensor of this spec (dynamic dims count as 1)."""
+        return self._safe_shape.numel()
 
     @property
     def batch_shape(self) -> torch.Size:
@@ -190,24 +209,45 @@ class TensorSpec(abc.ABC):
         return self.shape[: self.ndim - self._event_ndim]
 
     @property
+    def _safe_shape(self) -> torch.Size:
+        """The shape with dynamic (``-1``) dims replaced by 1."""
+        return safe_size(self.shape)
+
+    @property
     def _eq_class(self) -> type:
         return type(self)
 
     def _full_shape(self, shape: Any) -> torch.Size:
-        return torch.Size((*as_size(shape), *self.shape))
+        return torch.Size((*as_size(shape), *self._safe_shape))
 
-    def _replace(self, **attrs: Any) -> TensorSpec:
-        """Shallow copy with some attributes replaced (no re-validation)."""
+    def _init_common(self, shape: Any, device: Any, dtype: torch.dtype, domain: str) -> None:
+        self._shape = as_size(shape)
+        self._device = make_device(device)
+        self.dtype = dtype
+        self.domain = domain
+        self._memo: dict | None = None
+
+    def _replace(self, params: dict[str, torch.Tensor] | None = None, **attrs: Any) -> TensorSpec:
+        """Shallow copy with some attributes and tensor parameters replaced (no re-validation)."""
         new = copy.copy(self)
+        new._memo = None if self._memo is None else {}
         for name, value in attrs.items():
-            object.__setattr__(new, name, value)
+            setattr(new, name, value)
+        if params:
+            new._set_params(params)
         new._post_replace()
         return new
+
+    def _set_params(self, params: dict[str, torch.Tensor]) -> None:
+        """Stores new tensor parameters (full-shape tensors)."""
+        for name, value in params.items():
+            object.__setattr__(self, name, value)
 
     def _post_replace(self) -> None:
         """Hook to refresh cached values derived from the parameters (default: nothing)."""
 
     def _params(self) -> dict[str, torch.Tensor]:
+        """The tensor parameters, full shape (possibly expanded views)."""
         return {
             name: getattr(self, name)
             for name, _ in self._tensor_params
@@ -217,16 +257,30 @@ class TensorSpec(abc.ABC):
     def _param_event(self, name: str) -> int:
         return dict(self._tensor_params)[name]
 
+    def _map_params(self, fn: Callable[[torch.Tensor, int], torch.Tensor]) -> dict:
+        """Applies ``fn(tensor, n_param_event_dims)`` to every tensor parameter."""
+        return {name: fn(t, self._param_event(name)) for name, t in self._params().items()}
+
+    def clear_device_(self) -> TensorSpec:
+        """A no-op for leaf specs (which always have a device); returns self.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Unbounded().clear_device_().device
+            device(type='cpu')
+        """
+        return self
+
     # ------------------------------------------------------------ generation
     @abc.abstractmethod
     def _rand(self, full_shape: torch.Size) -> torch.Tensor:
-        """Draws a random tensor of ``full_shape`` (``(*prefix, *self.shape)``)."""
+        """Draws a random tensor of ``full_shape`` (``(*prefix, *safe_shape)``)."""
 
-    def rand(self, shape: Any = ()) -> torch.Tensor:
+    def rand(self, shape: Any = None) -> torch.Tensor:
         """Draws a random value inside the spec, with ``shape`` prepended to the spec shape.
 
         Args:
-            shape: extra leading dims.
+            shape: extra leading dims (default none).
 
         Examples:
             >>> from gpusim.specs import Categorical
@@ -235,8 +289,14 @@ class TensorSpec(abc.ABC):
         """
         return self._rand(self._full_shape(shape))
 
-    def zero(self, shape: Any = ()) -> torch.Tensor:
+    def sample(self, shape: Any = None) -> torch.Tensor:
+        """Same as :meth:`rand`."""
+        return self.rand(shape)
+
+    def zero(self, shape: Any = None) -> torch.Tensor:
         """Returns zeros of the spec dtype/device, with ``shape`` prepended.
+
+        Like TorchRL's, the result is a buffer: zero need not be a valid value of the spec.
 
         Examples:
             >>> from gpusim.specs import Unbounded
@@ -245,7 +305,11 @@ class TensorSpec(abc.ABC):
         """
         return torch.zeros(self._full_shape(shape), dtype=self.dtype, device=self.device)
 
-    def one(self, shape: Any = ()) -> torch.Tensor:
+    def zeros(self, shape: Any = None) -> torch.Tensor:
+        """Same as :meth:`zero`."""
+        return self.zero(shape)
+
+    def one(self, shape: Any = None) -> torch.Tensor:
         """Returns ones of the spec dtype/device, with ``shape`` prepended.
 
         Examples:
@@ -255,13 +319,25 @@ class TensorSpec(abc.ABC):
         """
         return torch.ones(self._full_shape(shape), dtype=self.dtype, device=self.device)
 
+    def ones(self, shape: Any = None) -> torch.Tensor:
+        """Same as :meth:`one`."""
+        return self.one(shape)
+
     # ------------------------------------------------------------ membership
+    def _shape_matches(self, shape: torch.Size) -> bool:
+        """Whether a value shape ends with the spec shape (dynamic dims match any extent)."""
+        n = self.ndim
+        if len(shape) < n:
+            return False
+        tail = shape[len(shape) - n :]
+        return all(s == DYNAMIC or s == v for s, v in zip(self.shape, tail))
+
     def _shape_reason(self, val: Any) -> str | None:
         if not isinstance(val, torch.Tensor):
             return f"expected a torch.Tensor, got {type(val).__name__}"
         if val.dtype != self.dtype:
             return f"dtype mismatch: value has {val.dtype}, spec has {self.dtype}"
-        if val.ndim < self.ndim or val.shape[val.ndim - self.ndim :] != self.shape:
+        if not self._shape_matches(val.shape):
             return (
                 f"shape mismatch: value shape {tuple(val.shape)} does not end with spec shape "
                 f"{tuple(self.shape)}"
@@ -298,38 +374,51 @@ class TensorSpec(abc.ABC):
         """
         return self.invalid_reason(val) is None
 
+    def contains(self, val: Any) -> bool:
+        """Same as :meth:`is_in`."""
+        return self.is_in(val)
+
     def assert_is_in(self, val: Any) -> None:
-        """Raises :class:`ValueError` naming what is wrong when ``val`` is not in the spec.
+        """Raises :class:`SpecValueError` naming what is wrong when ``val`` is not in the spec.
 
         Examples:
             >>> from gpusim.specs import Categorical
             >>> Categorical(3).assert_is_in(torch.tensor(5))
             Traceback (most recent call last):
             ...
-            ValueError: value not in Categorical(n=3, ...): values out of range: ...
+            gpusim.specs.base.SpecValueError: value not in Categorical(n=3, ...): values out ...
         """
         reason = self.invalid_reason(val)
         if reason is not None:
-            raise ValueError(f"value not in {type(self).__name__}({self._short()}): {reason}")
+            raise SpecValueError(f"value not in {type(self).__name__}({self._short()}): {reason}")
 
     def type_check(self, value: Any, key: Any = None) -> None:
         """Raises :class:`TypeError` when ``value`` is not a tensor of the spec dtype.
 
+        Args:
+            value: the tensor to check.
+            key: the key the value was read from (only used in the message).
+
         Examples:
             >>> from gpusim.specs import Unbounded
-            >>> Unbounded().type_check(torch.zeros(()))
+            >>> Unbounded().type_check(torch.zeros(1))
         """
         if not isinstance(value, torch.Tensor) or value.dtype != self.dtype:
             got = value.dtype if isinstance(value, torch.Tensor) else type(value).__name__
             where = f" for key {key!r}" if key is not None else ""
-            raise TypeError(f"expected a tensor of dtype {self.dtype}{where}, got {got}")
+            raise TypeError(
+                f"{type(self).__name__}: expected a tensor of dtype {self.dtype}{where}, got {got}"
+            )
 
     # ------------------------------------------------------------ conversion
-    def _project_values(self, val: torch.Tensor) -> torch.Tensor:
-        return val
+    @abc.abstractmethod
+    def _project(self, val: torch.Tensor) -> torch.Tensor:
+        """Maps ``val`` (a tensor) to the nearest valid value, unconditionally."""
 
     def project(self, val: Any) -> torch.Tensor:
-        """Maps ``val`` to the nearest valid value (clamp / round), in the spec dtype and device.
+        """Maps ``val`` to a valid value (clamp / round), in the spec dtype and device.
+
+        A value already in the spec is returned as is (the same object).
 
         Examples:
             >>> from gpusim.specs import Bounded
@@ -338,13 +427,51 @@ class TensorSpec(abc.ABC):
         """
         if not isinstance(val, torch.Tensor):
             val = torch.as_tensor(np.asarray(val), device=self.device)
-        return self._project_values(val.to(self.device))
+        if self.is_in(val):
+            return val
+        return self._project(val.to(self.device))
 
-    def encode(self, val: Any) -> torch.Tensor:
-        """Turns a numpy array, list, scalar or tensor into a tensor of the spec dtype/device/shape.
+    def memoize_encode(self, mode: bool = True) -> None:
+        """Caches how :meth:`encode` converts each kind of input (type, shape, dtype).
 
-        A value whose shape neither ends with the spec shape nor broadcasts to it, but has as many
-        elements, is reshaped to the spec shape.
+        Later calls with the same kind of input skip the checks that chose the conversion.
+
+        Args:
+            mode: True to memoize, False to go back to eager encoding.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Unbounded(shape=(2,))
+            >>> spec.memoize_encode()
+            >>> spec.encode([1.0, 2.0])
+            tensor([1., 2.])
+        """
+        self._memo = {} if mode else None
+
+    def erase_memoize_cache(self) -> None:
+        """Forgets the conversions cached by :meth:`memoize_encode`.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Unbounded(shape=(2,))
+            >>> spec.memoize_encode()
+            >>> spec.erase_memoize_cache()
+        """
+        if self._memo is not None:
+            self._memo.clear()
+
+    def encode(self, val: Any, *, ignore_device: bool = False) -> Any:
+        """Turns a numpy array, list or scalar into a tensor of the spec dtype, device and shape.
+
+        As in TorchRL, a tensor is returned as is. A list of one element is unwrapped; a value
+        whose shape is not the spec shape is reshaped to it.
+
+        Args:
+            val: the value.
+            ignore_device: if True, the result stays on the cpu (the caller moves it).
+
+        Raises:
+            RuntimeError: ``Shape mismatch`` when the value cannot be reshaped to the spec shape.
 
         Examples:
             >>> from gpusim.specs import Unbounded
@@ -352,24 +479,51 @@ class TensorSpec(abc.ABC):
             >>> Unbounded(shape=(2,)).encode(np.array([1.0, 2.0]))
             tensor([1., 2.])
         """
-        out = _to_tensor(val, self.dtype, self.device)
-        return self._fit_shape(out, val)
+        memo = self._memo
+        if memo is None:
+            return self._encoder(val, ignore_device)(val)
+        key = (ignore_device, _signature(val))
+        fn = memo.get(key)
+        if fn is None:
+            fn = memo[key] = self._encoder(val, ignore_device)
+        return fn(val)
 
-    def _fit_shape(self, out: torch.Tensor, val: Any) -> torch.Tensor:
-        if out.shape[out.ndim - self.ndim :] == self.shape and out.ndim >= self.ndim:
-            return out
-        if out.numel() == self.numel():
-            return out.reshape(self.shape)
+    def _as_tensor_steps(self, val: Any, ignore_device: bool, dtype: Any) -> list[Callable]:
+        """The conversion steps of a non-tensor input into a tensor (lists, numpy views)."""
+        steps: list[Callable] = []
+        if isinstance(val, list):
+            steps.append((lambda v: v[0]) if len(val) == 1 else np.array)
+            val = steps[-1](val)
+        if isinstance(val, np.ndarray) and not all(s > 0 for s in val.strides):
+            steps.append(np.copy)
+        device = None if ignore_device else self.device
+        steps.append(lambda v: torch.as_tensor(v, device=device, dtype=dtype))
+        return steps
+
+    def _encoder(self, val: Any, ignore_device: bool) -> Callable[[Any], Any]:
+        """Builds the function that encodes inputs like ``val``."""
+        if isinstance(val, torch.Tensor):
+            return lambda v: v
+        steps = self._as_tensor_steps(val, ignore_device, self.dtype)
+        steps.append(self._fit_shape)
+        return _chain(steps)
+
+    def _fit_shape(self, val: torch.Tensor) -> torch.Tensor:
+        if val.shape == self.shape:
+            return val
         try:
-            return out.expand(self.shape).clone()
+            return val.reshape(self.shape)
         except RuntimeError as err:
-            raise ValueError(
-                f"cannot encode a value of shape {tuple(out.shape)} into {type(self).__name__} "
-                f"of shape {tuple(self.shape)}"
+            raise RuntimeError(
+                f"Shape mismatch: the value has shape {tuple(val.shape)} which is incompatible "
+                f"with the spec shape {tuple(self.shape)} of {type(self).__name__}."
             ) from err
 
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
         """Returns ``val`` as a numpy array (on host); ``safe=True`` checks it first.
+
+        Raises:
+            SpecValueError: with ``safe=True``, when ``val`` is not in the spec.
 
         Examples:
             >>> from gpusim.specs import Unbounded
@@ -380,6 +534,22 @@ class TensorSpec(abc.ABC):
             self.assert_is_in(val)
         return val.detach().cpu().numpy()
 
+    def cardinality(self) -> int:
+        """The number of possible outcomes (discrete specs only).
+
+        Raises:
+            NotImplementedError: for specs with infinitely many outcomes.
+        """
+        raise NotImplementedError(f"cardinality is not implemented for {type(self).__name__} specs")
+
+    def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        """Every possible outcome, stacked on a new leading dim (discrete specs only).
+
+        Raises:
+            NotImplementedError: for specs whose outcomes cannot be listed.
+        """
+        raise NotImplementedError(f"enumerate is not implemented for {type(self).__name__} specs")
+
     # ------------------------------------------------------------ shape ops
     def _check_new_batch(self, op: str, new_shape: torch.Size) -> None:
         event = self.shape[self.ndim - self._event_ndim :]
@@ -389,44 +559,41 @@ class TensorSpec(abc.ABC):
                 f"{tuple(event)}, got new shape {tuple(new_shape)}"
             )
 
-    def _map_params(self, fn) -> dict[str, torch.Tensor]:
-        """Applies ``fn(tensor, n_param_event_dims)`` to every tensor parameter."""
-        return {name: fn(t, self._param_event(name)) for name, t in self._params().items()}
+    def _expanded_shape(self, shape: tuple) -> torch.Size:
+        """Validates an ``expand`` target (TorchRL's rule) and returns it."""
+        new = list(shape_args(shape))
+        ok = len(new) >= self.ndim
+        if ok:
+            lead = len(new) - self.ndim
+            for i, cur in enumerate(self.shape):
+                if new[lead + i] != cur and cur != 1:
+                    ok = False
+        if not ok:
+            raise ValueError(
+                f"The last {self.ndim} of the expanded shape {tuple(new)} must match the shape "
+                f"{tuple(self.shape)} of the {type(self).__name__} spec in expand() (the new "
+                "shape must end with the spec shape; only size-1 dims can grow)"
+            )
+        return torch.Size(new)
 
     def expand(self, *shape: Any) -> TensorSpec:
         """Returns the spec with extra leading dims; the new shape must end with the current one.
 
-        Size-1 dims can be expanded and ``-1`` keeps a dim, as in :meth:`torch.Tensor.expand`.
+        Size-1 dims can be expanded (``-1`` makes them dynamic).
 
         Examples:
             >>> from gpusim.specs import Bounded
             >>> Bounded(0.0, 1.0, shape=(3,)).expand(4, 3).shape
             torch.Size([4, 3])
         """
-        new = list(_shape_args(shape))
-        if len(new) < self.ndim:
-            raise ValueError(
-                f"expand: new shape {tuple(new)} has fewer dims than spec shape {tuple(self.shape)}"
-            )
-        lead = len(new) - self.ndim
-        for i, cur in enumerate(self.shape):
-            if new[lead + i] == -1:
-                new[lead + i] = cur
-            elif new[lead + i] != cur and cur != 1:
-                raise ValueError(
-                    f"expand: new shape {tuple(new)} must end with the spec shape "
-                    f"{tuple(self.shape)}"
-                )
-        if any(d < 0 for d in new):
-            raise ValueError(f"expand: invalid new shape {tuple(shape)}")
-        new_shape = torch.Size(new)
+        new_shape = self._expanded_shape(shape)
         self._check_new_batch("expand", new_shape)
-        new_batch = new_shape[: len(new_shape) - self._event_ndim]
+        new_batch = safe_size(new_shape[: len(new_shape) - self._event_ndim])
 
         def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
             return t.expand(*new_batch, *t.shape[t.ndim - ev :])
 
-        return self._replace(shape=new_shape, **self._map_params(fn))
+        return self._replace(params=self._map_params(fn), shape=new_shape)
 
     def __getitem__(self, idx: Any) -> TensorSpec:
         """Indexes the spec over its leading (batch) dims.
@@ -437,18 +604,45 @@ class TensorSpec(abc.ABC):
             torch.Size([2, 3, 5])
         """
         bshape = self.batch_shape
-        nidx = _expand_ellipsis(idx, len(bshape))
-        new_batch = _indexed_shape(bshape, nidx)
+        nidx = expand_index(idx, len(bshape))
+        new_batch, pidx, flips = index_plan(bshape, nidx)
         event = self.shape[len(bshape) :]
 
         def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
-            dev_idx = tuple(i.to(t.device) if isinstance(i, torch.Tensor) else i for i in nidx)
-            return t[dev_idx]
+            dev_idx = tuple(i.to(t.device) if isinstance(i, torch.Tensor) else i for i in pidx)
+            return (t.flip(flips) if flips else t)[dev_idx]
 
-        return self._replace(shape=torch.Size((*new_batch, *event)), **self._map_params(fn))
+        return self._replace(params=self._map_params(fn), shape=torch.Size((*new_batch, *event)))
+
+    def unbind(self, dim: int = 0) -> tuple[TensorSpec, ...]:
+        """Splits the spec along a batch dim into a tuple of specs.
+
+        Raises:
+            ValueError: for an event dim (e.g. the last dim of :class:`OneHot`), a dynamic dim or
+                a dim out of range.
+
+        Examples:
+            >>> from gpusim.specs import Categorical
+            >>> [s.shape for s in Categorical(3, shape=(2, 4)).unbind(0)]
+            [torch.Size([4]), torch.Size([4])]
+        """
+        d = dim + self.ndim if dim < 0 else dim
+        if not 0 <= d < self.ndim:
+            raise ValueError(f"unbind: dim {dim} is out of range for shape {tuple(self.shape)}")
+        if d >= len(self.batch_shape):
+            raise ValueError(
+                f"unbind: dim {dim} is an event dim of {type(self).__name__} (the final "
+                f"dimension of {tuple(self.shape)} must remain unchanged)"
+            )
+        if self.shape[d] == DYNAMIC:
+            raise ValueError(f"unbind: dim {dim} of {tuple(self.shape)} is dynamic (-1)")
+        lead = (slice(None),) * d
+        return tuple(self[(*lead, i)] for i in range(self.shape[d]))
 
     def squeeze(self, dim: int | None = None) -> TensorSpec:
-        """Removes size-1 batch dims (all of them, or ``dim``).
+        """Removes size-1 batch dims (all of them, or ``dim``); returns self if none.
+
+        As in TorchRL, ``squeeze()`` leaves a 1-D spec unchanged.
 
         Examples:
             >>> from gpusim.specs import Unbounded
@@ -456,16 +650,22 @@ class TensorSpec(abc.ABC):
             torch.Size([3])
         """
         bnd = len(self.batch_shape)
-        if dim is None:
-            dims = [i for i in range(bnd) if self.shape[i] == 1]
-        else:
+        if dim is not None:
             d = dim + self.ndim if dim < 0 else dim
-            if not 0 <= d < bnd:
+            if not 0 <= d < self.ndim:
+                raise ValueError(
+                    f"squeeze: dim {dim} is out of range for shape {tuple(self.shape)}"
+                )
+            if d >= bnd:
                 raise ValueError(
                     f"squeeze: dim {dim} is not a batch dim of {type(self).__name__} with shape "
-                    f"{tuple(self.shape)}"
+                    f"{tuple(self.shape)} (the final dimension must remain unchanged)"
                 )
             dims = [d] if self.shape[d] == 1 else []
+        else:
+            if squeezed_shape(self.shape, None) is None:
+                return self
+            dims = [i for i in range(bnd) if self.shape[i] == 1]
         if not dims:
             return self
         new_shape = torch.Size(s for i, s in enumerate(self.shape) if i not in dims)
@@ -473,10 +673,14 @@ class TensorSpec(abc.ABC):
         def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
             return t.squeeze(tuple(dims))
 
-        return self._replace(shape=new_shape, **self._map_params(fn))
+        return self._replace(params=self._map_params(fn), shape=new_shape)
 
     def unsqueeze(self, dim: int) -> TensorSpec:
-        """Inserts a size-1 dim at ``dim`` (which must fall among the batch dims).
+        """Inserts a size-1 dim at ``dim`` (negative dims count from the end of the full shape).
+
+        Raises:
+            ValueError: when ``dim`` falls among the event dims (e.g. ``-1`` for
+                :class:`OneHot`).
 
         Examples:
             >>> from gpusim.specs import Unbounded
@@ -487,14 +691,14 @@ class TensorSpec(abc.ABC):
         if not 0 <= d <= len(self.batch_shape):
             raise ValueError(
                 f"unsqueeze: dim {dim} is out of the batch dims of {type(self).__name__} with "
-                f"shape {tuple(self.shape)}"
+                f"shape {tuple(self.shape)} (the final dimension must remain unchanged)"
             )
         new_shape = torch.Size((*self.shape[:d], 1, *self.shape[d:]))
 
         def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
             return t.unsqueeze(d)
 
-        return self._replace(shape=new_shape, **self._map_params(fn))
+        return self._replace(params=self._map_params(fn), shape=new_shape)
 
     def reshape(self, *shape: Any) -> TensorSpec:
         """Reshapes the batch dims (event dims must be kept); ``-1`` is inferred.
@@ -504,7 +708,9 @@ class TensorSpec(abc.ABC):
             >>> Bounded(0.0, 1.0, shape=(4, 3)).reshape(2, 6).shape
             torch.Size([2, 6])
         """
-        target = list(_shape_args(shape))
+        target = list(shape_args(shape))
+        if DYNAMIC in self.shape:
+            raise ValueError(f"reshape: cannot reshape a spec with dynamic dims {tuple(self.shape)}")
         if target.count(-1) > 1:
             raise ValueError(f"reshape: at most one -1 allowed, got {tuple(target)}")
         if -1 in target:
@@ -522,33 +728,87 @@ class TensorSpec(abc.ABC):
         def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
             return t.reshape(*new_batch, *t.shape[t.ndim - ev :])
 
-        return self._replace(shape=new_shape, **self._map_params(fn))
+        return self._replace(params=self._map_params(fn), shape=new_shape)
 
     view = reshape
+
+    def flatten(self, start_dim: int, end_dim: int) -> TensorSpec:
+        """Flattens dims ``start_dim..end_dim`` into one (batch dims only).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Unbounded(shape=(2, 3, 4)).flatten(0, 1).shape
+            torch.Size([6, 4])
+        """
+        shape = torch.empty(self._safe_shape, device="meta").flatten(start_dim, end_dim).shape
+        return self.reshape(shape)
+
+    def unflatten(self, dim: int, sizes: Any) -> TensorSpec:
+        """Splits dim ``dim`` into ``sizes`` (batch dims only).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Unbounded(shape=(6, 4)).unflatten(0, (2, 3)).shape
+            torch.Size([2, 3, 4])
+        """
+        shape = torch.empty(self._safe_shape, device="meta").unflatten(dim, sizes).shape
+        return self.reshape(shape)
+
+    def make_neg_dim(self, dim: int) -> None:
+        """Turns dim ``dim`` into a dynamic (``-1``) dim, in place.
+
+        Raises:
+            ValueError: when ``dim`` is out of range or the parameters differ along it.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Unbounded(shape=(3, 2))
+            >>> spec.make_neg_dim(0)
+            >>> spec.shape
+            torch.Size([-1, 2])
+        """
+        d = dim + self.ndim if dim < 0 else dim
+        if not 0 <= d < self.ndim:
+            raise ValueError(f"make_neg_dim: dim={dim} is out of bound for ndim={self.ndim}")
+        params = {}
+        if d < len(self.batch_shape):
+            for name, t in self._params().items():
+                first = t.narrow(d, 0, 1)
+                if not torch.equal(t, first.expand_as(t)):
+                    raise ValueError(
+                        f"make_neg_dim: {type(self).__name__}.{name} differs along dim {dim}; "
+                        "it cannot become dynamic"
+                    )
+                params[name] = first
+        self._shape = torch.Size(DYNAMIC if i == d else s for i, s in enumerate(self.shape))
+        if params:
+            self._set_params(params)
+            self._post_replace()
 
     # ------------------------------------------------------------ device/dtype
     def _cast_params(self, dtype: torch.dtype) -> dict[str, torch.Tensor]:
         """Parameters to replace when the spec dtype changes (default: none)."""
         return {}
 
-    def to(self, dest: DEVICE_TYPING | torch.dtype) -> TensorSpec:
-        """Returns the spec on another device, or with another dtype.
+    def to(self, dest: DEVICE_TYPING | torch.dtype | None) -> TensorSpec:
+        """Returns the spec on another device, or with another dtype (self if unchanged).
 
         Examples:
             >>> from gpusim.specs import Bounded
             >>> Bounded(0, 5, shape=(2,), dtype=torch.int64).to(torch.float32).dtype
             torch.float32
         """
+        if dest is None:
+            return self
         if isinstance(dest, torch.dtype):
             if dest == self.dtype:
                 return self
-            return self._replace(dtype=dest, **self._cast_params(dest))
+            return self._replace(params=self._cast_params(dest), dtype=dest, domain=self.domain)
         device = make_device(dest)
         if device == self.device:
             return self
-        return self._replace(
-            device=device, **self._map_params(lambda t, ev: t.to(device, non_blocking=True))
-        )
+        moved = self._map_params(lambda t, ev: squash(t).to(device).expand(t.shape))
+        return self._replace(params=moved, _device=device)
 
     def cpu(self) -> TensorSpec:
         """Returns the spec on the cpu."""
@@ -567,7 +827,7 @@ class TensorSpec(abc.ABC):
             >>> spec.clone() == spec
             True
         """
-        return self._replace(**self._map_params(lambda t, ev: t.clone()))
+        return self._replace(params=self._map_params(lambda t, ev: _compact_clone(t)))
 
     # ------------------------------------------------------------ comparison
     def __eq__(self, other: object) -> bool:
@@ -578,13 +838,17 @@ class TensorSpec(abc.ABC):
         for name in self._plain_params:
             if getattr(self, name) != getattr(other, name):
                 return False
-        for name, _ in self._tensor_params:
-            a, b = getattr(self, name), getattr(other, name)
-            if (a is None) != (b is None):
-                return False
-            if a is not None and not (a.shape == b.shape and torch.equal(a, b.to(a.device))):
+        mine, theirs = self._params(), other._params()
+        if set(mine) != set(theirs):
+            return False
+        for name, a in mine.items():
+            b = theirs[name]
+            if a.shape != b.shape or not torch.equal(a, b.to(a.device)):
                 return False
         return True
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -594,21 +858,27 @@ class TensorSpec(abc.ABC):
         return ", ".join(parts)
 
     def __repr__(self) -> str:
-        extra = []
-        for name, _ in self._tensor_params:
-            t = getattr(self, name)
-            if t is not None:
-                extra.append(f"{name}={_tensor_repr(t)}")
+        extra = [f"{name}={_tensor_repr(t)}" for name, t in self._params().items()]
         body = ", ".join([self._short(), *extra])
         return f"{type(self).__name__}({body})"
+
+
+def _chain(steps: list[Callable]) -> Callable[[Any], Any]:
+    def run(val: Any) -> Any:
+        for step in steps:
+            val = step(val)
+        return val
+
+    return run
 
 
 def _tensor_repr(t: torch.Tensor) -> str:
     """Short repr of a parameter tensor: the unique value when constant, else shape+dtype."""
     if t.numel() == 0:
         return f"Tensor(shape={tuple(t.shape)})"
-    flat = t.reshape(-1)
-    if t.device.type == "cpu" and bool((flat == flat[0]).all()):
+    small = squash(t)
+    flat = small.reshape(-1)
+    if small.device.type == "cpu" and bool((flat == flat[0]).all()):
         return f"{flat[0].item()!r}"
     return f"Tensor(shape={tuple(t.shape)}, dtype={t.dtype})"
 
@@ -622,4 +892,3 @@ def is_index(key: Any) -> bool:
             return True
         return not all(isinstance(k, (str, tuple)) and not is_index(k) for k in key)
     return isinstance(key, _INDEX_TYPES) or isinstance(key, np.integer)
-

@@ -375,7 +375,9 @@ def spec_to_space(spec: TensorSpec, batch_dims: int = 0) -> Any:
         return spaces.Discrete(spec.n)
     if isinstance(spec, OneHot):
         return spaces.Discrete(spec.n)
-    if isinstance(spec, (MultiCategorical, MultiOneHot)):
+    if isinstance(spec, MultiCategorical):  # nvec: a tensor of the spec shape
+        return spaces.MultiDiscrete(spec.nvec[(0,) * batch_dims].tolist())
+    if isinstance(spec, MultiOneHot):
         return spaces.MultiDiscrete(list(spec.nvec))
     if isinstance(spec, Binary):
         return spaces.MultiBinary(list(shape))
