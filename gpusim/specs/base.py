@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import textwrap
 from collections.abc import Callable
 from typing import Any, Union
 
@@ -857,10 +858,22 @@ class TensorSpec(abc.ABC):
         parts += [f"shape={tuple(self.shape)}", f"dtype={self.dtype}", f"device={self.device}"]
         return ", ".join(parts)
 
+    def _repr_name(self) -> str:
+        """The class name shown by ``repr`` (TorchRL's naming)."""
+        return type(self).__name__
+
+    def _repr_fields(self) -> list[str]:
+        return [
+            f"shape={self.shape}",
+            f"space={self.space}",
+            f"device={self.device}",
+            f"dtype={self.dtype}",
+            f"domain={self.domain}",
+        ]
+
     def __repr__(self) -> str:
-        extra = [f"{name}={_tensor_repr(t)}" for name, t in self._params().items()]
-        body = ", ".join([self._short(), *extra])
-        return f"{type(self).__name__}({body})"
+        body = ",\n".join(textwrap.indent(field, "    ") for field in self._repr_fields())
+        return f"{self._repr_name()}(\n{body})"
 
 
 def _chain(steps: list[Callable]) -> Callable[[Any], Any]:
@@ -870,17 +883,6 @@ def _chain(steps: list[Callable]) -> Callable[[Any], Any]:
         return val
 
     return run
-
-
-def _tensor_repr(t: torch.Tensor) -> str:
-    """Short repr of a parameter tensor: the unique value when constant, else shape+dtype."""
-    if t.numel() == 0:
-        return f"Tensor(shape={tuple(t.shape)})"
-    small = squash(t)
-    flat = small.reshape(-1)
-    if small.device.type == "cpu" and bool((flat == flat[0]).all()):
-        return f"{flat[0].item()!r}"
-    return f"Tensor(shape={tuple(t.shape)}, dtype={t.dtype})"
 
 
 def is_index(key: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -1020,7 +1021,8 @@ class Composite(LockMixin):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        lines = [f"{key}: {spec!r}" for key, spec in self._specs.items()]
-        lines.append(f"shape={tuple(self._shape)}, device={self._device}, locked={self._locked}")
-        body = ",\n".join("    " + line.replace("\n", "\n    ") for line in lines)
-        return f"Composite(\n{body})"
+        tail = f"device={self._device},\n    shape={self.shape},\n    data_cls={self.data_cls})"
+        if not self._specs:
+            return f"Composite(device={self._device}, shape={self.shape}, data_cls={self.data_cls})"
+        fields = ",\n".join(textwrap.indent(f"{k}: {v}", "    ") for k, v in self._specs.items())
+        return f"Composite(\n{fields},\n    {tail}"

@@ -88,6 +88,11 @@ class Unbounded(TensorSpec):
     def _eq_class(self) -> type:
         return Unbounded
 
+    def _repr_name(self) -> str:
+        if type(self) in (Unbounded, UnboundedContinuous, UnboundedDiscrete):
+            return "UnboundedContinuous" if self.domain == "continuous" else "UnboundedDiscrete"
+        return type(self).__name__
+
     @property
     def space(self) -> Any:
         """The limits of the dtype as a :class:`ContinuousBox` (or what was assigned)."""
@@ -285,6 +290,11 @@ class Bounded(TensorSpec):
     @property
     def _eq_class(self) -> type:
         return Bounded
+
+    def _repr_name(self) -> str:
+        if type(self) in (Bounded, BoundedContinuous, BoundedDiscrete):
+            return "BoundedContinuous" if self.domain == "continuous" else "BoundedDiscrete"
+        return type(self).__name__
 
     # ------------------------------------------------------------------ bounds
     @property

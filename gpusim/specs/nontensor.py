@@ -45,7 +45,7 @@ class NonTensor(TensorSpec):
         **kwargs: Any,
     ) -> None:
         reject_kwargs("NonTensor", kwargs)
-        self._init_common(shape, device, dtype, "")
+        self._init_common(shape, device, dtype, None)
         self.example_data = example_data
         if batched is not None and feature_dims is not None:
             raise ValueError("NonTensor: cannot specify both batched and feature_dims")
@@ -160,4 +160,7 @@ class NonTensor(TensorSpec):
 
     def _short(self) -> str:
         return f"example_data={self.example_data!r}, " + super()._short()
+
+    def _repr_fields(self) -> list[str]:
+        return [*super()._repr_fields(), f"example_data={self.example_data}"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -234,12 +235,23 @@ class ContinuousBox(Box):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def _contiguous(self) -> bool:
+        """Whether :attr:`high` (what a reader gets) is contiguous, without building it."""
+        if self._batch_size or not self._owned or _overlaps(self._high):
+            return True  # the getter hands out a fresh copy
+        return self._high.is_contiguous()
+
     def __repr__(self) -> str:
-        lo, hi = self._full("low"), self._full("high")
-        return (
-            f"ContinuousBox(low=Tensor(shape={tuple(lo.shape)}, dtype={lo.dtype}), "
-            f"high=Tensor(shape={tuple(hi.shape)}, dtype={hi.dtype}), device={self.device})"
-        )
+        contiguous = self._contiguous()
+        lines = []
+        for name in ("low", "high"):
+            t = self._full(name)
+            lines.append(
+                f"\n{name}=Tensor(shape={t.shape}, device={t.device}, dtype={t.dtype}, "
+                f"contiguous={contiguous})"
+            )
+        low, high = (textwrap.indent(line, "    ") for line in lines)
+        return f"ContinuousBox({low},{high})"
 
 
 @dataclass(frozen=True)

@@ -384,8 +384,8 @@ class Stacked(_LazyStack, TensorSpec):
 
     def __repr__(self) -> str:
         return (
-            f"Stacked{type(self._specs[0]).__name__}(shape={self.shape}, device={self.device}, "
-            f"dtype={self.dtype}, domain={self.domain})"
+            f"Stacked{self._specs[0]._repr_name()}(\n    shape={self.shape}, device={self.device}, "
+            f"dtype={self.dtype}, domain={self._specs[0].domain})"
         )
 
 
@@ -715,7 +715,7 @@ class StackedComposite(_LazyStack, Composite):
             [
                 indent(f"fields={{\n{fields}}}", "    "),
                 indent("exclusive_fields={\n" + ",\n".join(exclusive) + "}", "    "),
-                indent(f"device={self.device}", "    "),
+                indent(f"device={self._specs[0].device}", "    "),
                 indent(f"shape={self.shape}", "    "),
                 indent(f"stack_dim={self._dim}", "    "),
             ]

@@ -23,7 +23,12 @@ Examples:
     >>> import gymnasium as gym
     >>> spec, leaves = space_to_spec(gym.spaces.Discrete(3), batch_size=(4,), key=("action",))
     >>> spec
-    OneHot(n=3, shape=(4, 3), dtype=torch.int64, device=cpu)
+    OneHot(
+        shape=torch.Size([4, 3]),
+        space=CategoricalBox(n=3),
+        device=cpu,
+        dtype=torch.int64,
+        domain=discrete)
     >>> leaves[0].to_numpy(spec.rand()).shape
     (4,)
 """
