@@ -65,6 +65,9 @@ class HashRandomPolicy:
             (math.prod(s.shape[nb:]) if not isinstance(s, OneHot) else math.prod(s.shape[nb:-1]))
             for s in self.specs
         ]
+        # Bounds read once: a Composite stores batch-uniform bounds compactly, and reading
+        # ``spec.low`` then builds a full copy.
+        self.bounds = [(s.low, s.high) if isinstance(s, Bounded) else None for s in self.specs]
         self.batch_size = torch.Size(batch_size)
         device = self.specs[0].device if self.specs else None
         if seed is None:
@@ -80,7 +83,7 @@ class HashRandomPolicy:
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
         u = self.rng.uniform()
         start = 0
-        for key, spec, size in zip(self.keys, self.specs, self.sizes):
+        for key, spec, size, bounds in zip(self.keys, self.specs, self.sizes, self.bounds):
             part = u[..., start : start + size]
             start += size
             if isinstance(spec, OneHot):
@@ -91,7 +94,7 @@ class HashRandomPolicy:
             elif isinstance(spec, Binary):
                 value = (part < 0.5).reshape(spec.shape).to(spec.dtype)
             else:
-                low, high = spec.low, spec.high
+                low, high = bounds
                 value = torch.addcmul(low, part.reshape(spec.shape), high - low).to(spec.dtype)
             tensordict.set(key, value)
         return tensordict
