@@ -7,7 +7,6 @@ Examples:
     torch.Size([8])
 """
 
-from gpusim.specs import _torch_fn as _torch_fn  # registers torch.index_select & co. on specs
 from gpusim.specs.base import DEVICE_TYPING, SpecValueError, TensorSpec, as_size, make_device
 from gpusim.specs.choice import Choice
 from gpusim.specs.composite import Composite, NestedKey
@@ -31,7 +30,9 @@ from gpusim.specs.spaces import (
     DiscreteBox,
     MultiCategoricalBox,
 )
-from gpusim.specs.stacked import Stacked, StackedComposite, stack_specs
+from gpusim.specs.functional import index_select_spec, stack_specs
+from gpusim.specs.stacked import Stacked
+from gpusim.specs.stacked_composite import StackedComposite
 from gpusim.specs.utils import check_no_exclusive_keys, consolidate_spec, contains_lazy_spec
 
 # Old TorchRL names.
@@ -70,6 +71,7 @@ __all__ = [
     "Stacked",
     "StackedComposite",
     "stack_specs",
+    "index_select_spec",
     "consolidate_spec",
     "check_no_exclusive_keys",
     "contains_lazy_spec",

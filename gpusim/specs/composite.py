@@ -8,11 +8,13 @@ from typing import Any
 
 import torch
 
+from gpusim.specs._composite_data import CompositeDataMixin
+from gpusim.specs._keys import KeysView, NestedKey, pack, unravel
 from gpusim.specs._lock import LockMixin
+from gpusim.specs._names import NamesMixin
 from gpusim.specs._shapes import DYNAMIC, as_size, expand_index, index_plan, safe_size, shape_args
 from gpusim.specs.base import (
     DEVICE_TYPING,
-    SpecValueError,
     TensorSpec,
     is_index,
     make_device,
@@ -21,65 +23,17 @@ from gpusim.specs.base import (
 
 __all__ = ["Composite", "NestedKey"]
 
-NestedKey = str | tuple
 
 _NO_DEFAULT = object()
 _RESERVED = frozenset({"shape", "device", "dtype", "space"})
 _ATTRS = frozenset({"shape", "device", "batch_size", "names", "is_locked", "data_cls", "step_mdp_static"})
 
 
-def _unravel(key: Any) -> tuple[str, ...]:
-    """Flattens a (nested) string key into a tuple of strings."""
-    if isinstance(key, str):
-        return (key,)
-    if isinstance(key, tuple):
-        out: list[str] = []
-        for k in key:
-            out.extend(_unravel(k))
-        if not out:
-            raise KeyError("empty key ()")
-        return tuple(out)
-    raise KeyError(f"keys must be strings or tuples of strings, got {key!r}")
-
-
-def _pack(key: tuple[str, ...]) -> NestedKey:
-    return key[0] if len(key) == 1 else key
-
-
-class _KeysView:
-    """A list of (nested) keys supporting ``in`` with str or tuple keys, ``len`` and iteration."""
-
-    def __init__(self, keys: list[NestedKey]) -> None:
-        self._keys = keys
-        self._set = {_unravel(k) for k in keys}
-
-    def __iter__(self) -> Iterator[NestedKey]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            return _unravel(key) in self._set
-        except KeyError:
-            return False
-
-    def __eq__(self, other: object) -> bool:
-        try:
-            return {_unravel(k) for k in other} == self._set  # type: ignore[union-attr]
-        except (TypeError, KeyError):
-            return False
-
-    def __repr__(self) -> str:
-        return f"keys({self._keys!r})"
-
-
 def _is_composite_cls(cls: type) -> bool:
     return issubclass(cls, Composite)
 
 
-class Composite(LockMixin):
+class Composite(NamesMixin, CompositeDataMixin, LockMixin):
     """A mapping of string keys to specs (or nested Composites) sharing leading batch dims.
 
     Every child's shape must start with the composite's ``shape``. Keys may be nested tuples:
@@ -270,80 +224,6 @@ class Composite(LockMixin):
             f"Composite has no attribute {name!r}; use composite[{name!r}] = spec to add entries"
         )
 
-    # ------------------------------------------------------------------ names
-    @property
-    def names(self) -> list:
-        """Names of the batch dims (``None`` for unnamed dims)."""
-        if self._names is None:
-            return [None] * self.ndim
-        return list(self._names)
-
-    @names.setter
-    def names(self, value: Any) -> None:
-        if value is None:
-            self._names = None
-            return
-        value = list(value)
-        if len(value) != self.ndim:
-            raise ValueError(f"Expected {self.ndim} names, but got {len(value)} names: {value}")
-        self._names = value
-        for spec in self._nested_composites():
-            if spec.ndim >= self.ndim:
-                spec.names = value + [None] * (spec.ndim - self.ndim)
-
-    def _has_names(self) -> bool:
-        return self._names is not None
-
-    def _erase_names(self) -> None:
-        self._names = None
-
-    def refine_names(self, *names: Any) -> Composite:
-        """Names the batch dims; a named dim keeps its name, ``...`` fills with current names.
-
-        Returns self (named in place).
-
-        Raises:
-            RuntimeError: when a dim already has another name.
-
-        Examples:
-            >>> Composite(shape=(3, 4)).refine_names(None, "time").names
-            [None, 'time']
-        """
-        given = list(names)
-        if any(n is Ellipsis for n in given):
-            i = given.index(Ellipsis)
-            fill = self.names[i : i + self.ndim - len(given) + 1]
-            given = given[:i] + fill + given[i + 1 :]
-        if len(given) != self.ndim:
-            raise ValueError(f"Expected {self.ndim} names, but got {len(given)} names: {names}")
-        current = self.names
-        for old, new in zip(current, given):
-            if old is not None and old != new:
-                raise RuntimeError(
-                    f"refine_names: cannot coerce Composite names {current} with {list(names)}."
-                )
-        self.names = [new if new is not None else old for old, new in zip(current, given)]
-        return self
-
-    def _names_after_index(self, idx: tuple) -> list | None:
-        if self._names is None:
-            return None
-        names = list(self._names)
-        out: list = []
-        dim = 0
-        for item in idx:
-            if item is None:
-                out.append(None)
-            elif isinstance(item, int):
-                dim += 1
-            elif isinstance(item, slice):
-                out.append(names[dim])
-                dim += 1
-            else:
-                return None
-        out.extend(names[dim:])
-        return out if any(n is not None for n in out) else None
-
     # ------------------------------------------------------------------ mapping
     def _validate(self, key: NestedKey, value: Any) -> Any:
         if value is None:
@@ -396,17 +276,17 @@ class Composite(LockMixin):
             >>> c.set(("a", "b"), Unbounded()).keys(include_nested=True)
             keys([('a', 'b'), 'a'])
         """
-        parts = _unravel(key)
+        parts = unravel(key)
         node = self
         for part in parts[:-1]:
             child = node._specs.get(part)
             if child is None:
-                node._check_unlocked(f"set key {_pack(parts)!r}")
+                node._check_unlocked(f"set key {pack(parts)!r}")
                 child = Composite(shape=node._shape, device=node._device)
                 node._specs[part] = child
             elif not isinstance(child, Composite):
                 raise KeyError(
-                    f"cannot set {_pack(parts)!r}: {part!r} holds a {type(child).__name__}, "
+                    f"cannot set {pack(parts)!r}: {part!r} holds a {type(child).__name__}, "
                     "not a Composite"
                 )
             node = child
@@ -416,8 +296,8 @@ class Composite(LockMixin):
                 f"Composite[{leaf!r}] cannot be set: {leaf!r} is a reserved name "
                 "(shape, device, dtype and space are attributes)"
             )
-        node._check_unlocked(f"set key {_pack(parts)!r}")
-        node._specs[leaf] = node._validate(_pack(parts), spec)
+        node._check_unlocked(f"set key {pack(parts)!r}")
+        node._specs[leaf] = node._validate(pack(parts), spec)
         return self
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -432,7 +312,7 @@ class Composite(LockMixin):
         for i, part in enumerate(parts):
             if not isinstance(node, Composite):
                 raise KeyError(
-                    f"key {_pack(parts)!r} not found: {_pack(parts[:i])!r} is a "
+                    f"key {pack(parts)!r} not found: {pack(parts[:i])!r} is a "
                     f"{type(node).__name__}, not a Composite"
                 )
             node = node._get_child(part, parts)
@@ -443,36 +323,36 @@ class Composite(LockMixin):
             if part in _RESERVED:
                 raise AttributeError(f"Composite has no key {part!r} ({part!r} is an attribute)")
             raise KeyError(
-                f"key {_pack(parts)!r} not found in Composite with keys {list(self._specs)}"
+                f"key {pack(parts)!r} not found in Composite with keys {list(self._specs)}"
             )
         return self._specs[part]
 
     def __getitem__(self, key: Any) -> Any:
         if is_index(key):
             return self._index(key)
-        return self._get_node(_unravel(key))
+        return self._get_node(unravel(key))
 
     def get(self, key: NestedKey, default: Any = _NO_DEFAULT) -> Any:
         """Returns the entry at ``key``, or ``default`` when missing (KeyError without one)."""
         try:
-            return self._get_node(_unravel(key))
+            return self._get_node(unravel(key))
         except KeyError:
             if default is _NO_DEFAULT:
                 raise
             return default
 
     def __delitem__(self, key: NestedKey) -> None:
-        parts = _unravel(key)
+        parts = unravel(key)
         parent = self._get_node(parts[:-1]) if len(parts) > 1 else self
         if not isinstance(parent, Composite) or parts[-1] not in parent._specs:
-            raise KeyError(f"key {_pack(parts)!r} not found")
-        parent._check_unlocked(f"delete key {_pack(parts)!r}")
+            raise KeyError(f"key {pack(parts)!r} not found")
+        parent._check_unlocked(f"delete key {pack(parts)!r}")
         del parent._specs[parts[-1]]
 
     def pop(self, key: NestedKey, default: Any = _NO_DEFAULT) -> Any:
         """Removes and returns the entry at ``key`` (``default`` when missing, if given)."""
         try:
-            value = self._get_node(_unravel(key))
+            value = self._get_node(unravel(key))
         except KeyError:
             if default is _NO_DEFAULT:
                 raise
@@ -500,7 +380,7 @@ class Composite(LockMixin):
 
     def __contains__(self, key: object) -> bool:
         try:
-            self._get_node(_unravel(key))
+            self._get_node(unravel(key))
         except (KeyError, AttributeError):
             return False
         return True
@@ -530,7 +410,7 @@ class Composite(LockMixin):
             if include_nested and isinstance(spec, Composite) and not leaf:
                 yield from spec._walk(include_nested, leaves_only, is_leaf, full)
             if not leaves_only or leaf:
-                yield _pack(full), spec
+                yield pack(full), spec
 
     def keys(
         self,
@@ -539,7 +419,7 @@ class Composite(LockMixin):
         *,
         is_leaf: Callable[[type], bool] | None = None,
         step_mdp_static_only: bool = False,
-    ) -> _KeysView:
+    ) -> KeysView:
         """The keys, nested ones as tuples when ``include_nested``; ``leaves_only`` skips
         Composites. ``is_leaf(spec_class)`` decides what counts as a leaf (default: not a
         Composite). Nested entries are listed before the key of their Composite.
@@ -553,7 +433,7 @@ class Composite(LockMixin):
         items = self.items(include_nested, leaves_only, is_leaf=is_leaf)
         if step_mdp_static_only:
             items = [(k, v) for k, v in items if getattr(v, "step_mdp_static", False)]
-        return _KeysView([k for k, _ in items])
+        return KeysView([k for k, _ in items])
 
     def items(
         self,
@@ -777,231 +657,6 @@ class Composite(LockMixin):
     def cuda(self, device: int | None = None) -> Composite:
         """A copy on a CUDA device."""
         return self.to("cuda" if device is None else torch.device("cuda", device))
-
-    # ------------------------------------------------------------------ generation
-    def _make_td(self, source: dict, batch: torch.Size, device: Any) -> Any:
-        from tensordict import TensorDict
-
-        kwargs: dict = {}
-        if self._names is not None and self.data_cls is None and len(batch) >= self.ndim:
-            kwargs["names"] = [None] * (len(batch) - self.ndim) + self._names
-        if self.data_cls is not None:
-            return self.data_cls.from_dict(source, batch_size=batch, device=device)
-        return TensorDict(source, batch_size=batch, device=device, **kwargs)
-
-    def _build(self, shape: Any, method: str) -> Any:
-        prefix = as_size(shape)
-        source = {}
-        for key, spec in self._specs.items():
-            if spec is not None:
-                source[key] = getattr(spec, method)(prefix)
-        return self._make_td(source, torch.Size((*prefix, *self._safe_shape)), self._device)
-
-    def rand(self, shape: Any = None) -> Any:
-        """A random TensorDict with batch size ``(*shape, *self.shape)``."""
-        return self._build(shape, "rand")
-
-    def sample(self, shape: Any = None) -> Any:
-        """Same as :meth:`rand`."""
-        return self.rand(shape)
-
-    def zero(self, shape: Any = None) -> Any:
-        """A TensorDict of zeros with batch size ``(*shape, *self.shape)``.
-
-        Examples:
-            >>> from gpusim.specs import Unbounded
-            >>> Composite(a=Unbounded(shape=(2, 3)), shape=(2,)).zero()["a"].shape
-            torch.Size([2, 3])
-        """
-        return self._build(shape, "zero")
-
-    def zeros(self, shape: Any = None) -> Any:
-        """Same as :meth:`zero`."""
-        return self.zero(shape)
-
-    def one(self, shape: Any = None) -> Any:
-        """A TensorDict of ones with batch size ``(*shape, *self.shape)``."""
-        return self._build(shape, "one")
-
-    def ones(self, shape: Any = None) -> Any:
-        """Same as :meth:`one`."""
-        return self.one(shape)
-
-    def rand_update(self, td: Any) -> Any:
-        """Updates ``td`` (in place) with random values of this spec; returns it."""
-        return td.update(self.rand())
-
-    def zeros_update(self, td: Any) -> Any:
-        """Updates ``td`` (in place) with zeros of this spec; returns it."""
-        return td.update(self.zero())
-
-    def ones_update(self, td: Any) -> Any:
-        """Updates ``td`` (in place) with ones of this spec; returns it."""
-        return td.update(self.one())
-
-    # ------------------------------------------------------------------ membership
-    def invalid_reason(self, td: Any) -> str | None:
-        """Why ``td`` is not in the spec (naming the key), or None when it is."""
-        for key, spec in self._specs.items():
-            if spec is None or (isinstance(spec, Composite) and spec.is_empty()):
-                continue
-            if key not in td.keys():
-                return f"key {key!r} is missing"
-            reason = spec.invalid_reason(td.get(key))
-            if reason is not None:
-                return f"key {key!r}: {reason}"
-        return None
-
-    def is_in(self, td: Any) -> bool:
-        """Whether every spec entry of ``td`` is inside its spec.
-
-        Raises:
-            KeyError: when ``td`` lacks a key of the spec (as in TorchRL).
-        """
-        for key, spec in self._specs.items():
-            if spec is None or (isinstance(spec, Composite) and spec.is_empty()):
-                continue
-            value = td.get(key, _NO_DEFAULT)
-            if value is _NO_DEFAULT:
-                raise KeyError(f"Composite.is_in: the value has no entry {key!r}")
-            if not spec.is_in(value):
-                return False
-        return True
-
-    def contains(self, td: Any) -> bool:
-        """Same as :meth:`is_in`."""
-        return self.is_in(td)
-
-    def assert_is_in(self, td: Any) -> None:
-        """Raises :class:`SpecValueError` naming the first key whose value is missing or outside
-        its spec."""
-        reason = self.invalid_reason(td)
-        if reason is not None:
-            raise SpecValueError(f"value not in Composite: {reason}")
-
-    def type_check(self, value: Any, selected_keys: NestedKey | list | None = None) -> None:
-        """Checks the dtypes of the entries of ``value``; a tensor is checked against the entry
-        ``selected_keys`` (a key).
-
-        Raises:
-            TypeError: naming the key whose dtype differs.
-        """
-        if isinstance(value, torch.Tensor):
-            if selected_keys is None or isinstance(selected_keys, list):
-                raise ValueError("Composite.type_check: a tensor value needs a key to check against")
-            spec = self[selected_keys]
-            if spec is not None:
-                spec.type_check(value, selected_keys)
-            return
-        for key, spec in self.items(include_nested=True, leaves_only=True):
-            if spec is None or (selected_keys is not None and key not in selected_keys):
-                continue
-            if key in value.keys(include_nested=True):
-                spec.type_check(value.get(key), key)
-
-    def _project(self, td: Any) -> Any:
-        for key, spec in self._specs.items():
-            if spec is not None:
-                td.set(key, spec._project(td.get(key)))
-        return td
-
-    def project(self, td: Any) -> Any:
-        """Projects (in place) every entry of ``td`` that is not in its spec; returns ``td``."""
-        for key, spec in self._specs.items():
-            if spec is None:
-                continue
-            value = td.get(key)
-            if not spec.is_in(value):
-                td.set(key, spec.project(value))
-        return td
-
-    def memoize_encode(self, mode: bool = True) -> None:
-        """Memoizes the encoding of every leaf (see :meth:`TensorSpec.memoize_encode`)."""
-        self._memo = bool(mode)
-        for spec in self._specs.values():
-            if spec is not None:
-                spec.memoize_encode(mode)
-
-    def erase_memoize_cache(self) -> None:
-        """Forgets the encodings memoized by every leaf."""
-        for spec in self._specs.values():
-            if spec is not None:
-                spec.erase_memoize_cache()
-
-    def encode(self, vals: Mapping[str, Any], *, ignore_device: bool = False) -> Any:
-        """A TensorDict built from a (nested) dict of numpy arrays / lists / scalars / tensors.
-
-        Raises:
-            KeyError: for a key the spec does not hold.
-            RuntimeError: for a missing (None) value, or when a leaf fails to encode (chained).
-
-        Examples:
-            >>> from gpusim.specs import Unbounded
-            >>> Composite(a=Unbounded(shape=(2,))).encode({"a": [1.0, 2.0]})["a"]
-            tensor([1., 2.])
-        """
-        source = {}
-        for key, val in vals.items():
-            if val is None:
-                raise RuntimeError(f"Composite.encode cannot be used with missing values (key {key!r})")
-            spec = self._specs.get(key) if isinstance(key, str) else self.get(key, None)
-            if spec is None:
-                raise KeyError(
-                    f"The Composite instance with keys {list(self.keys())} does not have a "
-                    f"{key!r} key."
-                )
-            try:
-                source[key] = spec.encode(val, ignore_device=ignore_device)
-            except RuntimeError as err:
-                raise RuntimeError(
-                    f"Encoding key {key!r} raised a RuntimeError. Scroll up to know more."
-                ) from err
-        return self._make_td(source, self._safe_shape, None if ignore_device else self._device)
-
-    def to_numpy(self, td: Any, safe: bool | None = None) -> dict:
-        """A nested dict of numpy arrays (keys held by the spec only)."""
-        out = {}
-        for key, spec in self._specs.items():
-            if spec is not None and key in td.keys():
-                out[key] = spec.to_numpy(td.get(key), safe)
-        return out
-
-    def cardinality(self) -> int | float:
-        """The number of joint outcomes: the product over the entries (0 when empty).
-
-        Examples:
-            >>> from gpusim.specs import Categorical
-            >>> Composite(a=Categorical(3), b=Categorical(4)).cardinality()
-            12
-        """
-        n = None
-        for spec in self._specs.values():
-            if spec is None:
-                continue
-            n = spec.cardinality() if n is None else n * spec.cardinality()
-        return 0 if n is None else n
-
-    def enumerate(self, use_mask: bool = False) -> Any:
-        """Every joint outcome, as a TensorDict with batch ``(cardinality, *shape)``.
-
-        Examples:
-            >>> from gpusim.specs import Categorical
-            >>> Composite(a=Categorical(2), b=Categorical(3)).enumerate().batch_size
-            torch.Size([6])
-        """
-        base = self
-        while base.ndim:
-            base = base[0]
-        samples = {k: s.enumerate(use_mask) for k, s in base._specs.items() if s is not None}
-        if not samples:
-            return self._make_td({}, self._safe_shape, self._device)
-        grids = torch.meshgrid(*(torch.arange(s.shape[0]) for s in samples.values()), indexing="ij")
-        picks = [g.reshape(-1) for g in grids]
-        source = {k: s[i] for (k, s), i in zip(samples.items(), picks)}
-        out = base._make_td(source, picks[0].shape, self._device)
-        if self.ndim:
-            out = out.reshape(-1, *([1] * self.ndim)).expand(out.shape[0], *self._safe_shape)
-        return out
 
     # ------------------------------------------------------------------ comparison / repr
     def __eq__(self, other: object) -> bool:

@@ -13,7 +13,7 @@ import torch
 
 from gpusim.specs._common import bad_msg, reject_kwargs, resolve_dtype
 from gpusim.specs._shapes import as_size, safe_size
-from gpusim.specs.base import DEVICE_TYPING, TensorSpec, _to_tensor, make_device
+from gpusim.specs.base import DEVICE_TYPING, TensorSpec, _to_tensor
 from gpusim.specs.spaces import ContinuousBox
 
 __all__ = [

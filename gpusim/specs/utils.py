@@ -7,7 +7,8 @@ from typing import Any
 import torch
 
 from gpusim.specs.composite import Composite
-from gpusim.specs.stacked import Stacked, StackedComposite
+from gpusim.specs.stacked import Stacked
+from gpusim.specs.stacked_composite import StackedComposite
 
 __all__ = ["consolidate_spec", "check_no_exclusive_keys", "contains_lazy_spec"]
 
