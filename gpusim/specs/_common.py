@@ -21,14 +21,27 @@ __all__ = [
 
 
 def reject_kwargs(cls: str, kwargs: dict) -> None:
-    """Raises TypeError naming unknown keyword arguments."""
+    """Raises TypeError naming unknown keyword arguments.
+
+    Examples:
+        >>> reject_kwargs("Spec", {})
+        >>> reject_kwargs("Spec", {"bogus": 1})
+        Traceback (most recent call last):
+        ...
+        TypeError: Spec() got unexpected keyword argument(s): ['bogus']
+    """
     if kwargs:
         raise TypeError(f"{cls}() got unexpected keyword argument(s): {sorted(kwargs)}")
 
 
 def resolve_dtype(dtype: Any, default: torch.dtype | None = None) -> torch.dtype:
     """A torch dtype from a torch dtype, a numpy dtype or its name (None: ``default``, or
-    torch's default dtype)."""
+    torch's default dtype).
+
+    Examples:
+        >>> resolve_dtype("int32"), resolve_dtype(None, torch.int8)
+        (torch.int32, torch.int8)
+    """
     if dtype is None:
         return default if default is not None else torch.get_default_dtype()
     if isinstance(dtype, torch.dtype):
@@ -40,7 +53,12 @@ def resolve_dtype(dtype: Any, default: torch.dtype | None = None) -> torch.dtype
 
 
 def check_n(cls: str, name: str, n: Any, allow_undefined: bool = False) -> int:
-    """A category count: an int >= 0 (or -1 when ``allow_undefined``)."""
+    """A category count: an int >= 0 (or -1 when ``allow_undefined``).
+
+    Examples:
+        >>> check_n("Categorical", "n", torch.tensor(3)), check_n("C", "n", -1, True)
+        (3, -1)
+    """
     if isinstance(n, torch.Tensor):
         n = n.item()
     low = -1 if allow_undefined else 0
@@ -51,7 +69,13 @@ def check_n(cls: str, name: str, n: Any, allow_undefined: bool = False) -> int:
 
 
 def bad_msg(what: str, bad: torch.Tensor, val: torch.Tensor) -> str:
-    """``"3 element(s) <what>, e.g. <first bad value>"``."""
+    """``"3 element(s) <what>, e.g. <first bad value>"``.
+
+    Examples:
+        >>> x = torch.tensor([1.0, 5.0, 7.0])
+        >>> bad_msg("above 2", x > 2, x)
+        '2 element(s) above 2, e.g. 5.0'
+    """
     count = int(bad.sum())
     example = val.expand_as(bad)[bad].reshape(-1)[0].item()
     return f"{count} element(s) {what}, e.g. {example!r}"
@@ -61,13 +85,22 @@ def masked_choice(mask: torch.Tensor, full_shape: torch.Size) -> torch.Tensor:
     """Uniform index over the True entries of ``mask`` along its last dim (argmax of masked noise).
 
     ``full_shape`` is the output shape without the choice dim; rows with no True entry give 0.
+
+    Examples:
+        >>> masked_choice(torch.tensor([False, True, False]), torch.Size([4]))
+        tensor([1, 1, 1, 1])
     """
     noise = torch.rand((*full_shape, mask.shape[-1]), device=mask.device)
     return torch.where(mask, noise, -1.0).argmax(-1)
 
 
 def rand_bits(full_shape: torch.Size, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """Fair coin flips (0/1 or False/True)."""
+    """Fair coin flips (0/1 or False/True).
+
+    Examples:
+        >>> rand_bits(torch.Size([3]), torch.bool, torch.device("cpu")).dtype
+        torch.bool
+    """
     if dtype == torch.bool:
         return torch.rand(full_shape, device=device) < 0.5
     if dtype.is_floating_point:
@@ -88,7 +121,14 @@ def randint_packed(n: int, full_shape: torch.Size, dtype: torch.dtype) -> torch.
     """Uniform integers in ``[0, n)`` for a power-of-two ``n`` (eager CPU, large draws): several
     values are cut from each 31-bit draw of torch's generator (e.g. 31 coin flips per draw for
     ``n=2``). ``torch.randint`` spends one generator call per element; this spends one per 31
-    bits. Returns ``None`` when the shortcut does not apply."""
+    bits. Returns ``None`` when the shortcut does not apply.
+
+    Examples:
+        >>> randint_packed(4, torch.Size([10]), torch.int64) is None  # small draws: randint
+        True
+        >>> int(randint_packed(4, torch.Size([100_000]), torch.int64).max()) < 4
+        True
+    """
     numel = full_shape.numel()
     bits = n.bit_length() - 1
     if (
@@ -110,6 +150,10 @@ def prep_mask(cls: str, mask: Any, shape: torch.Size, device: torch.device) -> t
     """Validates a boolean mask and returns it expanded to ``shape`` (None stays None).
 
     A mask with as many elements as the last dim of ``shape`` is read as one row.
+
+    Examples:
+        >>> prep_mask("Spec", [True, False], torch.Size([3, 2]), torch.device("cpu")).shape
+        torch.Size([3, 2])
     """
     if mask is None:
         return None

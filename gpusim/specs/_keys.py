@@ -12,7 +12,12 @@ NestedKey = str | tuple
 
 
 def unravel(key: Any) -> tuple[str, ...]:
-    """Flattens a (nested) string key into a tuple of strings."""
+    """Flattens a (nested) string key into a tuple of strings.
+
+    Examples:
+        >>> unravel(("a", ("b", "c"))), unravel("a")
+        (('a', 'b', 'c'), ('a',))
+    """
     if isinstance(key, str):
         return (key,)
     if isinstance(key, tuple):
@@ -26,11 +31,23 @@ def unravel(key: Any) -> tuple[str, ...]:
 
 
 def pack(key: tuple[str, ...]) -> NestedKey:
+    """A flat key tuple as TorchRL writes it: a plain string for a single part.
+
+    Examples:
+        >>> pack(("a",)), pack(("a", "b"))
+        ('a', ('a', 'b'))
+    """
     return key[0] if len(key) == 1 else key
 
 
 class KeysView:
-    """A list of (nested) keys supporting ``in`` with str or tuple keys, ``len`` and iteration."""
+    """A list of (nested) keys supporting ``in`` with str or tuple keys, ``len`` and iteration.
+
+    Examples:
+        >>> keys = KeysView(["a", ("b", "c")])
+        >>> ("b", ("c",)) in keys, len(keys), ("a",) in keys
+        (True, 2, True)
+    """
 
     def __init__(self, keys: list[NestedKey]) -> None:
         self._keys = keys

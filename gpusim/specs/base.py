@@ -644,7 +644,12 @@ def _chain(steps: list[Callable]) -> Callable[[Any], Any]:
 
 
 def is_index(key: Any) -> bool:
-    """Whether ``key`` is an index (int/slice/tensor/...) rather than a (nested) string key."""
+    """Whether ``key`` is an index (int/slice/tensor/...) rather than a (nested) string key.
+
+    Examples:
+        >>> is_index(0), is_index((slice(None), 1)), is_index(("a", "b"))
+        (True, True, False)
+    """
     if isinstance(key, str):
         return False
     if isinstance(key, tuple):
