@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import os
 import textwrap
 from collections.abc import Callable
 from typing import Any, Union
@@ -32,6 +33,7 @@ __all__ = [
     "as_size",
     "HANDLED_FUNCTIONS",
     "spec_torch_function",
+    "check_spec_encode",
 ]
 
 DEVICE_TYPING = Union[torch.device, str, int]
@@ -84,6 +86,19 @@ def make_device(device: DEVICE_TYPING | None) -> torch.device:
         index = torch.cuda.current_device() if torch.cuda.is_available() else 0
         dev = torch.device("cuda", index)
     return dev
+
+
+def check_spec_encode() -> bool:
+    """Whether ``encode`` and ``to_numpy`` check values against the spec by default.
+
+    Set by the ``CHECK_SPEC_ENCODE`` environment variable (``1``/``true``), as in TorchRL; off by
+    default (a check synchronizes with the device).
+
+    Examples:
+        >>> isinstance(check_spec_encode(), bool)
+        True
+    """
+    return os.environ.get("CHECK_SPEC_ENCODE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def spec_torch_function(func: Callable, types: tuple, args: tuple, kwargs: dict | None) -> Any:
@@ -466,6 +481,8 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
 
         Raises:
             RuntimeError: ``Shape mismatch`` when the value cannot be reshaped to the spec shape.
+            SpecValueError: when the ``CHECK_SPEC_ENCODE`` environment variable is set and the
+                result is not in the spec.
 
         Examples:
             >>> from gpusim.specs import Unbounded
@@ -475,12 +492,16 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         """
         memo = self._memo
         if memo is None:
-            return self._encoder(val, ignore_device)(val)
-        key = (ignore_device, _signature(val))
-        fn = memo.get(key)
-        if fn is None:
-            fn = memo[key] = self._encoder(val, ignore_device)
-        return fn(val)
+            out = self._encoder(val, ignore_device)(val)
+        else:
+            key = (ignore_device, _signature(val))
+            fn = memo.get(key)
+            if fn is None:
+                fn = memo[key] = self._encoder(val, ignore_device)
+            out = fn(val)
+        if check_spec_encode():
+            self.assert_is_in(out)
+        return out
 
     def _as_tensor_steps(self, val: Any, ignore_device: bool, dtype: Any) -> list[Callable]:
         """The conversion steps of a non-tensor input into a tensor (lists, numpy views)."""
@@ -516,6 +537,11 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
         """Returns ``val`` as a numpy array (on host); ``safe=True`` checks it first.
 
+        Args:
+            val: the tensor.
+            safe: check ``val`` against the spec (default: the ``CHECK_SPEC_ENCODE``
+                environment variable).
+
         Raises:
             SpecValueError: with ``safe=True``, when ``val`` is not in the spec.
 
@@ -524,7 +550,7 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
             >>> Unbounded(shape=(2,)).to_numpy(torch.ones(2))
             array([1., 1.], dtype=float32)
         """
-        if safe:
+        if check_spec_encode() if safe is None else safe:
             self.assert_is_in(val)
         return val.detach().cpu().numpy()
 

@@ -22,7 +22,7 @@ from gpusim.specs._common import (
     reject_kwargs,
     resolve_dtype,
 )
-from gpusim.specs.base import DEVICE_TYPING, SpecValueError, TensorSpec
+from gpusim.specs.base import DEVICE_TYPING, SpecValueError, TensorSpec, check_spec_encode
 from gpusim.specs.spaces import BinaryBox, CategoricalBox
 
 __all__ = ["Categorical", "OneHot", "Binary"]
@@ -434,7 +434,7 @@ class OneHot(TensorSpec):
 
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
         """Category indices as a numpy array (the registered values with ``use_register``)."""
-        if safe:
+        if check_spec_encode() if safe is None else safe:
             self.assert_is_in(val)
         idx = self.to_categorical(val).detach().cpu().numpy()
         if self.use_register and self._register:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from gpusim.specs._shapes import DYNAMIC, as_size, expand_index, shape_args
-from gpusim.specs.base import TensorSpec
+from gpusim.specs.base import TensorSpec, check_spec_encode
 from gpusim.specs.composite import Composite
 
 __all__ = ["Stacked"]
@@ -355,7 +355,7 @@ class Stacked(_LazyStack, TensorSpec):
 
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
         """``val`` as a numpy array; ``safe=True`` checks it against every stacked spec first."""
-        if safe:
+        if check_spec_encode() if safe is None else safe:
             self.assert_is_in(val)
         return val.detach().cpu().numpy()
 

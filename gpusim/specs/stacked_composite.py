@@ -10,7 +10,7 @@ import torch
 
 from gpusim.specs._keys import unravel
 from gpusim.specs._shapes import as_size
-from gpusim.specs.base import SpecValueError
+from gpusim.specs.base import SpecValueError, check_spec_encode
 from gpusim.specs.composite import _NO_DEFAULT, Composite
 from gpusim.specs.stacked import _LazyStack
 
@@ -341,7 +341,7 @@ class StackedComposite(_LazyStack, Composite):
         Raises:
             SpecValueError: with ``safe=True``, when a slice is not in its Composite.
         """
-        if safe:
+        if check_spec_encode() if safe is None else safe:
             for i, (spec, part) in enumerate(zip(self._specs, self._unbind_value(td))):
                 reason = spec.invalid_reason(part)
                 if reason is not None:

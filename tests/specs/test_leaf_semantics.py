@@ -227,3 +227,19 @@ def test_float_categorical_and_nontensor_features() -> None:
     assert NonTensor(shape=(3,), example_data="a") != NonTensor(shape=(3,), example_data="b")
     with pytest.raises(ValueError, match="both batched and feature_dims"):
         NonTensor(batched=True, feature_dims=1)
+
+
+def test_check_spec_encode_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = Categorical(10)
+    assert spec.encode(11).item() == 11  # no check by default (as in TorchRL)
+    spec.to_numpy(torch.tensor(11))
+    monkeypatch.setenv("CHECK_SPEC_ENCODE", "1")
+    with pytest.raises(AssertionError, match="out of range"):
+        spec.encode(11)
+    with pytest.raises(AssertionError, match="out of range"):
+        spec.to_numpy(torch.tensor(11))
+    assert spec.to_numpy(torch.tensor(11), safe=False) == 11
+    bounded = Bounded(0.0, 1.0, shape=(2,))
+    bounded.memoize_encode()
+    with pytest.raises(AssertionError, match="out of bounds"):
+        bounded.encode([3.0, 0.0])
