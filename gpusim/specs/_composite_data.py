@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from gpusim.specs._keys import NestedKey
+from gpusim.specs._keys import KeysView, NestedKey
 from gpusim.specs._shapes import as_size
 from gpusim.specs.base import SpecValueError
 
@@ -152,8 +152,13 @@ class CompositeDataMixin:
             if spec is not None:
                 spec.type_check(value, selected_keys)
             return
+        selected = None
+        if selected_keys is not None:
+            if isinstance(selected_keys, (str, tuple)):
+                selected_keys = [selected_keys]
+            selected = KeysView(list(selected_keys))
         for key, spec in self.items(include_nested=True, leaves_only=True):
-            if spec is None or (selected_keys is not None and key not in selected_keys):
+            if spec is None or (selected is not None and key not in selected):
                 continue
             if key in value.keys(include_nested=True):
                 spec.type_check(value.get(key), key)

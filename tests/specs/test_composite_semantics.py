@@ -82,6 +82,11 @@ def test_reserved_keys_and_type_check() -> None:
         spec.type_check(td["obs"].double(), "obs")
     with pytest.raises(ValueError, match="needs a key"):
         spec.type_check(td["obs"])
+    td["ob"] = td["obs"].double()
+    spec["ob"] = Bounded(0.0, 1.0, shape=(2, 3, 4))
+    spec.type_check(td, "obs")  # only the selected key is checked ("ob" is not part of it)
+    with pytest.raises(TypeError, match="'ob'"):
+        spec.type_check(td, ["ob"])
 
 
 def test_is_in_missing_key_raises_and_skips_placeholders() -> None:
