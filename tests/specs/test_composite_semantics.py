@@ -137,7 +137,7 @@ def test_names() -> None:
     with pytest.raises(ValueError, match="Expected 2 names, but got 3 names"):
         spec.names = ["a", "b", "c"]
     with pytest.raises(RuntimeError, match="cannot coerce Composite names"):
-        spec.refine_names("batch", "other")
+        spec.refine_names("batch", "second_root")
     spec._erase_names()
     assert spec.names == [None, None] and not spec._has_names()
     assert spec.refine_names(..., "time").names == [None, "time"]
@@ -146,23 +146,23 @@ def test_names() -> None:
 
 
 def test_lock_graph() -> None:
-    level3 = Composite()
-    level2 = Composite(level3=level3)
-    level0 = Composite(level1=Composite(level2=level2))
-    level0.lock_()  # recurse=None locks the whole tree
-    assert level3.is_locked
+    leaf = Composite()
+    mid = Composite(leaf=leaf)
+    root = Composite(upper=Composite(mid=mid))
+    root.lock_()  # recurse=None locks the whole tree
+    assert leaf.is_locked
     with pytest.raises(RuntimeError, match="part of a locked graph"):
-        level3.unlock_()
-    assert level3.is_locked
-    other = Composite(level2=level2).lock_(recurse=True)
+        leaf.unlock_()
+    assert leaf.is_locked
+    second_root = Composite(mid=mid).lock_(recurse=True)
     with pytest.raises(RuntimeError, match="part of a locked graph"):
-        level0.unlock_()
-    assert level0.is_locked and level3.is_locked  # the failed unlock re-locked everything
+        root.unlock_()
+    assert root.is_locked and leaf.is_locked  # the failed unlock re-locked everything
     with pytest.raises(RuntimeError, match="part of a locked graph"):
-        other.unlock_()  # level2 is also held by the locked level0
-    other.unlock_(recurse=False)  # a root alone can always be unlocked
-    level0.unlock_()
-    assert not level3.is_locked and not level2.is_locked
+        second_root.unlock_()  # mid is also held by the locked root
+    second_root.unlock_(recurse=False)  # a root alone can always be unlocked
+    root.unlock_()
+    assert not leaf.is_locked and not mid.is_locked
     shallow = Composite(a=Composite(b=Unbounded())).lock_(recurse=False)
     shallow["a", "b"] = Unbounded(shape=(2,))  # only the receiving Composite must be unlocked
     with pytest.raises(RuntimeError, match="Cannot modify a locked Composite"):
