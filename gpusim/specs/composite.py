@@ -255,7 +255,13 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
                     f"start with the Composite shape {tuple(self._shape)}"
                 )
             value = value.clone()
-            value.shape = self._shape
+            try:
+                value.shape = self._shape
+            except ValueError as err:
+                raise ValueError(
+                    f"Composite: the entry {key!r} of shape {tuple(shape)} cannot take the "
+                    f"Composite shape {tuple(self._shape)}: {err}"
+                ) from err
         register = getattr(value, "_register_batch_size", None)
         if register is not None:
             register(self._shape)

@@ -55,6 +55,8 @@ def test_child_composite_grows_to_parent_shape() -> None:
     assert built == outer
     with pytest.raises(ValueError, match=r"'c'.*\(4,\)"):
         Composite(c=Composite(shape=(4,)), shape=(2, 3))
+    with pytest.raises(ValueError, match=r"entry 'd' of shape \(\) cannot take .*'e' has shape \(1,\)"):
+        Composite(d=Composite(e=Unbounded()), shape=(2,))
 
 
 def test_shape_setter_resets_nested_composites() -> None:
