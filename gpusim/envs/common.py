@@ -345,6 +345,45 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         self._output_spec.unlock_()
         self.__dict__["_locked_now"] = False
 
+    def set_spec_lock_(self, mode: bool = True) -> EnvBase:
+        """Locks (``mode=True``) or unlocks the env's input and output specs; returns the env.
+
+        While locked, in-place changes to the specs raise (the spec property setters still work:
+        they unlock, set and relock). Unlocking clears the cached key lists.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=(2,))
+            >>> env.set_spec_lock_(False).is_spec_locked, env.output_spec.is_locked
+            (False, False)
+            >>> env.is_spec_locked = True
+            >>> env.output_spec.is_locked
+            True
+        """
+        mode = bool(mode)
+        if mode:
+            self._lock_specs()
+        else:
+            self._cache.clear()
+            self._unlock_specs()
+        self.__dict__["_spec_locked"] = mode
+        return self
+
+    @property
+    def is_spec_locked(self) -> bool:
+        """Whether the env's specs are locked (settable: calls :meth:`set_spec_lock_`).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv(batch_size=(2,)).is_spec_locked
+            True
+        """
+        return bool(self.__dict__.get("_locked_now", False))
+
+    @is_spec_locked.setter
+    def is_spec_locked(self, value: bool) -> None:
+        self.set_spec_lock_(value)
+
     # ------------------------------------------------------------------ basic attributes
     @property
     def batch_size(self) -> torch.Size:

@@ -75,6 +75,9 @@ class HashRandomPolicy:
             (math.prod(s.shape[nb:]) if not isinstance(s, OneHot) else math.prod(s.shape[nb:-1]))
             for s in self.specs
         ]
+        # Bounds read once: a Composite stores batch-uniform bounds compactly, and reading
+        # ``spec.low`` then builds a full copy.
+        self.bounds = [(s.low, s.high) if isinstance(s, Bounded) else None for s in self.specs]
         self.batch_size = torch.Size(batch_size)
         device = self.specs[0].device if self.specs else None
         if seed is None:
@@ -123,7 +126,7 @@ class HashRandomPolicy:
             tensor([0, 1, 1])
         """
         start = 0
-        for key, spec, size in zip(self.keys, self.specs, self.sizes):
+        for key, spec, size, bounds in zip(self.keys, self.specs, self.sizes, self.bounds):
             part = u[..., start : start + size]
             start += size
             if isinstance(spec, OneHot):
@@ -134,7 +137,7 @@ class HashRandomPolicy:
             elif isinstance(spec, Binary):
                 value = (part < 0.5).reshape(spec.shape).to(spec.dtype)
             else:
-                low, high = spec.low, spec.high
+                low, high = bounds
                 value = torch.addcmul(low, part.reshape(spec.shape), high - low).to(spec.dtype)
             tensordict.set(key, value)
         return tensordict

@@ -1,28 +1,60 @@
 """The abstract :class:`TensorSpec` base class and shared helpers for gpusim specs.
 
 A spec describes one tensor: its shape (batch dims included), dtype, device and the set of valid
-values. Leaf specs are immutable-ish values: every shape or device operation returns a new spec.
+values. Every shape or device operation returns a new spec.
 
 Subclasses describe their parameters (bounds, masks) as *shape-aligned* tensors: each parameter
 has layout ``(*batch_shape, *event)`` where ``batch_shape`` is the spec shape minus its event
-dims. That lets :meth:`TensorSpec.expand`, indexing, squeeze, unsqueeze and reshape be written
-once here for every leaf class.
+dims (with dynamic ``-1`` dims stored as size 1). That lets :meth:`TensorSpec.expand`, indexing,
+squeeze, unsqueeze, reshape and unbind be written once here for every leaf class.
 """
 
 from __future__ import annotations
 
 import abc
 import copy
+import os
+import textwrap
+from collections.abc import Callable
 from typing import Any, Union
 
 import numpy as np
 import torch
 
-__all__ = ["DEVICE_TYPING", "TensorSpec", "make_device", "as_size"]
+from gpusim.specs._shape_ops import ShapeOpsMixin
+from gpusim.specs._shapes import DYNAMIC, as_size, safe_size
+from gpusim.specs.spaces import squash
+
+__all__ = [
+    "DEVICE_TYPING",
+    "TensorSpec",
+    "SpecValueError",
+    "make_device",
+    "as_size",
+    "HANDLED_FUNCTIONS",
+    "spec_torch_function",
+    "check_spec_encode",
+]
 
 DEVICE_TYPING = Union[torch.device, str, int]
 
 _INDEX_TYPES = (int, slice, type(Ellipsis), type(None), torch.Tensor, np.ndarray, list, range)
+
+#: torch functions (``torch.stack``, ``torch.index_select``, ...) that specs implement, filled by
+#: :mod:`gpusim.specs.stacked` and :mod:`gpusim.specs._torch_fn`.
+HANDLED_FUNCTIONS: dict[Callable, Callable] = {}
+
+
+class SpecValueError(ValueError, AssertionError):
+    """A value is not in a spec (raised by ``assert_is_in``, or ``to_numpy(safe=True)``).
+
+    It is a :class:`ValueError` (gpusim's contract for bad values) and an :class:`AssertionError`
+    (what TorchRL raises there), so that code written for either catches it.
+
+    Examples:
+        >>> issubclass(SpecValueError, ValueError), issubclass(SpecValueError, AssertionError)
+        (True, True)
+    """
 
 
 def make_device(device: DEVICE_TYPING | None) -> torch.device:
@@ -56,76 +88,33 @@ def make_device(device: DEVICE_TYPING | None) -> torch.device:
     return dev
 
 
-def as_size(shape: Any) -> torch.Size:
-    """Turns an int, a sequence of ints or None into a :class:`torch.Size`.
+def check_spec_encode() -> bool:
+    """Whether ``encode`` and ``to_numpy`` check values against the spec by default.
+
+    Set by the ``CHECK_SPEC_ENCODE`` environment variable (``1``/``true``), as in TorchRL; off by
+    default (a check synchronizes with the device).
 
     Examples:
-        >>> as_size(3), as_size((2, 3)), as_size(None)
-        (torch.Size([3]), torch.Size([2, 3]), torch.Size([]))
+        >>> isinstance(check_spec_encode(), bool)
+        True
     """
-    if shape is None:
-        return torch.Size(())
-    if isinstance(shape, torch.Size):
-        return shape
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        return torch.Size((int(shape),))
-    if isinstance(shape, torch.Tensor):
-        return torch.Size(int(s) for s in shape.reshape(-1).tolist())
-    try:
-        dims = tuple(int(s) for s in shape)
-    except TypeError as err:
-        raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}") from err
-    if any(d < 0 for d in dims):
-        raise ValueError(f"shape must have non-negative dims, got {tuple(dims)}")
-    return torch.Size(dims)
+    return os.environ.get("CHECK_SPEC_ENCODE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _shape_args(shape: tuple) -> torch.Size:
-    """Accepts ``f(2, 3)``, ``f((2, 3))`` and ``f(torch.Size([2, 3]))`` call styles."""
-    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-        return torch.Size(int(s) for s in shape[0])
-    return torch.Size(int(s) for s in shape)
+def spec_torch_function(func: Callable, types: tuple, args: tuple, kwargs: dict | None) -> Any:
+    """``__torch_function__`` of specs: runs the handler registered for ``func``, if any.
 
-
-def _expand_ellipsis(idx: Any, ndim: int) -> tuple:
-    """Normalizes an index to a tuple without Ellipsis, relative to ``ndim`` leading dims.
-
-    The result only touches the first ``ndim`` dims of any tensor it is applied to, so the same
-    index can be applied to parameters or children that carry extra trailing dims.
+    Examples:
+        >>> from gpusim.specs import Unbounded
+        >>> torch.stack([Unbounded(shape=(2,)), Unbounded(shape=(2,))], 0).shape
+        torch.Size([2, 2])
     """
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    consumed = 0
-    for item in idx:
-        if item is None or item is Ellipsis:
-            continue
-        if isinstance(item, torch.Tensor) and item.dtype == torch.bool:
-            consumed += max(item.ndim, 1)
-        elif isinstance(item, np.ndarray) and item.dtype == np.bool_:
-            consumed += max(item.ndim, 1)
-        else:
-            consumed += 1
-    n_ellipsis = sum(item is Ellipsis for item in idx)
-    if n_ellipsis > 1:
-        raise IndexError(f"an index can only have a single ellipsis, got {idx!r}")
-    if consumed > ndim:
-        raise IndexError(f"too many indices for a spec with {ndim} indexable dims: {idx!r}")
-    if n_ellipsis == 0:
-        return idx
-    out: list = []
-    for item in idx:
-        if item is Ellipsis:
-            out.extend([slice(None)] * (ndim - consumed))
-        else:
-            out.append(item)
-    return tuple(out)
+    from gpusim.specs.composite import Composite
 
-
-def _indexed_shape(shape: torch.Size, idx: tuple) -> torch.Size:
-    """Shape of a tensor of ``shape`` indexed by ``idx`` (no real allocation)."""
-    idx = tuple(i.cpu() if isinstance(i, torch.Tensor) else i for i in idx)
-    dummy = torch.empty((), dtype=torch.uint8).expand(shape)
-    return dummy[idx].shape
+    handler = HANDLED_FUNCTIONS.get(func)
+    if handler is None or not all(issubclass(t, (TensorSpec, Composite)) for t in types):
+        return NotImplemented
+    return handler(*args, **(kwargs or {}))
 
 
 def _to_tensor(val: Any, dtype: torch.dtype | None, device: torch.device) -> torch.Tensor:
@@ -139,16 +128,32 @@ def _to_tensor(val: Any, dtype: torch.dtype | None, device: torch.device) -> tor
     return torch.as_tensor(np.asarray(val), device=device).to(dtype=dtype)
 
 
-class TensorSpec(abc.ABC):
+def _signature(val: Any) -> tuple:
+    """What ``encode`` memoizes on: the kind, shape and dtype of the input."""
+    if isinstance(val, (torch.Tensor, np.ndarray)):
+        return (type(val), tuple(val.shape), str(val.dtype))
+    if isinstance(val, list):
+        return (list, len(val))
+    return (type(val),)
+
+
+def _compact_clone(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` that keeps expanded (stride-0) dims expanded."""
+    return squash(t).clone().expand(t.shape)
+
+
+class TensorSpec(ShapeOpsMixin, abc.ABC):
     """Abstract description of a tensor: shape (batch dims included), dtype, device, valid values.
 
-    Subclasses implement :meth:`_rand`, :meth:`_invalid_reason` and :meth:`_project_values`,
-    and list their shape-aligned tensor parameters in ``_tensor_params``.
+    Subclasses implement :meth:`_rand`, :meth:`_invalid_reason` and :meth:`_project`, and list
+    their shape-aligned tensor parameters in ``_tensor_params``. A ``-1`` in the shape is a
+    dynamic dim (any extent is accepted; samples use 1).
 
     Attributes:
         shape: the full shape, batch dims included.
         device: where the tensors it produces live.
         dtype: the dtype of the tensors it produces.
+        domain: ``"continuous"`` or ``"discrete"``.
 
     Examples:
         >>> from gpusim.specs import Bounded
@@ -166,11 +171,34 @@ class TensorSpec(abc.ABC):
     #: non-tensor parameters compared by ``__eq__`` and shown by ``__repr__``
     _plain_params: tuple[str, ...] = ()
 
-    shape: torch.Size
-    device: torch.device
     dtype: torch.dtype
+    domain: str
+
+    @classmethod
+    def __torch_function__(
+        cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        return spec_torch_function(func, types, args, kwargs)
 
     # ------------------------------------------------------------------ basics
+    @property
+    def shape(self) -> torch.Size:
+        """The full shape, batch dims included (``-1``: dynamic dim)."""
+        return self._shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        self._shape = as_size(value)
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the tensors the spec produces."""
+        return self._device
+
+    @device.setter
+    def device(self, value: DEVICE_TYPING | None) -> None:
+        self._device = make_device(value)
+
     @property
     def ndim(self) -> int:
         """Number of dims of :attr:`shape`."""
@@ -181,8 +209,8 @@ class TensorSpec(abc.ABC):
         return self.ndim
 
     def numel(self) -> int:
-        """Number of elements of a tensor of this spec."""
-        return self.shape.numel()
+        """Number of elements of a tensor of this spec (dynamic dims count as 1)."""
+        return self._safe_shape.numel()
 
     @property
     def batch_shape(self) -> torch.Size:
@@ -190,24 +218,45 @@ class TensorSpec(abc.ABC):
         return self.shape[: self.ndim - self._event_ndim]
 
     @property
+    def _safe_shape(self) -> torch.Size:
+        """The shape with dynamic (``-1``) dims replaced by 1."""
+        return safe_size(self.shape)
+
+    @property
     def _eq_class(self) -> type:
         return type(self)
 
     def _full_shape(self, shape: Any) -> torch.Size:
-        return torch.Size((*as_size(shape), *self.shape))
+        return torch.Size((*as_size(shape), *self._safe_shape))
 
-    def _replace(self, **attrs: Any) -> TensorSpec:
-        """Shallow copy with some attributes replaced (no re-validation)."""
+    def _init_common(self, shape: Any, device: Any, dtype: torch.dtype, domain: str) -> None:
+        self._shape = as_size(shape)
+        self._device = make_device(device)
+        self.dtype = dtype
+        self.domain = domain
+        self._memo: dict | None = None
+
+    def _replace(self, params: dict[str, torch.Tensor] | None = None, **attrs: Any) -> TensorSpec:
+        """Shallow copy with some attributes and tensor parameters replaced (no re-validation)."""
         new = copy.copy(self)
+        new._memo = None if self._memo is None else {}
         for name, value in attrs.items():
-            object.__setattr__(new, name, value)
+            setattr(new, name, value)
+        if params:
+            new._set_params(params)
         new._post_replace()
         return new
+
+    def _set_params(self, params: dict[str, torch.Tensor]) -> None:
+        """Stores new tensor parameters (full-shape tensors)."""
+        for name, value in params.items():
+            object.__setattr__(self, name, value)
 
     def _post_replace(self) -> None:
         """Hook to refresh cached values derived from the parameters (default: nothing)."""
 
     def _params(self) -> dict[str, torch.Tensor]:
+        """The tensor parameters, full shape (possibly expanded views)."""
         return {
             name: getattr(self, name)
             for name, _ in self._tensor_params
@@ -217,16 +266,30 @@ class TensorSpec(abc.ABC):
     def _param_event(self, name: str) -> int:
         return dict(self._tensor_params)[name]
 
+    def _map_params(self, fn: Callable[[torch.Tensor, int], torch.Tensor]) -> dict:
+        """Applies ``fn(tensor, n_param_event_dims)`` to every tensor parameter."""
+        return {name: fn(t, self._param_event(name)) for name, t in self._params().items()}
+
+    def clear_device_(self) -> TensorSpec:
+        """A no-op for leaf specs (which always have a device); returns self.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Unbounded().clear_device_().device
+            device(type='cpu')
+        """
+        return self
+
     # ------------------------------------------------------------ generation
     @abc.abstractmethod
     def _rand(self, full_shape: torch.Size) -> torch.Tensor:
-        """Draws a random tensor of ``full_shape`` (``(*prefix, *self.shape)``)."""
+        """Draws a random tensor of ``full_shape`` (``(*prefix, *safe_shape)``)."""
 
-    def rand(self, shape: Any = ()) -> torch.Tensor:
+    def rand(self, shape: Any = None) -> torch.Tensor:
         """Draws a random value inside the spec, with ``shape`` prepended to the spec shape.
 
         Args:
-            shape: extra leading dims.
+            shape: extra leading dims (default none).
 
         Examples:
             >>> from gpusim.specs import Categorical
@@ -235,8 +298,14 @@ class TensorSpec(abc.ABC):
         """
         return self._rand(self._full_shape(shape))
 
-    def zero(self, shape: Any = ()) -> torch.Tensor:
+    def sample(self, shape: Any = None) -> torch.Tensor:
+        """Same as :meth:`rand`."""
+        return self.rand(shape)
+
+    def zero(self, shape: Any = None) -> torch.Tensor:
         """Returns zeros of the spec dtype/device, with ``shape`` prepended.
+
+        Like TorchRL's, the result is a buffer: zero need not be a valid value of the spec.
 
         Examples:
             >>> from gpusim.specs import Unbounded
@@ -245,7 +314,11 @@ class TensorSpec(abc.ABC):
         """
         return torch.zeros(self._full_shape(shape), dtype=self.dtype, device=self.device)
 
-    def one(self, shape: Any = ()) -> torch.Tensor:
+    def zeros(self, shape: Any = None) -> torch.Tensor:
+        """Same as :meth:`zero`."""
+        return self.zero(shape)
+
+    def one(self, shape: Any = None) -> torch.Tensor:
         """Returns ones of the spec dtype/device, with ``shape`` prepended.
 
         Examples:
@@ -255,13 +328,25 @@ class TensorSpec(abc.ABC):
         """
         return torch.ones(self._full_shape(shape), dtype=self.dtype, device=self.device)
 
+    def ones(self, shape: Any = None) -> torch.Tensor:
+        """Same as :meth:`one`."""
+        return self.one(shape)
+
     # ------------------------------------------------------------ membership
+    def _shape_matches(self, shape: torch.Size) -> bool:
+        """Whether a value shape ends with the spec shape (dynamic dims match any extent)."""
+        n = self.ndim
+        if len(shape) < n:
+            return False
+        tail = shape[len(shape) - n :]
+        return all(s == DYNAMIC or s == v for s, v in zip(self.shape, tail))
+
     def _shape_reason(self, val: Any) -> str | None:
         if not isinstance(val, torch.Tensor):
             return f"expected a torch.Tensor, got {type(val).__name__}"
         if val.dtype != self.dtype:
             return f"dtype mismatch: value has {val.dtype}, spec has {self.dtype}"
-        if val.ndim < self.ndim or val.shape[val.ndim - self.ndim :] != self.shape:
+        if not self._shape_matches(val.shape):
             return (
                 f"shape mismatch: value shape {tuple(val.shape)} does not end with spec shape "
                 f"{tuple(self.shape)}"
@@ -298,38 +383,51 @@ class TensorSpec(abc.ABC):
         """
         return self.invalid_reason(val) is None
 
+    def contains(self, val: Any) -> bool:
+        """Same as :meth:`is_in`."""
+        return self.is_in(val)
+
     def assert_is_in(self, val: Any) -> None:
-        """Raises :class:`ValueError` naming what is wrong when ``val`` is not in the spec.
+        """Raises :class:`SpecValueError` naming what is wrong when ``val`` is not in the spec.
 
         Examples:
             >>> from gpusim.specs import Categorical
             >>> Categorical(3).assert_is_in(torch.tensor(5))
             Traceback (most recent call last):
             ...
-            ValueError: value not in Categorical(n=3, ...): values out of range: ...
+            gpusim.specs.base.SpecValueError: value not in Categorical(n=3, ...): values out ...
         """
         reason = self.invalid_reason(val)
         if reason is not None:
-            raise ValueError(f"value not in {type(self).__name__}({self._short()}): {reason}")
+            raise SpecValueError(f"value not in {type(self).__name__}({self._short()}): {reason}")
 
     def type_check(self, value: Any, key: Any = None) -> None:
         """Raises :class:`TypeError` when ``value`` is not a tensor of the spec dtype.
 
+        Args:
+            value: the tensor to check.
+            key: the key the value was read from (only used in the message).
+
         Examples:
             >>> from gpusim.specs import Unbounded
-            >>> Unbounded().type_check(torch.zeros(()))
+            >>> Unbounded().type_check(torch.zeros(1))
         """
         if not isinstance(value, torch.Tensor) or value.dtype != self.dtype:
             got = value.dtype if isinstance(value, torch.Tensor) else type(value).__name__
             where = f" for key {key!r}" if key is not None else ""
-            raise TypeError(f"expected a tensor of dtype {self.dtype}{where}, got {got}")
+            raise TypeError(
+                f"{type(self).__name__}: expected a tensor of dtype {self.dtype}{where}, got {got}"
+            )
 
     # ------------------------------------------------------------ conversion
-    def _project_values(self, val: torch.Tensor) -> torch.Tensor:
-        return val
+    @abc.abstractmethod
+    def _project(self, val: torch.Tensor) -> torch.Tensor:
+        """Maps ``val`` (a tensor) to the nearest valid value, unconditionally."""
 
     def project(self, val: Any) -> torch.Tensor:
-        """Maps ``val`` to the nearest valid value (clamp / round), in the spec dtype and device.
+        """Maps ``val`` to a valid value (clamp / round), in the spec dtype and device.
+
+        A value already in the spec is returned as is (the same object).
 
         Examples:
             >>> from gpusim.specs import Bounded
@@ -338,13 +436,53 @@ class TensorSpec(abc.ABC):
         """
         if not isinstance(val, torch.Tensor):
             val = torch.as_tensor(np.asarray(val), device=self.device)
-        return self._project_values(val.to(self.device))
+        if self.is_in(val):
+            return val
+        return self._project(val.to(self.device))
 
-    def encode(self, val: Any) -> torch.Tensor:
-        """Turns a numpy array, list, scalar or tensor into a tensor of the spec dtype/device/shape.
+    def memoize_encode(self, mode: bool = True) -> None:
+        """Caches how :meth:`encode` converts each kind of input (type, shape, dtype).
 
-        A value whose shape neither ends with the spec shape nor broadcasts to it, but has as many
-        elements, is reshaped to the spec shape.
+        Later calls with the same kind of input skip the checks that chose the conversion.
+
+        Args:
+            mode: True to memoize, False to go back to eager encoding.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Unbounded(shape=(2,))
+            >>> spec.memoize_encode()
+            >>> spec.encode([1.0, 2.0])
+            tensor([1., 2.])
+        """
+        self._memo = {} if mode else None
+
+    def erase_memoize_cache(self) -> None:
+        """Forgets the conversions cached by :meth:`memoize_encode`.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Unbounded(shape=(2,))
+            >>> spec.memoize_encode()
+            >>> spec.erase_memoize_cache()
+        """
+        if self._memo is not None:
+            self._memo.clear()
+
+    def encode(self, val: Any, *, ignore_device: bool = False) -> Any:
+        """Turns a numpy array, list or scalar into a tensor of the spec dtype, device and shape.
+
+        As in TorchRL, a tensor is returned as is. A list of one element is unwrapped; a value
+        whose shape is not the spec shape is reshaped to it.
+
+        Args:
+            val: the value.
+            ignore_device: if True, the result stays on the cpu (the caller moves it).
+
+        Raises:
+            RuntimeError: ``Shape mismatch`` when the value cannot be reshaped to the spec shape.
+            SpecValueError: when the ``CHECK_SPEC_ENCODE`` environment variable is set and the
+                result is not in the spec.
 
         Examples:
             >>> from gpusim.specs import Unbounded
@@ -352,203 +490,110 @@ class TensorSpec(abc.ABC):
             >>> Unbounded(shape=(2,)).encode(np.array([1.0, 2.0]))
             tensor([1., 2.])
         """
-        out = _to_tensor(val, self.dtype, self.device)
-        return self._fit_shape(out, val)
+        memo = self._memo
+        if memo is None:
+            out = self._encoder(val, ignore_device)(val)
+        else:
+            key = (ignore_device, _signature(val))
+            fn = memo.get(key)
+            if fn is None:
+                fn = memo[key] = self._encoder(val, ignore_device)
+            out = fn(val)
+        if check_spec_encode():
+            self.assert_is_in(out)
+        return out
 
-    def _fit_shape(self, out: torch.Tensor, val: Any) -> torch.Tensor:
-        if out.shape[out.ndim - self.ndim :] == self.shape and out.ndim >= self.ndim:
-            return out
-        if out.numel() == self.numel():
-            return out.reshape(self.shape)
+    def _as_tensor_steps(self, val: Any, ignore_device: bool, dtype: Any) -> list[Callable]:
+        """The conversion steps of a non-tensor input into a tensor (lists, numpy views)."""
+        steps: list[Callable] = []
+        if isinstance(val, list):
+            steps.append((lambda v: v[0]) if len(val) == 1 else np.array)
+            val = steps[-1](val)
+        if isinstance(val, np.ndarray) and not all(s > 0 for s in val.strides):
+            steps.append(np.copy)
+        device = None if ignore_device else self.device
+        steps.append(lambda v: torch.as_tensor(v, device=device, dtype=dtype))
+        return steps
+
+    def _encoder(self, val: Any, ignore_device: bool) -> Callable[[Any], Any]:
+        """Builds the function that encodes inputs like ``val``."""
+        if isinstance(val, torch.Tensor):
+            return lambda v: v
+        steps = self._as_tensor_steps(val, ignore_device, self.dtype)
+        steps.append(self._fit_shape)
+        return _chain(steps)
+
+    def _fit_shape(self, val: torch.Tensor) -> torch.Tensor:
+        if val.shape == self.shape:
+            return val
         try:
-            return out.expand(self.shape).clone()
+            return val.reshape(self.shape)
         except RuntimeError as err:
-            raise ValueError(
-                f"cannot encode a value of shape {tuple(out.shape)} into {type(self).__name__} "
-                f"of shape {tuple(self.shape)}"
+            raise RuntimeError(
+                f"Shape mismatch: the value has shape {tuple(val.shape)} which is incompatible "
+                f"with the spec shape {tuple(self.shape)} of {type(self).__name__}."
             ) from err
 
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
         """Returns ``val`` as a numpy array (on host); ``safe=True`` checks it first.
+
+        Args:
+            val: the tensor.
+            safe: check ``val`` against the spec (default: the ``CHECK_SPEC_ENCODE``
+                environment variable).
+
+        Raises:
+            SpecValueError: with ``safe=True``, when ``val`` is not in the spec.
 
         Examples:
             >>> from gpusim.specs import Unbounded
             >>> Unbounded(shape=(2,)).to_numpy(torch.ones(2))
             array([1., 1.], dtype=float32)
         """
-        if safe:
+        if check_spec_encode() if safe is None else safe:
             self.assert_is_in(val)
         return val.detach().cpu().numpy()
 
-    # ------------------------------------------------------------ shape ops
-    def _check_new_batch(self, op: str, new_shape: torch.Size) -> None:
-        event = self.shape[self.ndim - self._event_ndim :]
-        if self._event_ndim and new_shape[len(new_shape) - self._event_ndim :] != event:
-            raise ValueError(
-                f"{op}: the last {self._event_ndim} dim(s) of {type(self).__name__} must stay "
-                f"{tuple(event)}, got new shape {tuple(new_shape)}"
-            )
+    def cardinality(self) -> int:
+        """The number of possible outcomes (discrete specs only).
 
-    def _map_params(self, fn) -> dict[str, torch.Tensor]:
-        """Applies ``fn(tensor, n_param_event_dims)`` to every tensor parameter."""
-        return {name: fn(t, self._param_event(name)) for name, t in self._params().items()}
-
-    def expand(self, *shape: Any) -> TensorSpec:
-        """Returns the spec with extra leading dims; the new shape must end with the current one.
-
-        Size-1 dims can be expanded and ``-1`` keeps a dim, as in :meth:`torch.Tensor.expand`.
-
-        Examples:
-            >>> from gpusim.specs import Bounded
-            >>> Bounded(0.0, 1.0, shape=(3,)).expand(4, 3).shape
-            torch.Size([4, 3])
+        Raises:
+            NotImplementedError: for specs with infinitely many outcomes.
         """
-        new = list(_shape_args(shape))
-        if len(new) < self.ndim:
-            raise ValueError(
-                f"expand: new shape {tuple(new)} has fewer dims than spec shape {tuple(self.shape)}"
-            )
-        lead = len(new) - self.ndim
-        for i, cur in enumerate(self.shape):
-            if new[lead + i] == -1:
-                new[lead + i] = cur
-            elif new[lead + i] != cur and cur != 1:
-                raise ValueError(
-                    f"expand: new shape {tuple(new)} must end with the spec shape "
-                    f"{tuple(self.shape)}"
-                )
-        if any(d < 0 for d in new):
-            raise ValueError(f"expand: invalid new shape {tuple(shape)}")
-        new_shape = torch.Size(new)
-        self._check_new_batch("expand", new_shape)
-        new_batch = new_shape[: len(new_shape) - self._event_ndim]
+        raise NotImplementedError(f"cardinality is not implemented for {type(self).__name__} specs")
 
-        def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
-            return t.expand(*new_batch, *t.shape[t.ndim - ev :])
+    def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        """Every possible outcome, stacked on a new leading dim (discrete specs only).
 
-        return self._replace(shape=new_shape, **self._map_params(fn))
-
-    def __getitem__(self, idx: Any) -> TensorSpec:
-        """Indexes the spec over its leading (batch) dims.
-
-        Examples:
-            >>> from gpusim.specs import OneHot
-            >>> OneHot(5, shape=(4, 3, 5))[1:3].shape
-            torch.Size([2, 3, 5])
+        Raises:
+            NotImplementedError: for specs whose outcomes cannot be listed.
         """
-        bshape = self.batch_shape
-        nidx = _expand_ellipsis(idx, len(bshape))
-        new_batch = _indexed_shape(bshape, nidx)
-        event = self.shape[len(bshape) :]
-
-        def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
-            dev_idx = tuple(i.to(t.device) if isinstance(i, torch.Tensor) else i for i in nidx)
-            return t[dev_idx]
-
-        return self._replace(shape=torch.Size((*new_batch, *event)), **self._map_params(fn))
-
-    def squeeze(self, dim: int | None = None) -> TensorSpec:
-        """Removes size-1 batch dims (all of them, or ``dim``).
-
-        Examples:
-            >>> from gpusim.specs import Unbounded
-            >>> Unbounded(shape=(1, 3, 1)).squeeze().shape
-            torch.Size([3])
-        """
-        bnd = len(self.batch_shape)
-        if dim is None:
-            dims = [i for i in range(bnd) if self.shape[i] == 1]
-        else:
-            d = dim + self.ndim if dim < 0 else dim
-            if not 0 <= d < bnd:
-                raise ValueError(
-                    f"squeeze: dim {dim} is not a batch dim of {type(self).__name__} with shape "
-                    f"{tuple(self.shape)}"
-                )
-            dims = [d] if self.shape[d] == 1 else []
-        if not dims:
-            return self
-        new_shape = torch.Size(s for i, s in enumerate(self.shape) if i not in dims)
-
-        def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
-            return t.squeeze(tuple(dims))
-
-        return self._replace(shape=new_shape, **self._map_params(fn))
-
-    def unsqueeze(self, dim: int) -> TensorSpec:
-        """Inserts a size-1 dim at ``dim`` (which must fall among the batch dims).
-
-        Examples:
-            >>> from gpusim.specs import Unbounded
-            >>> Unbounded(shape=(3,)).unsqueeze(-1).shape
-            torch.Size([3, 1])
-        """
-        d = dim + self.ndim + 1 if dim < 0 else dim
-        if not 0 <= d <= len(self.batch_shape):
-            raise ValueError(
-                f"unsqueeze: dim {dim} is out of the batch dims of {type(self).__name__} with "
-                f"shape {tuple(self.shape)}"
-            )
-        new_shape = torch.Size((*self.shape[:d], 1, *self.shape[d:]))
-
-        def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
-            return t.unsqueeze(d)
-
-        return self._replace(shape=new_shape, **self._map_params(fn))
-
-    def reshape(self, *shape: Any) -> TensorSpec:
-        """Reshapes the batch dims (event dims must be kept); ``-1`` is inferred.
-
-        Examples:
-            >>> from gpusim.specs import Bounded
-            >>> Bounded(0.0, 1.0, shape=(4, 3)).reshape(2, 6).shape
-            torch.Size([2, 6])
-        """
-        target = list(_shape_args(shape))
-        if target.count(-1) > 1:
-            raise ValueError(f"reshape: at most one -1 allowed, got {tuple(target)}")
-        if -1 in target:
-            known = int(np.prod([d for d in target if d != -1]))
-            target[target.index(-1)] = self.numel() // known if known else 0
-        new_shape = torch.Size(target)
-        if new_shape.numel() != self.numel():
-            raise ValueError(
-                f"reshape: cannot reshape {type(self).__name__} of shape {tuple(self.shape)} "
-                f"into {tuple(new_shape)}"
-            )
-        self._check_new_batch("reshape", new_shape)
-        new_batch = new_shape[: len(new_shape) - self._event_ndim]
-
-        def fn(t: torch.Tensor, ev: int) -> torch.Tensor:
-            return t.reshape(*new_batch, *t.shape[t.ndim - ev :])
-
-        return self._replace(shape=new_shape, **self._map_params(fn))
-
-    view = reshape
+        raise NotImplementedError(f"enumerate is not implemented for {type(self).__name__} specs")
 
     # ------------------------------------------------------------ device/dtype
     def _cast_params(self, dtype: torch.dtype) -> dict[str, torch.Tensor]:
         """Parameters to replace when the spec dtype changes (default: none)."""
         return {}
 
-    def to(self, dest: DEVICE_TYPING | torch.dtype) -> TensorSpec:
-        """Returns the spec on another device, or with another dtype.
+    def to(self, dest: DEVICE_TYPING | torch.dtype | None) -> TensorSpec:
+        """Returns the spec on another device, or with another dtype (self if unchanged).
 
         Examples:
             >>> from gpusim.specs import Bounded
             >>> Bounded(0, 5, shape=(2,), dtype=torch.int64).to(torch.float32).dtype
             torch.float32
         """
+        if dest is None:
+            return self
         if isinstance(dest, torch.dtype):
             if dest == self.dtype:
                 return self
-            return self._replace(dtype=dest, **self._cast_params(dest))
+            return self._replace(params=self._cast_params(dest), dtype=dest, domain=self.domain)
         device = make_device(dest)
         if device == self.device:
             return self
-        return self._replace(
-            device=device, **self._map_params(lambda t, ev: t.to(device, non_blocking=True))
-        )
+        moved = self._map_params(lambda t, ev: squash(t).to(device).expand(t.shape))
+        return self._replace(params=moved, _device=device)
 
     def cpu(self) -> TensorSpec:
         """Returns the spec on the cpu."""
@@ -567,7 +612,7 @@ class TensorSpec(abc.ABC):
             >>> spec.clone() == spec
             True
         """
-        return self._replace(**self._map_params(lambda t, ev: t.clone()))
+        return self._replace(params=self._map_params(lambda t, ev: _compact_clone(t)))
 
     # ------------------------------------------------------------ comparison
     def __eq__(self, other: object) -> bool:
@@ -578,13 +623,17 @@ class TensorSpec(abc.ABC):
         for name in self._plain_params:
             if getattr(self, name) != getattr(other, name):
                 return False
-        for name, _ in self._tensor_params:
-            a, b = getattr(self, name), getattr(other, name)
-            if (a is None) != (b is None):
-                return False
-            if a is not None and not (a.shape == b.shape and torch.equal(a, b.to(a.device))):
+        mine, theirs = self._params(), other._params()
+        if set(mine) != set(theirs):
+            return False
+        for name, a in mine.items():
+            b = theirs[name]
+            if a.shape != b.shape or not torch.equal(a, b.to(a.device)):
                 return False
         return True
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -593,28 +642,40 @@ class TensorSpec(abc.ABC):
         parts += [f"shape={tuple(self.shape)}", f"dtype={self.dtype}", f"device={self.device}"]
         return ", ".join(parts)
 
+    def _repr_name(self) -> str:
+        """The class name shown by ``repr`` (TorchRL's naming)."""
+        return type(self).__name__
+
+    def _repr_fields(self) -> list[str]:
+        return [
+            f"shape={self.shape}",
+            f"space={self.space}",
+            f"device={self.device}",
+            f"dtype={self.dtype}",
+            f"domain={self.domain}",
+        ]
+
     def __repr__(self) -> str:
-        extra = []
-        for name, _ in self._tensor_params:
-            t = getattr(self, name)
-            if t is not None:
-                extra.append(f"{name}={_tensor_repr(t)}")
-        body = ", ".join([self._short(), *extra])
-        return f"{type(self).__name__}({body})"
+        body = ",\n".join(textwrap.indent(field, "    ") for field in self._repr_fields())
+        return f"{self._repr_name()}(\n{body})"
 
 
-def _tensor_repr(t: torch.Tensor) -> str:
-    """Short repr of a parameter tensor: the unique value when constant, else shape+dtype."""
-    if t.numel() == 0:
-        return f"Tensor(shape={tuple(t.shape)})"
-    flat = t.reshape(-1)
-    if t.device.type == "cpu" and bool((flat == flat[0]).all()):
-        return f"{flat[0].item()!r}"
-    return f"Tensor(shape={tuple(t.shape)}, dtype={t.dtype})"
+def _chain(steps: list[Callable]) -> Callable[[Any], Any]:
+    def run(val: Any) -> Any:
+        for step in steps:
+            val = step(val)
+        return val
+
+    return run
 
 
 def is_index(key: Any) -> bool:
-    """Whether ``key`` is an index (int/slice/tensor/...) rather than a (nested) string key."""
+    """Whether ``key`` is an index (int/slice/tensor/...) rather than a (nested) string key.
+
+    Examples:
+        >>> is_index(0), is_index((slice(None), 1)), is_index(("a", "b"))
+        (True, True, False)
+    """
     if isinstance(key, str):
         return False
     if isinstance(key, tuple):
@@ -622,4 +683,3 @@ def is_index(key: Any) -> bool:
             return True
         return not all(isinstance(k, (str, tuple)) and not is_index(k) for k in key)
     return isinstance(key, _INDEX_TYPES) or isinstance(key, np.integer)
-

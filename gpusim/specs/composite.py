@@ -2,91 +2,55 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
 
+from gpusim.specs._composite_data import CompositeDataMixin
+from gpusim.specs._keys import KeysView, NestedKey, pack, unravel
+from gpusim.specs._lock import LockMixin
+from gpusim.specs._names import NamesMixin
+from gpusim.specs._shapes import DYNAMIC, as_size, expand_index, index_plan, safe_size, shape_args
 from gpusim.specs.base import (
     DEVICE_TYPING,
     TensorSpec,
-    _expand_ellipsis,
-    _indexed_shape,
-    _shape_args,
-    as_size,
     is_index,
     make_device,
+    spec_torch_function,
 )
 
 __all__ = ["Composite", "NestedKey"]
 
-NestedKey = str | tuple
 
 _NO_DEFAULT = object()
-
-
-def _unravel(key: Any) -> tuple[str, ...]:
-    """Flattens a (nested) string key into a tuple of strings."""
-    if isinstance(key, str):
-        return (key,)
-    if isinstance(key, tuple):
-        out: list[str] = []
-        for k in key:
-            out.extend(_unravel(k))
-        if not out:
-            raise KeyError("empty key ()")
-        return tuple(out)
-    raise KeyError(f"keys must be strings or tuples of strings, got {key!r}")
-
-
-def _pack(key: tuple[str, ...]) -> NestedKey:
-    return key[0] if len(key) == 1 else key
-
-
-class _KeysView:
-    """A list of (nested) keys supporting ``in`` with str or tuple keys, ``len`` and iteration."""
-
-    def __init__(self, keys: list[NestedKey]) -> None:
-        self._keys = keys
-        self._set = {_unravel(k) for k in keys}
-
-    def __iter__(self) -> Iterator[NestedKey]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            return _unravel(key) in self._set
-        except KeyError:
-            return False
-
-    def __eq__(self, other: object) -> bool:
-        try:
-            return {_unravel(k) for k in other} == self._set  # type: ignore[union-attr]
-        except (TypeError, KeyError):
-            return False
-
-    def __repr__(self) -> str:
-        return f"keys({self._keys!r})"
+_RESERVED = frozenset({"shape", "device", "dtype", "space"})
+_ATTRS = frozenset({"shape", "device", "batch_size", "names", "is_locked", "data_cls", "step_mdp_static"})
 
 
 def _is_composite_cls(cls: type) -> bool:
     return issubclass(cls, Composite)
 
 
-class Composite:
+class Composite(NamesMixin, CompositeDataMixin, LockMixin):
     """A mapping of string keys to specs (or nested Composites) sharing leading batch dims.
 
     Every child's shape must start with the composite's ``shape``. Keys may be nested tuples:
     ``c["a", "b"]`` reaches into nested Composites, and setting a nested key creates the missing
-    intermediate Composites (with the parent's shape and device). ``None`` values are placeholders.
+    intermediate Composites (with the shape and device of the Composite being set into). ``None``
+    values are placeholders. A nested Composite with fewer dims than ``shape`` (e.g. ``()``) is
+    copied with its shape set to ``shape``.
 
     Args:
-        spec_dict: optional mapping of entries (dict values become nested Composites).
-        shape: the batch dims shared by all children (default ``()``).
+        *args: at most one mapping of entries (dict values become nested Composites; tuple keys
+            make nested entries).
+        shape: the batch dims shared by all children (default ``()``; ``batch_size`` is an
+            alias).
         device: the device of all children (they are moved there), or None (heterogeneous).
+        data_cls: the tensordict class ``rand``/``zero``/``one`` build (default ``TensorDict``).
+        step_mdp_static: whether the whole entry is copied as is by ``step_mdp``.
+        names: names of the batch dims (passed on to nested Composites and generated data).
         **kwargs: more entries.
 
     Raises:
@@ -109,35 +73,67 @@ class Composite:
         torch.Size([2, 3])
     """
 
+    domain = "composite"
+
+    @classmethod
+    def __torch_function__(
+        cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        return spec_torch_function(func, types, args, kwargs)
+
     def __init__(
         self,
-        spec_dict: Mapping[str, Any] | None = None,
-        shape: Any = (),
+        *args: Any,
+        shape: Any = None,
         device: DEVICE_TYPING | None = None,
+        data_cls: type | None = None,
+        step_mdp_static: bool = False,
+        names: list | None = None,
         **kwargs: Any,
     ) -> None:
+        batch_size = kwargs.pop("batch_size", None)
+        if batch_size is not None:
+            if shape is not None:
+                raise TypeError("Composite: cannot specify both batch_size and shape")
+            shape = batch_size
         object.__setattr__(self, "_locked", False)
+        object.__setattr__(self, "_lock_parents", [])
         self._shape = as_size(shape)
         self._device = None if device is None else make_device(device)
         self._specs: dict[str, Any] = {}
-        entries: dict[str, Any] = {}
-        if spec_dict is not None:
+        self._names: list | None = None
+        self._memo: bool = False
+        self.data_cls = data_cls
+        self.step_mdp_static = bool(step_mdp_static)
+        if len(args) > 1:
+            raise TypeError(
+                f"Composite: expected at most one positional mapping of specs, got {len(args)}"
+            )
+        entries: list[tuple[Any, Any]] = []
+        if args and args[0] is not None:
+            spec_dict = args[0]
             if isinstance(spec_dict, Composite):
-                entries.update(spec_dict._specs)
+                entries.extend(spec_dict._specs.items())
             elif isinstance(spec_dict, Mapping):
-                entries.update(spec_dict)
+                entries.extend(spec_dict.items())
             else:
                 raise TypeError(
-                    f"Composite: spec_dict must be a mapping, got {type(spec_dict).__name__}"
+                    f"Composite: expected a dict of specs, got {type(spec_dict).__name__}"
                 )
-        entries.update(kwargs)
-        for key, value in entries.items():
+        entries.extend(kwargs.items())
+        for key, value in entries:
             self.set(key, value)
+        if names is not None:
+            self.names = names
 
     # ------------------------------------------------------------------ attrs
     @property
     def shape(self) -> torch.Size:
-        """The batch dims shared by every child."""
+        """The batch dims shared by every child.
+
+        Setting it checks the leaves and sets the shape of nested Composites whose shape does not
+        start with the new one.
+        """
         return self._shape
 
     @shape.setter
@@ -145,11 +141,17 @@ class Composite:
         self._check_unlocked("set the shape of")
         new = as_size(value)
         for key, spec in self._specs.items():
-            if spec is not None and spec.shape[: len(new)] != new:
+            if spec is None or spec.shape[: len(new)] == new:
+                continue
+            if isinstance(spec, Composite):
+                spec.shape = new
+            else:
                 raise ValueError(
                     f"Composite: cannot set shape {tuple(new)}: child {key!r} has shape "
                     f"{tuple(spec.shape)} which does not start with it"
                 )
+        if len(new) != len(self._shape):
+            self._names = None
         self._shape = new
 
     batch_size = shape
@@ -159,9 +161,17 @@ class Composite:
         """Number of batch dims."""
         return len(self._shape)
 
+    def ndimension(self) -> int:
+        """Number of batch dims (same as :attr:`ndim`)."""
+        return self.ndim
+
     def numel(self) -> int:
-        """Number of batch elements."""
-        return self._shape.numel()
+        """Number of batch elements (dynamic dims count as 1)."""
+        return safe_size(self._shape).numel()
+
+    @property
+    def _safe_shape(self) -> torch.Size:
+        return safe_size(self._shape)
 
     @property
     def device(self) -> torch.device | None:
@@ -172,7 +182,10 @@ class Composite:
     def device(self, value: DEVICE_TYPING | None) -> None:
         self._check_unlocked("set the device of")
         if value is None:
-            self._device = None
+            if self._device is not None:
+                raise RuntimeError(
+                    "To erase the device of a Composite, call spec.clear_device_()."
+                )
             return
         device = make_device(value)
         for key, spec in self._specs.items():
@@ -183,49 +196,26 @@ class Composite:
                     self._specs[key] = spec.to(device)
         self._device = device
 
-    @property
-    def is_locked(self) -> bool:
-        """Whether modifications raise."""
-        return self._locked
-
-    @property
-    def locked(self) -> bool:
-        """Alias of :attr:`is_locked`."""
-        return self._locked
-
-    def lock_(self, recurse: bool = True) -> Composite:
-        """Locks the composite (and nested Composites when ``recurse``); returns self.
+    def clear_device_(self) -> Composite:
+        """Erases the device of the composite and of its nested Composites; returns self.
 
         Examples:
             >>> from gpusim.specs import Unbounded
-            >>> c = Composite(a=Unbounded()).lock_()
-            >>> c["b"] = Unbounded()
-            Traceback (most recent call last):
-            ...
-            RuntimeError: Cannot modify a locked Composite (tried to set key 'b').
+            >>> Composite(a=Unbounded(), device="cpu").clear_device_().device is None
+            True
         """
-        object.__setattr__(self, "_locked", True)
-        if recurse:
-            for spec in self._specs.values():
-                if isinstance(spec, Composite):
-                    spec.lock_(recurse=True)
+        self._check_unlocked("clear the device of")
+        self._device = None
+        for spec in self._specs.values():
+            if spec is not None:
+                spec.clear_device_()
         return self
 
-    def unlock_(self, recurse: bool = True) -> Composite:
-        """Unlocks the composite (and nested Composites when ``recurse``); returns self."""
-        object.__setattr__(self, "_locked", False)
-        if recurse:
-            for spec in self._specs.values():
-                if isinstance(spec, Composite):
-                    spec.unlock_(recurse=True)
-        return self
-
-    def _check_unlocked(self, what: str) -> None:
-        if self._locked:
-            raise RuntimeError(f"Cannot modify a locked Composite (tried to {what}).")
+    def _nested_composites(self) -> list[Composite]:
+        return [s for s in self._specs.values() if isinstance(s, Composite)]
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_") or name in ("shape", "device", "batch_size"):
+        if name.startswith("_") or name in _ATTRS:
             if getattr(self, "_locked", False) and name in ("_shape", "_device", "_specs"):
                 raise RuntimeError(f"Cannot modify a locked Composite (tried to set {name}).")
             object.__setattr__(self, name, value)
@@ -235,7 +225,7 @@ class Composite:
         )
 
     # ------------------------------------------------------------------ mapping
-    def _validate(self, key: str, value: Any) -> Any:
+    def _validate(self, key: NestedKey, value: Any) -> Any:
         if value is None:
             return None
         if isinstance(value, Mapping) and not isinstance(value, Composite):
@@ -245,47 +235,75 @@ class Composite:
                 f"Composite: value for key {key!r} must be a TensorSpec, a Composite, a dict or "
                 f"None, got {type(value).__name__}"
             )
-        if value.shape[: self.ndim] != self._shape:
-            raise ValueError(
-                f"Composite: the shape of key {key!r} is {tuple(value.shape)}, which does not "
-                f"start with the Composite shape {tuple(self._shape)}"
-            )
         if self._device is not None and value.device != self._device:
-            if isinstance(value, Composite) and not value.is_locked:
+            if isinstance(value, Composite) and not value.is_locked and value.device is None:
                 value.device = self._device  # in place: the caller's object is the one stored
             else:
                 value = value.to(self._device)
-        if self._locked and isinstance(value, Composite):
-            value.lock_()
+        shape = value.shape
+        if shape[: self.ndim] != self._shape:
+            from gpusim.specs.nontensor import NonTensor
+
+            grows = (
+                isinstance(value, (Composite, NonTensor))
+                and value.ndim < self.ndim
+                and self._shape[: value.ndim] == shape
+            )
+            if not grows:
+                raise ValueError(
+                    f"Composite: the shape of key {key!r} is {tuple(shape)}, which does not "
+                    f"start with the Composite shape {tuple(self._shape)}"
+                )
+            value = value.clone()
+            try:
+                value.shape = self._shape
+            except ValueError as err:
+                raise ValueError(
+                    f"Composite: the entry {key!r} of shape {tuple(shape)} cannot take the "
+                    f"Composite shape {tuple(self._shape)}: {err}"
+                ) from err
+        register = getattr(value, "_register_batch_size", None)
+        if register is not None:
+            register(self._shape)
         return value
 
     def set(self, key: NestedKey, spec: Any) -> Composite:
         """Sets ``key`` (str or nested tuple) to ``spec``; returns self.
 
-        Missing intermediate Composites are created with this composite's shape and device.
+        Missing intermediate Composites are created with the shape and device of the Composite
+        they are created in. Only the Composite that receives the entry must be unlocked.
+
+        Raises:
+            AttributeError: for the reserved names ``shape``, ``device``, ``dtype``, ``space``.
 
         Examples:
             >>> from gpusim.specs import Unbounded
             >>> c = Composite()
             >>> c.set(("a", "b"), Unbounded()).keys(include_nested=True)
-            keys(['a', ('a', 'b')])
+            keys([('a', 'b'), 'a'])
         """
-        parts = _unravel(key)
-        self._check_unlocked(f"set key {_pack(parts)!r}")
+        parts = unravel(key)
         node = self
         for part in parts[:-1]:
             child = node._specs.get(part)
             if child is None:
+                node._check_unlocked(f"set key {pack(parts)!r}")
                 child = Composite(shape=node._shape, device=node._device)
                 node._specs[part] = child
             elif not isinstance(child, Composite):
                 raise KeyError(
-                    f"cannot set {_pack(parts)!r}: {part!r} holds a {type(child).__name__}, "
+                    f"cannot set {pack(parts)!r}: {part!r} holds a {type(child).__name__}, "
                     "not a Composite"
                 )
-            child._check_unlocked(f"set key {_pack(parts)!r}")
             node = child
-        node._specs[parts[-1]] = node._validate(_pack(parts), spec)
+        leaf = parts[-1]
+        if leaf in _RESERVED:
+            raise AttributeError(
+                f"Composite[{leaf!r}] cannot be set: {leaf!r} is a reserved name "
+                "(shape, device, dtype and space are attributes)"
+            )
+        node._check_unlocked(f"set key {pack(parts)!r}")
+        node._specs[leaf] = node._validate(pack(parts), spec)
         return self
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -300,43 +318,47 @@ class Composite:
         for i, part in enumerate(parts):
             if not isinstance(node, Composite):
                 raise KeyError(
-                    f"key {_pack(parts)!r} not found: {_pack(parts[:i])!r} is a "
+                    f"key {pack(parts)!r} not found: {pack(parts[:i])!r} is a "
                     f"{type(node).__name__}, not a Composite"
                 )
-            if part not in node._specs:
-                raise KeyError(
-                    f"key {_pack(parts)!r} not found in Composite with keys {list(node._specs)}"
-                )
-            node = node._specs[part]
+            node = node._get_child(part, parts)
         return node
+
+    def _get_child(self, part: str, parts: tuple[str, ...]) -> Any:
+        if part not in self._specs:
+            if part in _RESERVED:
+                raise AttributeError(f"Composite has no key {part!r} ({part!r} is an attribute)")
+            raise KeyError(
+                f"key {pack(parts)!r} not found in Composite with keys {list(self._specs)}"
+            )
+        return self._specs[part]
 
     def __getitem__(self, key: Any) -> Any:
         if is_index(key):
             return self._index(key)
-        return self._get_node(_unravel(key))
+        return self._get_node(unravel(key))
 
     def get(self, key: NestedKey, default: Any = _NO_DEFAULT) -> Any:
         """Returns the entry at ``key``, or ``default`` when missing (KeyError without one)."""
         try:
-            return self._get_node(_unravel(key))
+            return self._get_node(unravel(key))
         except KeyError:
             if default is _NO_DEFAULT:
                 raise
             return default
 
     def __delitem__(self, key: NestedKey) -> None:
-        parts = _unravel(key)
+        parts = unravel(key)
         parent = self._get_node(parts[:-1]) if len(parts) > 1 else self
         if not isinstance(parent, Composite) or parts[-1] not in parent._specs:
-            raise KeyError(f"key {_pack(parts)!r} not found")
-        self._check_unlocked(f"delete key {_pack(parts)!r}")
-        parent._check_unlocked(f"delete key {_pack(parts)!r}")
+            raise KeyError(f"key {pack(parts)!r} not found")
+        parent._check_unlocked(f"delete key {pack(parts)!r}")
         del parent._specs[parts[-1]]
 
     def pop(self, key: NestedKey, default: Any = _NO_DEFAULT) -> Any:
         """Removes and returns the entry at ``key`` (``default`` when missing, if given)."""
         try:
-            value = self._get_node(_unravel(key))
+            value = self._get_node(unravel(key))
         except KeyError:
             if default is _NO_DEFAULT:
                 raise
@@ -344,10 +366,28 @@ class Composite:
         del self[key]
         return value
 
+    def separates(self, *keys: NestedKey, default: Any = None) -> Composite | None:
+        """Pops ``keys`` into a new Composite (None when none of them held a spec).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> c = Composite(a=Unbounded(), b=Unbounded())
+            >>> list(c.separates("a").keys()), list(c.keys())
+            (['a'], ['b'])
+        """
+        out = None
+        for key in keys:
+            value = self.pop(key, default)
+            if value is not None:
+                if out is None:
+                    out = Composite(shape=self._shape, device=self._device)
+                out[key] = value
+        return out
+
     def __contains__(self, key: object) -> bool:
         try:
-            self._get_node(_unravel(key))
-        except KeyError:
+            self._get_node(unravel(key))
+        except (KeyError, AttributeError):
             return False
         return True
 
@@ -357,6 +397,9 @@ class Composite:
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._specs))
 
+    def _top_items(self) -> list[tuple[str, Any]]:
+        return list(self._specs.items())
+
     def _walk(
         self,
         include_nested: bool,
@@ -364,14 +407,16 @@ class Composite:
         is_leaf: Callable[[type], bool] | None,
         prefix: tuple[str, ...] = (),
     ) -> Iterator[tuple[NestedKey, Any]]:
+        """Entries in TorchRL's (and TensorDict's) order: a nested Composite's entries come
+        before its own key."""
         is_leaf = is_leaf or (lambda cls: not _is_composite_cls(cls))
-        for key, spec in self._specs.items():
+        for key, spec in self._top_items():
             full = (*prefix, key)
             leaf = spec is None or is_leaf(type(spec))
-            if not leaves_only or leaf:
-                yield _pack(full), spec
             if include_nested and isinstance(spec, Composite) and not leaf:
                 yield from spec._walk(include_nested, leaves_only, is_leaf, full)
+            if not leaves_only or leaf:
+                yield pack(full), spec
 
     def keys(
         self,
@@ -379,10 +424,11 @@ class Composite:
         leaves_only: bool = False,
         *,
         is_leaf: Callable[[type], bool] | None = None,
-    ) -> _KeysView:
+        step_mdp_static_only: bool = False,
+    ) -> KeysView:
         """The keys, nested ones as tuples when ``include_nested``; ``leaves_only`` skips
         Composites. ``is_leaf(spec_class)`` decides what counts as a leaf (default: not a
-        Composite).
+        Composite). Nested entries are listed before the key of their Composite.
 
         Examples:
             >>> from gpusim.specs import Unbounded
@@ -390,7 +436,10 @@ class Composite:
             >>> list(c.keys(True, True))
             ['a', ('b', 'c')]
         """
-        return _KeysView([k for k, _ in self._walk(include_nested, leaves_only, is_leaf)])
+        items = self.items(include_nested, leaves_only, is_leaf=is_leaf)
+        if step_mdp_static_only:
+            items = [(k, v) for k, v in items if getattr(v, "step_mdp_static", False)]
+        return KeysView([k for k, _ in items])
 
     def items(
         self,
@@ -423,7 +472,7 @@ class Composite:
             [('a', 'b'), ('a', 'c')]
         """
         self._check_unlocked("update")
-        items = other._specs.items() if isinstance(other, Composite) else other.items()
+        items = other.items() if isinstance(other, (Composite, Mapping)) else other
         for key, value in items:
             current = self.get(key, None)
             if isinstance(value, Composite) and isinstance(current, Composite):
@@ -432,9 +481,18 @@ class Composite:
                 self.set(key, value)
         return self
 
+    def _like(self, specs: dict[str, Any], shape: Any, device: Any, names: list | None) -> Composite:
+        """A new Composite holding ``specs`` (set without checks) with this one's settings."""
+        out = Composite(shape=shape, device=device, data_cls=self.data_cls,
+                        step_mdp_static=self.step_mdp_static)
+        out._specs = specs
+        if names is not None and len(names) == out.ndim and any(n is not None for n in names):
+            out._names = list(names)
+        return out
+
     def empty(self) -> Composite:
         """A Composite with the same shape and device and no entries."""
-        return Composite(shape=self._shape, device=self._device)
+        return self._like({}, self._shape, self._device, None)
 
     def select(self, *keys: NestedKey, strict: bool = True) -> Composite:
         """A new Composite holding only ``keys`` (nested keys allowed); missing keys raise
@@ -468,19 +526,19 @@ class Composite:
         """Whether there are no entries (with ``recurse``: no leaves in nested Composites)."""
         if not recurse:
             return not self._specs
-        return not self.keys(True, True)
+        return not any(v is not None for v in self.values(True, True))
 
     # ------------------------------------------------------------------ indexing / shape
-    def _map(self, fn: Callable[[Any], Any], shape: torch.Size, device: Any) -> Composite:
-        out = Composite(shape=shape, device=device)
-        for key, spec in self._specs.items():
-            out._specs[key] = None if spec is None else fn(spec)
-        return out
+    def _map(
+        self, fn: Callable[[Any], Any], shape: torch.Size, device: Any, names: list | None = None
+    ) -> Composite:
+        specs = {key: None if spec is None else fn(spec) for key, spec in self._specs.items()}
+        return self._like(specs, shape, device, names)
 
     def _index(self, idx: Any) -> Composite:
-        nidx = _expand_ellipsis(idx, self.ndim)
-        new_shape = _indexed_shape(self._shape, nidx)
-        return self._map(lambda s: s[nidx], new_shape, self._device)
+        nidx = expand_index(idx, self.ndim)
+        new_shape = index_plan(self._shape, nidx)[0]
+        return self._map(lambda s: s[nidx], new_shape, self._device, self._names_after_index(nidx))
 
     def expand(self, *shape: Any) -> Composite:
         """Returns a Composite with new batch dims ``shape`` (must end with the current shape).
@@ -490,41 +548,40 @@ class Composite:
             >>> Composite(a=Unbounded(shape=(3, 2)), shape=(3,)).expand(5, 3)["a"].shape
             torch.Size([5, 3, 2])
         """
-        new = list(_shape_args(shape))
-        if len(new) < self.ndim:
+        new = shape_args(shape)
+        ok = len(new) >= self.ndim and all(
+            n == c or c == 1 for n, c in zip(new[len(new) - self.ndim :], self._shape)
+        )
+        if not ok:
             raise ValueError(
-                f"expand: new shape {tuple(new)} has fewer dims than Composite shape "
-                f"{tuple(self._shape)}"
+                f"The last {self.ndim} of the expanded shape {tuple(new)} must match the shape "
+                f"{tuple(self._shape)} of the Composite spec in expand()."
             )
-        lead = len(new) - self.ndim
-        for i, cur in enumerate(self._shape):
-            if new[lead + i] == -1:
-                new[lead + i] = cur
-            elif new[lead + i] != cur and cur != 1:
-                raise ValueError(
-                    f"expand: new shape {tuple(new)} must end with the Composite shape "
-                    f"{tuple(self._shape)}"
-                )
-        new_shape = torch.Size(new)
+        names = None
+        if self._names is not None:
+            names = [None] * (len(new) - self.ndim) + self._names
         return self._map(
-            lambda s: s.expand(*new_shape, *s.shape[self.ndim :]), new_shape, self._device
+            lambda s: s.expand(*new, *s.shape[self.ndim :]), new, self._device, names
         )
 
     def squeeze(self, dim: int | None = None) -> Composite:
-        """Removes size-1 batch dims (all, or ``dim``)."""
+        """Removes size-1 batch dims (all, or ``dim``); returns self when there is none."""
         if dim is None:
             out = self
             for d in reversed(range(self.ndim)):
                 if self._shape[d] == 1:
                     out = out.squeeze(d)
-            return out if out is not self else self.clone()
+            return out
         d = dim + self.ndim if dim < 0 else dim
         if not 0 <= d < self.ndim:
             raise ValueError(f"squeeze: dim {dim} out of range for shape {tuple(self._shape)}")
         if self._shape[d] != 1:
-            return self.clone()
+            return self
         new_shape = torch.Size(s for i, s in enumerate(self._shape) if i != d)
-        return self._map(lambda s: s.squeeze(d), new_shape, self._device)
+        names = None
+        if self._names is not None:
+            names = [n for i, n in enumerate(self._names) if i != d]
+        return self._map(lambda s: s.squeeze(d), new_shape, self._device, names)
 
     def unsqueeze(self, dim: int) -> Composite:
         """Inserts a size-1 batch dim at ``dim`` (negative dims count from the batch end)."""
@@ -532,34 +589,72 @@ class Composite:
         if not 0 <= d <= self.ndim:
             raise ValueError(f"unsqueeze: dim {dim} out of range for shape {tuple(self._shape)}")
         new_shape = torch.Size((*self._shape[:d], 1, *self._shape[d:]))
-        return self._map(lambda s: s.unsqueeze(d), new_shape, self._device)
+        names = None
+        if self._names is not None:
+            names = [*self._names[:d], None, *self._names[d:]]
+        return self._map(lambda s: s.unsqueeze(d), new_shape, self._device, names)
+
+    def unbind(self, dim: int = 0) -> tuple[Composite, ...]:
+        """Splits along batch dim ``dim`` into a tuple of Composites.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> parts = Composite(a=Unbounded(shape=(2, 3)), shape=(2,)).unbind(0)
+            >>> len(parts), parts[0]["a"].shape
+            (2, torch.Size([3]))
+        """
+        d = dim + self.ndim if dim < 0 else dim
+        if not 0 <= d < self.ndim:
+            raise ValueError(f"Cannot unbind along dim {dim} with shape {tuple(self._shape)}.")
+        if self._shape[d] == DYNAMIC:
+            raise ValueError(f"Cannot unbind along the dynamic dim {dim} of {tuple(self._shape)}.")
+        lead = (slice(None),) * d
+        return tuple(self[(*lead, i)] for i in range(self._shape[d]))
 
     def reshape(self, *shape: Any) -> Composite:
         """Reshapes the batch dims (children keep their trailing dims)."""
-        target = torch.empty((), dtype=torch.uint8).expand(self._shape).reshape(
-            _shape_args(shape)
+        target = torch.empty((), dtype=torch.uint8).expand(self._safe_shape).reshape(
+            shape_args(shape)
         ).shape
         return self._map(
             lambda s: s.reshape(*target, *s.shape[self.ndim :]), target, self._device
         )
 
+    view = reshape
+
+    def flatten(self, start_dim: int, end_dim: int) -> Composite:
+        """Flattens batch dims ``start_dim..end_dim`` into one."""
+        shape = torch.empty(self._safe_shape, device="meta").flatten(start_dim, end_dim).shape
+        return self.reshape(shape)
+
+    def unflatten(self, dim: int, sizes: Any) -> Composite:
+        """Splits batch dim ``dim`` into ``sizes``."""
+        shape = torch.empty(self._safe_shape, device="meta").unflatten(dim, sizes).shape
+        return self.reshape(shape)
+
     # ------------------------------------------------------------------ copies / devices
     def clone(self) -> Composite:
         """A deep, unlocked copy."""
-        return self._map(lambda s: s.clone(), self._shape, self._device)
+        return self._map(lambda s: s.clone(), self._shape, self._device, self._names)
 
-    def to(self, dest: DEVICE_TYPING | torch.dtype) -> Composite:
+    def to(self, dest: DEVICE_TYPING | torch.dtype | None) -> Composite:
         """A copy on another device (sets :attr:`device`), or with every leaf cast to a dtype.
+
+        Returns self when it is on ``dest`` already.
 
         Examples:
             >>> from gpusim.specs import Unbounded
             >>> Composite(a=Unbounded()).to("cpu").device
             device(type='cpu')
         """
+        if dest is None:
+            return self
         if isinstance(dest, torch.dtype):
-            return self._map(lambda s: s.to(dest), self._shape, self._device)
+            return self._map(lambda s: s.to(dest), self._shape, self._device, self._names)
         device = make_device(dest)
-        return self._map(lambda s: s.to(device), self._shape, device)
+        if self._device == device:
+            return self
+        return self._map(lambda s: s.to(device), self._shape, device, self._names)
 
     def cpu(self) -> Composite:
         """A copy on the cpu."""
@@ -569,127 +664,26 @@ class Composite:
         """A copy on a CUDA device."""
         return self.to("cuda" if device is None else torch.device("cuda", device))
 
-    # ------------------------------------------------------------------ generation
-    def _build(self, shape: Any, method: str) -> Any:
-        from tensordict import TensorDict
-
-        prefix = as_size(shape)
-        source = {}
-        for key, spec in self._specs.items():
-            if spec is not None:
-                source[key] = getattr(spec, method)(prefix)
-        return TensorDict(
-            source, batch_size=torch.Size((*prefix, *self._shape)), device=self._device
-        )
-
-    def rand(self, shape: Any = ()) -> Any:
-        """A random TensorDict with batch size ``(*shape, *self.shape)``."""
-        return self._build(shape, "rand")
-
-    def zero(self, shape: Any = ()) -> Any:
-        """A TensorDict of zeros with batch size ``(*shape, *self.shape)``.
-
-        Examples:
-            >>> from gpusim.specs import Unbounded
-            >>> Composite(a=Unbounded(shape=(2, 3)), shape=(2,)).zero()["a"].shape
-            torch.Size([2, 3])
-        """
-        return self._build(shape, "zero")
-
-    def one(self, shape: Any = ()) -> Any:
-        """A TensorDict of ones with batch size ``(*shape, *self.shape)``."""
-        return self._build(shape, "one")
-
-    # ------------------------------------------------------------------ membership
-    def invalid_reason(self, td: Any) -> str | None:
-        """Why ``td`` is not in the spec (naming the key), or None when it is."""
-        for key, spec in self.items(include_nested=True, leaves_only=True):
-            if spec is None:
-                continue
-            if key not in td.keys(include_nested=True):
-                return f"key {key!r} is missing"
-            value = td.get(key)
-            reason = spec.invalid_reason(value)
-            if reason is not None:
-                return f"key {key!r}: {reason}"
-        return None
-
-    def is_in(self, td: Any) -> bool:
-        """Whether every spec key is in ``td`` with a value inside its spec."""
-        return self.invalid_reason(td) is None
-
-    def assert_is_in(self, td: Any) -> None:
-        """Raises ValueError naming the first key whose value is missing or outside its spec."""
-        reason = self.invalid_reason(td)
-        if reason is not None:
-            raise ValueError(f"value not in Composite: {reason}")
-
-    def type_check(self, value: Any, selected_keys: NestedKey | list | None = None) -> None:
-        """Type-checks the leaves of ``value`` (a TensorDict) present in the spec."""
-        for key, spec in self.items(include_nested=True, leaves_only=True):
-            if spec is None or (selected_keys is not None and key not in selected_keys):
-                continue
-            if key in value.keys(include_nested=True):
-                spec.type_check(value.get(key), key)
-
-    def project(self, td: Any) -> Any:
-        """A shallow copy of ``td`` with every spec leaf projected inside its spec."""
-        out = td.clone(False)
-        for key, spec in self.items(include_nested=True, leaves_only=True):
-            if spec is None or key not in td.keys(include_nested=True):
-                continue
-            out.set(key, spec.project(td.get(key)))
-        return out
-
-    def encode(self, vals: Mapping[str, Any]) -> Any:
-        """A TensorDict built from a (nested) dict of numpy arrays / lists / scalars / tensors.
-
-        Raises:
-            KeyError: for a key the spec does not hold.
-
-        Examples:
-            >>> from gpusim.specs import Unbounded
-            >>> Composite(a=Unbounded(shape=(2,))).encode({"a": [1.0, 2.0]})["a"]
-            tensor([1., 2.])
-        """
-        from tensordict import TensorDict
-
-        source = {}
-        for key, val in vals.items():
-            if key not in self._specs:
-                raise KeyError(f"encode: key {key!r} is not in the spec (keys {list(self._specs)})")
-            spec = self._specs[key]
-            if spec is None:
-                raise KeyError(f"encode: key {key!r} has no spec (None)")
-            source[key] = spec.encode(val)
-        return TensorDict(source, batch_size=self._shape, device=self._device)
-
-    def to_numpy(self, td: Any, safe: bool | None = None) -> dict:
-        """A nested dict of numpy arrays (keys held by the spec only)."""
-        out = {}
-        for key, spec in self._specs.items():
-            if spec is not None and key in td.keys():
-                out[key] = spec.to_numpy(td.get(key), safe)
-        return out
-
     # ------------------------------------------------------------------ comparison / repr
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Composite):
+        if type(other) is not type(self):
             return False
-        if self._shape != other._shape or self._device != other._device:
+        if self._shape != other._shape or self._device != other._device:  # type: ignore[attr-defined]
             return False
-        if set(self._specs) != set(other._specs):
+        if set(self._specs) != set(other._specs):  # type: ignore[attr-defined]
             return False
-        return all(self._specs[k] == other._specs[k] for k in self._specs)
+        if self.data_cls != other.data_cls:  # type: ignore[attr-defined]
+            return False
+        return all(self._specs[k] == other._specs[k] for k in self._specs)  # type: ignore[attr-defined]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        lines = [f"{key}: {spec!r}" for key, spec in self._specs.items()]
-        lines.append(f"shape={tuple(self._shape)}, device={self._device}, locked={self._locked}")
-        body = ",\n".join("    " + line.replace("\n", "\n    ") for line in lines)
-        return f"Composite(\n{body})"
-
-    def ndimension(self) -> int:
-        """Number of batch dims (same as :attr:`ndim`)."""
-        return self.ndim
+        tail = f"device={self._device},\n    shape={self.shape},\n    data_cls={self.data_cls})"
+        if not self._specs:
+            return f"Composite(device={self._device}, shape={self.shape}, data_cls={self.data_cls})"
+        fields = ",\n".join(textwrap.indent(f"{k}: {v}", "    ") for k, v in self._specs.items())
+        return f"Composite(\n{fields},\n    {tail}"

@@ -13,8 +13,9 @@ Examples:
     >>> from gpusim.specs import Bounded
     >>> from gpusim.transforms._spec_utils import map_leaf
     >>> spec = Bounded(0, 255, shape=(4, 3), dtype=torch.uint8)
-    >>> map_leaf(spec, lambda x: x.float() / 255, key="pixels", owner="Demo")
-    Bounded(domain='continuous', shape=(4, 3), dtype=torch.float32, device=cpu, low=0.0, high=1.0)
+    >>> new = map_leaf(spec, lambda x: x.float() / 255, key="pixels", owner="Demo")
+    >>> new.dtype, new.low.unique().item(), new.high.unique().item()
+    (torch.float32, 0.0, 1.0)
 """
 
 from __future__ import annotations

@@ -195,17 +195,34 @@ def test_bounded_huge_range_does_not_overflow() -> None:
 
 
 # ---------------------------------------------------------------- discrete
-@pytest.mark.parametrize("n", [0, -2])
-def test_categorical_bad_n(n: int) -> None:
-    with pytest.raises(ValueError, match=f"n={n}"):
+@pytest.mark.parametrize("n", [-2, 1.5, "3"])
+def test_categorical_bad_n(n) -> None:
+    with pytest.raises(ValueError, match=f"n={n!r}"):
         Categorical(n)
 
 
 def test_categorical_dtype_checks() -> None:
-    with pytest.raises(ValueError, match="float32"):
-        Categorical(3, dtype=torch.float32)
     with pytest.raises(ValueError, match="bool"):
         Categorical(3, dtype=torch.bool)
+    with pytest.raises(ValueError, match="int8"):
+        Categorical(1000, dtype=torch.int8)
+    # float dtypes hold integral categories (as in TorchRL)
+    spec = Categorical(3, shape=(50,), dtype=torch.float32)
+    x = spec.rand()
+    assert x.dtype == torch.float32 and spec.is_in(x) and bool((x == x.round()).all())
+    assert not spec.is_in(torch.full((50,), 0.5))
+    assert spec.project(torch.full((50,), 1.4)).tolist() == [1.0] * 50
+
+
+def test_categorical_empty_and_undefined_n() -> None:
+    assert Categorical(0, shape=(5, 3))[1].shape == (3,)
+    with pytest.raises(RuntimeError, match="n=0"):
+        Categorical(0).rand()
+    spec = Categorical(-1, shape=(2,))
+    with pytest.raises(RuntimeError, match="set_provisional_n"):
+        spec.rand()
+    spec.set_provisional_n(3)
+    assert spec.rand().shape == (2,) and spec.cardinality() == 3
 
 
 def test_categorical_mask() -> None:
@@ -257,8 +274,8 @@ def test_onehot_mask_respected() -> None:
 def test_multicategorical() -> None:
     with pytest.raises(ValueError, match="len\\(nvec\\)=2"):
         MultiCategorical([2, 3], shape=(3,))
-    with pytest.raises(ValueError, match="nvec entry=0"):
-        MultiCategorical([2, 0])
+    with pytest.raises(ValueError, match="nvec entry=-1"):
+        MultiCategorical([2, -1])
     spec = MultiCategorical([2, 3], shape=(1000, 2))
     x = spec.rand()
     assert set(x[:, 0].unique().tolist()) == {0, 1}
@@ -286,7 +303,7 @@ def test_multionehot() -> None:
 
 
 def test_binary() -> None:
-    with pytest.raises(ValueError, match="n or shape"):
+    with pytest.raises(TypeError, match="n or shape"):
         Binary()
     with pytest.raises(ValueError, match="n=3"):
         Binary(3, shape=(2,))
@@ -333,7 +350,7 @@ def test_type_check_and_to_numpy() -> None:
     with pytest.raises(TypeError, match="float32"):
         spec.type_check(torch.zeros(2, dtype=torch.int64))
     assert isinstance(spec.to_numpy(torch.zeros(2)), np.ndarray)
-    with pytest.raises(ValueError, match="cannot encode"):
+    with pytest.raises(RuntimeError, match="Shape mismatch"):
         spec.encode([1.0, 2.0, 3.0])
 
 

@@ -78,7 +78,12 @@ class GymWrapper(EnvBase):
         >>> import gymnasium as gym
         >>> env = GymWrapper(gym.make("CartPole-v1"), categorical_action_encoding=True)
         >>> env.action_spec
-        Categorical(n=2, shape=(), dtype=torch.int64, device=cpu)
+        Categorical(
+            shape=torch.Size([]),
+            space=CategoricalBox(n=2),
+            device=cpu,
+            dtype=torch.int64,
+            domain=discrete)
     """
 
     def __init__(

@@ -23,7 +23,12 @@ Examples:
     >>> import gymnasium as gym
     >>> spec, leaves = space_to_spec(gym.spaces.Discrete(3), batch_size=(4,), key=("action",))
     >>> spec
-    OneHot(n=3, shape=(4, 3), dtype=torch.int64, device=cpu)
+    OneHot(
+        shape=torch.Size([4, 3]),
+        space=CategoricalBox(n=3),
+        device=cpu,
+        dtype=torch.int64,
+        domain=discrete)
     >>> leaves[0].to_numpy(spec.rand()).shape
     (4,)
 """
@@ -436,7 +441,9 @@ def spec_to_space(spec: TensorSpec, batch_dims: int = 0) -> Any:
         return spaces.Discrete(spec.n)
     if isinstance(spec, OneHot):
         return spaces.Discrete(spec.n)
-    if isinstance(spec, (MultiCategorical, MultiOneHot)):
+    if isinstance(spec, MultiCategorical):  # nvec: a tensor of the spec shape
+        return spaces.MultiDiscrete(spec.nvec[(0,) * batch_dims].tolist())
+    if isinstance(spec, MultiOneHot):
         return spaces.MultiDiscrete(list(spec.nvec))
     if isinstance(spec, Binary):
         return spaces.MultiBinary(list(shape))

@@ -196,7 +196,9 @@ class VmasWrapper(EnvBase):
         def sig(spec):
             if isinstance(spec, Composite):
                 return tuple(sorted((k, sig(v)) for k, v in spec.items()))
-            return (type(spec).__name__, tuple(spec.shape), spec.dtype, getattr(spec, "n", None), tuple(getattr(spec, "nvec", ()) or ()))
+            nvec = getattr(spec, "nvec", ())
+            nvec = tuple(nvec.reshape(-1).tolist()) if isinstance(nvec, torch.Tensor) else tuple(nvec)
+            return (type(spec).__name__, tuple(spec.shape), spec.dtype, getattr(spec, "n", None), nvec)
 
         return tuple((name, sig(spec)) for name, spec in sorted(specs.items()))
 
