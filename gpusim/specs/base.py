@@ -183,7 +183,13 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
     # ------------------------------------------------------------------ basics
     @property
     def shape(self) -> torch.Size:
-        """The full shape, batch dims included (``-1``: dynamic dim)."""
+        """The full shape, batch dims included (``-1``: dynamic dim).
+
+        Examples:
+            >>> from gpusim.specs import OneHot
+            >>> OneHot(3, shape=(4, 3)).shape
+            torch.Size([4, 3])
+        """
         return self._shape
 
     @shape.setter
@@ -192,7 +198,13 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
 
     @property
     def device(self) -> torch.device:
-        """The device of the tensors the spec produces."""
+        """The device of the tensors the spec produces (use :meth:`to` to move a spec).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Unbounded(shape=(2,)).device
+            device(type='cpu')
+        """
         return self._device
 
     @device.setter
@@ -201,20 +213,47 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
 
     @property
     def ndim(self) -> int:
-        """Number of dims of :attr:`shape`."""
+        """Number of dims of :attr:`shape`.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Unbounded(shape=(4, 3)).ndim
+            2
+        """
         return len(self.shape)
 
     def ndimension(self) -> int:
-        """Number of dims of :attr:`shape` (same as :attr:`ndim`)."""
+        """Number of dims of :attr:`shape` (same as :attr:`ndim`).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Unbounded(shape=(4, 3)).ndimension()
+            2
+        """
         return self.ndim
 
     def numel(self) -> int:
-        """Number of elements of a tensor of this spec (dynamic dims count as 1)."""
+        """Number of elements of a tensor of this spec (dynamic dims count as 1).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Unbounded(shape=(4, 3)).numel(), Unbounded(shape=(-1, 3)).numel()
+            (12, 3)
+        """
         return self._safe_shape.numel()
 
     @property
     def batch_shape(self) -> torch.Size:
-        """Leading dims that index/expand/reshape act on (``shape`` minus event dims)."""
+        """Leading dims that index/expand/reshape act on (``shape`` minus event dims).
+
+        The event dims are the trailing dims a single value needs whole, e.g. the last dim of a
+        :class:`~gpusim.specs.OneHot`.
+
+        Examples:
+            >>> from gpusim.specs import OneHot, Unbounded
+            >>> OneHot(3, shape=(4, 3)).batch_shape, Unbounded(shape=(4, 3)).batch_shape
+            (torch.Size([4]), torch.Size([4, 3]))
+        """
         return self.shape[: self.ndim - self._event_ndim]
 
     @property
@@ -299,7 +338,14 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         return self._rand(self._full_shape(shape))
 
     def sample(self, shape: Any = None) -> torch.Tensor:
-        """Same as :meth:`rand`."""
+        """Same as :meth:`rand`.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> x = Bounded(0.0, 1.0, shape=(3,)).sample((2,))
+            >>> x.shape, bool(((x >= 0) & (x <= 1)).all())
+            (torch.Size([2, 3]), True)
+        """
         return self.rand(shape)
 
     def zero(self, shape: Any = None) -> torch.Tensor:
@@ -315,7 +361,14 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         return torch.zeros(self._full_shape(shape), dtype=self.dtype, device=self.device)
 
     def zeros(self, shape: Any = None) -> torch.Tensor:
-        """Same as :meth:`zero`."""
+        """Same as :meth:`zero`.
+
+        Examples:
+            >>> from gpusim.specs import Categorical
+            >>> Categorical(3, shape=(2,)).zeros((2,))
+            tensor([[0, 0],
+                    [0, 0]])
+        """
         return self.zero(shape)
 
     def one(self, shape: Any = None) -> torch.Tensor:
@@ -329,7 +382,14 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         return torch.ones(self._full_shape(shape), dtype=self.dtype, device=self.device)
 
     def ones(self, shape: Any = None) -> torch.Tensor:
-        """Same as :meth:`one`."""
+        """Same as :meth:`one`.
+
+        Examples:
+            >>> from gpusim.specs import Categorical
+            >>> Categorical(3, shape=(2,)).ones((2,))
+            tensor([[1, 1],
+                    [1, 1]])
+        """
         return self.one(shape)
 
     # ------------------------------------------------------------ membership
@@ -384,7 +444,14 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         return self.invalid_reason(val) is None
 
     def contains(self, val: Any) -> bool:
-        """Same as :meth:`is_in`."""
+        """Same as :meth:`is_in`.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Bounded(0.0, 1.0, shape=(2,))
+            >>> spec.contains(torch.tensor([0.0, 1.0])), spec.contains(torch.tensor([0.0, 1.5]))
+            (True, False)
+        """
         return self.is_in(val)
 
     def assert_is_in(self, val: Any) -> None:
@@ -558,15 +625,38 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         """The number of possible outcomes (discrete specs only).
 
         Raises:
-            NotImplementedError: for specs with infinitely many outcomes.
+            NotImplementedError: for specs whose outcomes cannot be counted.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> Categorical(3, shape=(2,)).cardinality()
+            3
+            >>> Unbounded().cardinality()
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: cardinality is not implemented for Unbounded specs
         """
         raise NotImplementedError(f"cardinality is not implemented for {type(self).__name__} specs")
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
         """Every possible outcome, stacked on a new leading dim (discrete specs only).
 
+        Args:
+            use_mask: drop the outcomes the spec mask forbids (specs with a mask only).
+
         Raises:
             NotImplementedError: for specs whose outcomes cannot be listed.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical
+            >>> Categorical(3, shape=(2,)).enumerate()
+            tensor([[0, 0],
+                    [1, 1],
+                    [2, 2]])
+            >>> Bounded(0.0, 1.0, shape=(2,)).enumerate()
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: enumerate is not implemented for Bounded specs
         """
         raise NotImplementedError(f"enumerate is not implemented for {type(self).__name__} specs")
 
@@ -596,11 +686,24 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         return self._replace(params=moved, _device=device)
 
     def cpu(self) -> TensorSpec:
-        """Returns the spec on the cpu."""
+        """Returns the spec on the cpu (self if it is there already).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Bounded(0.0, 1.0, shape=(2,))
+            >>> spec.cpu() is spec, spec.cpu().device
+            (True, device(type='cpu'))
+        """
         return self.to("cpu")
 
     def cuda(self, device: int | None = None) -> TensorSpec:
-        """Returns the spec on a CUDA device (``device`` ordinal, default current)."""
+        """Returns the spec on a CUDA device (``device`` ordinal, default current).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Unbounded(shape=(2,)).cuda(0).device  # holds no tensor: runs without a GPU too
+            device(type='cuda', index=0)
+        """
         return self.to("cuda" if device is None else torch.device("cuda", device))
 
     def clone(self) -> TensorSpec:
