@@ -68,22 +68,50 @@ class Choice(TensorSpec):
 
     @property
     def shape(self) -> torch.Size:  # type: ignore[override]
-        """The shape of the choices."""
+        """The shape of the choices (they all have the same).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.shape
+            torch.Size([2])
+        """
         return torch.Size(self._choices[0].shape)
 
     @property
     def device(self) -> torch.device | None:  # type: ignore[override]
-        """The device of the choices."""
+        """The device of the choices (None for non-tensor values without a device).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.device
+            device(type='cpu')
+        """
         return self._choices[0].device
 
     @property
     def num_choices(self) -> int:
-        """Number of choices."""
+        """Number of choices.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.num_choices
+            2
+        """
         return len(self._choices)
 
     @property
     def space(self) -> None:
-        """A Choice has no box of its own."""
+        """A Choice has no box of its own: always None (each choice has its ``space``).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.space is None
+            True
+        """
         return None
 
     def _pick(self) -> Any:
@@ -95,22 +123,58 @@ class Choice(TensorSpec):
         return choice.clone()
 
     def rand(self, shape: Any = None) -> Any:
-        """A sample of a random choice (a copy of the value for non-tensor choices)."""
+        """A sample of a random choice (a copy of the value for non-tensor choices).
+
+        The choice is drawn once for the whole call: every element of the sample comes from the
+        same choice.
+
+        Args:
+            shape: extra leading dims (default none).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> x = spec.rand((3,))
+            >>> x.shape, spec.is_in(x)
+            (torch.Size([3, 2]), True)
+        """
         return self._sample(self._pick(), "rand", shape)
 
     def _rand(self, full_shape: torch.Size) -> Any:
         return self.rand(full_shape[: len(full_shape) - self.ndim])
 
     def zero(self, shape: Any = None) -> Any:
-        """The zero of the first choice."""
+        """The zero of the first choice, with ``shape`` prepended.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.zero()
+            tensor([0., 0.])
+        """
         return self._sample(self._choices[0], "zero", shape)
 
     def one(self, shape: Any = None) -> Any:
-        """The one of the second choice (the first when there is only one)."""
+        """The one of the second choice (the first when there is only one), ``shape`` prepended.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.one((2,))
+            tensor([[1., 1.],
+                    [1., 1.]])
+        """
         return self._sample(self._choices[min(1, len(self._choices) - 1)], "one", shape)
 
     def is_in(self, val: Any) -> bool:
-        """Whether ``val`` is in one of the spec choices / equals one of the value choices."""
+        """Whether ``val`` is in one of the spec choices / equals one of the value choices.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.is_in(torch.tensor([10.5, 10.0])), spec.is_in(torch.tensor([0.5, 10.0]))
+            (True, False)
+        """
         if isinstance(self._choices[0], TensorSpec):
             return any(c.is_in(val) for c in self._choices)
         for choice in self._choices:
@@ -122,7 +186,14 @@ class Choice(TensorSpec):
         return False
 
     def invalid_reason(self, val: Any) -> str | None:
-        """None when :meth:`is_in` holds, else a message."""
+        """None when :meth:`is_in` holds, else a message.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.invalid_reason(torch.tensor([5.0, 5.0]))
+            'value matches none of the 2 choices'
+        """
         return None if self.is_in(val) else f"value matches none of the {self.num_choices} choices"
 
     def _invalid_reason(self, val: torch.Tensor) -> str | None:
@@ -132,13 +203,28 @@ class Choice(TensorSpec):
         raise NotImplementedError("Choice specs cannot project values")
 
     def cardinality(self) -> int | float:
-        """The number of value choices, or the summed cardinality of the spec choices."""
+        """The number of value choices, or the summed cardinality of the spec choices.
+
+        Examples:
+            >>> from gpusim.specs import Categorical
+            >>> Choice([Categorical(2), Categorical(5)]).cardinality()
+            7
+        """
         if _is_data(self._choices[0]):
             return len(self._choices)
         return sum(c.cardinality() for c in self._choices)
 
     def enumerate(self, use_mask: bool = False) -> list[Any]:
-        """Every outcome of every choice, in a list."""
+        """Every outcome of every choice, in a list (a copy of each value for value choices).
+
+        Args:
+            use_mask: passed on to the ``enumerate`` of spec choices.
+
+        Examples:
+            >>> from gpusim.specs import Categorical
+            >>> Choice([Categorical(2), Categorical(3)]).enumerate()
+            [tensor(0), tensor(1), tensor(0), tensor(1), tensor(2)]
+        """
         if _is_data(self._choices[0]):
             return [c.clone() for c in self._choices]
         return [s for c in self._choices for s in c.enumerate(use_mask)]
@@ -147,19 +233,47 @@ class Choice(TensorSpec):
         return Choice([fn(c) for c in self._choices])
 
     def expand(self, *shape: Any) -> Choice:
-        """Every choice expanded."""
+        """A Choice of every choice expanded (see :meth:`TensorSpec.expand`).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.expand(4, 2).shape
+            torch.Size([4, 2])
+        """
         return self._map(lambda c: c.expand(*shape))
 
     def unsqueeze(self, dim: int) -> Choice:
-        """Every choice unsqueezed."""
+        """A Choice of every choice unsqueezed at ``dim``.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.unsqueeze(0).shape
+            torch.Size([1, 2])
+        """
         return self._map(lambda c: c.unsqueeze(dim))
 
     def squeeze(self, dim: int | None = None) -> Choice:
-        """Every choice squeezed."""
+        """A Choice of every choice squeezed (all size-1 dims, or ``dim``).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.unsqueeze(0).squeeze().shape
+            torch.Size([2])
+        """
         return self._map(lambda c: c.squeeze(dim) if dim is not None else c.squeeze())
 
     def reshape(self, *shape: Any) -> Choice:
-        """Every choice reshaped."""
+        """A Choice of every choice reshaped (``view`` is the same method).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.expand(3, 2).reshape(6).shape
+            torch.Size([6])
+        """
         return self._map(lambda c: c.reshape(*shape))
 
     view = reshape
@@ -169,16 +283,38 @@ class Choice(TensorSpec):
         return self._map(lambda c: c[idx])
 
     def unbind(self, dim: int = 0) -> tuple[Choice, ...]:
-        """One Choice per slice of ``dim``."""
+        """One Choice per slice of ``dim`` (each gathers the matching slices of the choices).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> [c.shape for c in spec.expand(3, 2).unbind(0)]
+            [torch.Size([2]), torch.Size([2]), torch.Size([2])]
+        """
         parts = [c.unbind(dim) for c in self._choices]
         return tuple(Choice(list(group)) for group in zip(*parts))
 
     def clone(self) -> Choice:
-        """A copy (choices cloned)."""
+        """A copy (choices cloned).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> copy = spec.clone()
+            >>> copy == spec, copy is spec
+            (True, False)
+        """
         return self._map(lambda c: c.clone())
 
     def to(self, dest: DEVICE_TYPING | torch.dtype | None) -> Choice:
-        """Every choice moved / cast."""
+        """A Choice of every choice moved to a device or cast to a dtype (self for None).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = Choice([Bounded(0.0, 1.0, shape=(2,)), Bounded(10.0, 11.0, shape=(2,))])
+            >>> spec.to(torch.float64).rand().dtype
+            torch.float64
+        """
         if dest is None:
             return self
         return self._map(lambda c: c.to(dest))
