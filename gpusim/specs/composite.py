@@ -129,10 +129,27 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
     # ------------------------------------------------------------------ attrs
     @property
     def shape(self) -> torch.Size:
-        """The batch dims shared by every child.
+        """The batch dims shared by every child (``batch_size`` is the same property).
 
         Setting it checks the leaves and sets the shape of nested Composites whose shape does not
         start with the new one.
+
+        Raises:
+            ValueError: on setting a shape that a leaf's shape does not start with.
+            RuntimeError: on setting the shape of a locked Composite.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Composite(obs=Unbounded(shape=(4, 3)), shape=(4,))
+            >>> spec.shape, spec.batch_size
+            (torch.Size([4]), torch.Size([4]))
+            >>> spec.shape = (4, 3)
+            >>> spec.shape
+            torch.Size([4, 3])
+            >>> spec.shape = (2,)
+            Traceback (most recent call last):
+            ...
+            ValueError: Composite: cannot set shape (2,): child 'obs' has shape (4, 3) which ...
         """
         return self._shape
 
@@ -158,15 +175,32 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
 
     @property
     def ndim(self) -> int:
-        """Number of batch dims."""
+        """Number of batch dims.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Composite(obs=Unbounded(shape=(4, 3)), shape=(4,)).ndim
+            1
+        """
         return len(self._shape)
 
     def ndimension(self) -> int:
-        """Number of batch dims (same as :attr:`ndim`)."""
+        """Number of batch dims (same as :attr:`ndim`).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Composite(obs=Unbounded(shape=(4, 3)), shape=(4,)).ndimension()
+            1
+        """
         return self.ndim
 
     def numel(self) -> int:
-        """Number of batch elements (dynamic dims count as 1)."""
+        """Number of batch elements (dynamic dims count as 1).
+
+        Examples:
+            >>> Composite(shape=(4, 3)).numel(), Composite(shape=(-1, 3)).numel()
+            (12, 3)
+        """
         return safe_size(self._shape).numel()
 
     @property
@@ -175,7 +209,19 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
 
     @property
     def device(self) -> torch.device | None:
-        """The device of every child, or None when unspecified."""
+        """The device of every child, or None when unspecified (children may differ then).
+
+        Setting a device moves every child there; use :meth:`clear_device_` to erase it.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Composite(obs=Unbounded())
+            >>> spec.device is None
+            True
+            >>> spec.device = "cpu"
+            >>> spec.device, spec["obs"].device
+            (device(type='cpu'), device(type='cpu'))
+        """
         return self._device
 
     @device.setter
@@ -339,7 +385,16 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         return self._get_node(unravel(key))
 
     def get(self, key: NestedKey, default: Any = _NO_DEFAULT) -> Any:
-        """Returns the entry at ``key``, or ``default`` when missing (KeyError without one)."""
+        """Returns the entry at ``key``, or ``default`` when missing (KeyError without one).
+
+        Examples:
+            >>> from gpusim.specs import Categorical
+            >>> spec = Composite(agents={"action": Categorical(2)})
+            >>> spec.get(("agents", "action")).n
+            2
+            >>> spec.get("reward", None) is None
+            True
+        """
         try:
             return self._get_node(unravel(key))
         except KeyError:
@@ -356,7 +411,22 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         del parent._specs[parts[-1]]
 
     def pop(self, key: NestedKey, default: Any = _NO_DEFAULT) -> Any:
-        """Removes and returns the entry at ``key`` (``default`` when missing, if given)."""
+        """Removes and returns the entry at ``key`` (``default`` when missing, if given).
+
+        Raises:
+            KeyError: when ``key`` is missing and no ``default`` is given.
+            RuntimeError: when the Composite holding ``key`` is locked.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> spec = Composite(obs=Unbounded(), agents={"action": Categorical(2)})
+            >>> spec.pop(("agents", "action")).n
+            2
+            >>> list(spec.keys(include_nested=True))
+            ['obs', 'agents']
+            >>> spec.pop("reward", None) is None
+            True
+        """
         try:
             value = self._get_node(unravel(key))
         except KeyError:
@@ -448,7 +518,14 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         *,
         is_leaf: Callable[[type], bool] | None = None,
     ) -> list[tuple[NestedKey, Any]]:
-        """``(key, spec)`` pairs, with the same flags as :meth:`keys`."""
+        """``(key, spec)`` pairs, with the same flags as :meth:`keys`.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> spec = Composite(obs=Unbounded(), agents={"action": Categorical(2)})
+            >>> [(key, type(value).__name__) for key, value in spec.items(True, True)]
+            [('obs', 'Unbounded'), (('agents', 'action'), 'Categorical')]
+        """
         return list(self._walk(include_nested, leaves_only, is_leaf))
 
     def values(
@@ -458,7 +535,16 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         *,
         is_leaf: Callable[[type], bool] | None = None,
     ) -> list[Any]:
-        """The specs, with the same flags as :meth:`keys`."""
+        """The specs, with the same flags as :meth:`keys`.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> spec = Composite(obs=Unbounded(), agents={"action": Categorical(2)})
+            >>> [type(value).__name__ for value in spec.values()]
+            ['Unbounded', 'Composite']
+            >>> [type(value).__name__ for value in spec.values(True, True)]
+            ['Unbounded', 'Categorical']
+        """
         return [v for _, v in self._walk(include_nested, leaves_only, is_leaf)]
 
     def update(self, other: Mapping[str, Any] | Composite) -> Composite:
@@ -491,7 +577,14 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         return out
 
     def empty(self) -> Composite:
-        """A Composite with the same shape and device and no entries."""
+        """A Composite with the same shape and device and no entries.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Composite(obs=Unbounded(shape=(4, 3)), shape=(4,), device="cpu").empty()
+            >>> len(spec), spec.shape, spec.device
+            (0, torch.Size([4]), device(type='cpu'))
+        """
         return self._like({}, self._shape, self._device, None)
 
     def select(self, *keys: NestedKey, strict: bool = True) -> Composite:
@@ -515,7 +608,16 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         return out
 
     def exclude(self, *keys: NestedKey) -> Composite:
-        """A copy without ``keys`` (missing keys are ignored)."""
+        """A copy without ``keys`` (nested keys allowed; missing keys are ignored).
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> spec = Composite(obs=Unbounded(), agents={"action": Categorical(2)})
+            >>> spec.exclude("obs", "reward").keys()
+            keys(['agents'])
+            >>> list(spec.exclude(("agents", "action")).keys(True, True))
+            ['obs']
+        """
         out = self.clone()
         for key in keys:
             if key in out:
@@ -523,7 +625,13 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         return out
 
     def is_empty(self, recurse: bool = False) -> bool:
-        """Whether there are no entries (with ``recurse``: no leaves in nested Composites)."""
+        """Whether there are no entries (with ``recurse``: no leaves in nested Composites).
+
+        Examples:
+            >>> spec = Composite(agents={})
+            >>> Composite().is_empty(), spec.is_empty(), spec.is_empty(recurse=True)
+            (True, False, True)
+        """
         if not recurse:
             return not self._specs
         return not any(v is not None for v in self.values(True, True))
@@ -565,7 +673,14 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         )
 
     def squeeze(self, dim: int | None = None) -> Composite:
-        """Removes size-1 batch dims (all, or ``dim``); returns self when there is none."""
+        """Removes size-1 batch dims (all, or ``dim``); returns self when there is none.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Composite(obs=Unbounded(shape=(1, 3, 2)), shape=(1, 3))
+            >>> spec.squeeze().shape, spec.squeeze(0)["obs"].shape
+            (torch.Size([3]), torch.Size([3, 2]))
+        """
         if dim is None:
             out = self
             for d in reversed(range(self.ndim)):
@@ -584,7 +699,14 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         return self._map(lambda s: s.squeeze(d), new_shape, self._device, names)
 
     def unsqueeze(self, dim: int) -> Composite:
-        """Inserts a size-1 batch dim at ``dim`` (negative dims count from the batch end)."""
+        """Inserts a size-1 batch dim at ``dim`` (negative dims count from the batch end).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Composite(obs=Unbounded(shape=(3, 2)), shape=(3,)).unsqueeze(-1)
+            >>> spec.shape, spec["obs"].shape
+            (torch.Size([3, 1]), torch.Size([3, 1, 2]))
+        """
         d = dim + self.ndim + 1 if dim < 0 else dim
         if not 0 <= d <= self.ndim:
             raise ValueError(f"unsqueeze: dim {dim} out of range for shape {tuple(self._shape)}")
@@ -612,7 +734,14 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         return tuple(self[(*lead, i)] for i in range(self._shape[d]))
 
     def reshape(self, *shape: Any) -> Composite:
-        """Reshapes the batch dims (children keep their trailing dims)."""
+        """Reshapes the batch dims (children keep their trailing dims); ``view`` is the same.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Composite(obs=Unbounded(shape=(2, 3, 5)), shape=(2, 3))
+            >>> spec.reshape(6)["obs"].shape, spec.view(-1).shape
+            (torch.Size([6, 5]), torch.Size([6]))
+        """
         target = torch.empty((), dtype=torch.uint8).expand(self._safe_shape).reshape(
             shape_args(shape)
         ).shape
@@ -623,18 +752,38 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
     view = reshape
 
     def flatten(self, start_dim: int, end_dim: int) -> Composite:
-        """Flattens batch dims ``start_dim..end_dim`` into one."""
+        """Flattens batch dims ``start_dim..end_dim`` into one.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Composite(obs=Unbounded(shape=(2, 3, 5)), shape=(2, 3)).flatten(0, 1)["obs"].shape
+            torch.Size([6, 5])
+        """
         shape = torch.empty(self._safe_shape, device="meta").flatten(start_dim, end_dim).shape
         return self.reshape(shape)
 
     def unflatten(self, dim: int, sizes: Any) -> Composite:
-        """Splits batch dim ``dim`` into ``sizes``."""
+        """Splits batch dim ``dim`` into ``sizes``.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Composite(obs=Unbounded(shape=(6, 5)), shape=(6,)).unflatten(0, (3, 2))["obs"].shape
+            torch.Size([3, 2, 5])
+        """
         shape = torch.empty(self._safe_shape, device="meta").unflatten(dim, sizes).shape
         return self.reshape(shape)
 
     # ------------------------------------------------------------------ copies / devices
     def clone(self) -> Composite:
-        """A deep, unlocked copy."""
+        """A deep, unlocked copy.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Composite(obs=Unbounded()).lock_()
+            >>> copy = spec.clone()
+            >>> copy == spec, copy["obs"] is spec["obs"], copy.is_locked
+            (True, False, False)
+        """
         return self._map(lambda s: s.clone(), self._shape, self._device, self._names)
 
     def to(self, dest: DEVICE_TYPING | torch.dtype | None) -> Composite:
@@ -657,11 +806,24 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         return self._map(lambda s: s.to(device), self._shape, device, self._names)
 
     def cpu(self) -> Composite:
-        """A copy on the cpu."""
+        """A copy on the cpu (self when it is there already).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> Composite(obs=Unbounded()).cpu().device
+            device(type='cpu')
+        """
         return self.to("cpu")
 
     def cuda(self, device: int | None = None) -> Composite:
-        """A copy on a CUDA device."""
+        """A copy on a CUDA device (``device`` ordinal, default current).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = Composite(obs=Unbounded()).cuda(0)  # holds no tensor: runs without a GPU
+            >>> spec.device, spec["obs"].device
+            (device(type='cuda', index=0), device(type='cuda', index=0))
+        """
         return self.to("cuda" if device is None else torch.device("cuda", device))
 
     # ------------------------------------------------------------------ comparison / repr
