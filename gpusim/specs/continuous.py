@@ -95,7 +95,13 @@ class Unbounded(TensorSpec):
 
     @property
     def space(self) -> Any:
-        """The limits of the dtype as a :class:`ContinuousBox` (or what was assigned)."""
+        """The limits of the dtype as a :class:`ContinuousBox` (or what was assigned).
+
+        Examples:
+            >>> box = Unbounded(shape=(2,), dtype=torch.int8).space
+            >>> box.low, box.high
+            (tensor([-128, -128], dtype=torch.int8), tensor([127, 127], dtype=torch.int8))
+        """
         if self._space is not None:
             return self._space
         lo, hi = _dtype_limits(self.dtype)
@@ -148,6 +154,12 @@ class Unbounded(TensorSpec):
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> Unbounded(dtype=torch.int64).cardinality()
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: cardinality is not implemented for Unbounded specs
         """
         raise NotImplementedError("cardinality is not implemented for Unbounded specs")
 
@@ -299,7 +311,13 @@ class Bounded(TensorSpec):
     # ------------------------------------------------------------------ bounds
     @property
     def space(self) -> Any:
-        """The bounds, a :class:`ContinuousBox` (assignable)."""
+        """The bounds, a :class:`ContinuousBox` (assignable).
+
+        Examples:
+            >>> box = Bounded(-1.0, torch.tensor([1.0, 2.0])).space
+            >>> type(box).__name__, box.low, box.high
+            ('ContinuousBox', tensor([-1., -1.]), tensor([1., 2.]))
+        """
         return self._space
 
     @space.setter
@@ -309,12 +327,31 @@ class Bounded(TensorSpec):
 
     @property
     def low(self) -> torch.Tensor:
-        """The lower bound (full shape)."""
+        """The lower bound, full shape (``minimum`` is the same property).
+
+        As in TorchRL, it can be changed in place: the spec sees the change.
+
+        Examples:
+            >>> spec = Bounded(-1.0, 1.0, shape=(2,))
+            >>> spec.low
+            tensor([-1., -1.])
+            >>> spec.low[0] = 0.0
+            >>> spec.minimum, spec.is_in(torch.tensor([-0.5, 0.0]))
+            (tensor([ 0., -1.]), False)
+        """
         return self._space.low
 
     @property
     def high(self) -> torch.Tensor:
-        """The upper bound (full shape)."""
+        """The upper bound, full shape (``maximum`` is the same property).
+
+        As in TorchRL, it can be changed in place: the spec sees the change.
+
+        Examples:
+            >>> spec = Bounded(-1.0, torch.tensor([1.0, 2.0]))
+            >>> spec.high, spec.maximum
+            (tensor([1., 2.]), tensor([1., 2.]))
+        """
         return self._space.high
 
     minimum = low
