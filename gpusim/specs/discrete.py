@@ -106,6 +106,14 @@ class Categorical(TensorSpec):
 
         Raises:
             RuntimeError: when ``n=-1`` and no provisional ``n`` was set.
+
+        Examples:
+            >>> Categorical(4, shape=(2,)).n
+            4
+            >>> Categorical(-1).n
+            Traceback (most recent call last):
+            ...
+            RuntimeError: Undefined cardinality for Categorical (n=-1): call spec.set_provisional_n...
         """
         n = self.space.n
         if n == -1:
@@ -213,13 +221,31 @@ class Categorical(TensorSpec):
         return F.one_hot(val.long(), self.n).bool()
 
     def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
-        """Returns ``val`` (the values are categories already)."""
+        """Returns ``val`` (the values are categories already).
+
+        Args:
+            val: category indices.
+            safe: check ``val`` against the spec first.
+
+        Raises:
+            SpecValueError: with ``safe=True``, when ``val`` is not in the spec.
+
+        Examples:
+            >>> Categorical(3, shape=(2,)).to_categorical(torch.tensor([2, 0]))
+            tensor([2, 0])
+        """
         if safe:
             self.assert_is_in(val)
         return val
 
     def to_categorical_spec(self) -> Categorical:
-        """Returns self."""
+        """Returns self (the spec is categorical already).
+
+        Examples:
+            >>> spec = Categorical(3)
+            >>> spec.to_categorical_spec() is spec
+            True
+        """
         return self
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
@@ -243,7 +269,13 @@ class Categorical(TensorSpec):
         return values.expand(count, *self._safe_shape).clone()
 
     def to_one_hot_spec(self) -> OneHot:
-        """The matching :class:`OneHot` spec (shape ``(*shape, n)``)."""
+        """The matching :class:`OneHot` spec (shape ``(*shape, n)``; the mask is kept).
+
+        Examples:
+            >>> spec = Categorical(3, shape=(2,)).to_one_hot_spec()
+            >>> type(spec).__name__, spec.shape, spec.dtype
+            ('OneHot', torch.Size([2, 3]), torch.bool)
+        """
         return OneHot(self.n, shape=(*self.shape, self.n), device=self.device, mask=self.mask)
 
 
@@ -299,18 +331,39 @@ class OneHot(TensorSpec):
 
     @property
     def n(self) -> int:
-        """Number of categories."""
+        """Number of categories (the last dim of the shape).
+
+        Examples:
+            >>> OneHot(3, shape=(2, 3)).n
+            3
+        """
         return self.space.n
 
     def _short(self) -> str:
         return f"n={self.n!r}, " + super()._short().split(", ", 2)[2]
 
     def cardinality(self) -> int:
-        """Number of categories."""
+        """Number of categories: one value per category.
+
+        Examples:
+            >>> OneHot(3, shape=(2, 3)).cardinality()
+            3
+        """
         return self.n
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
-        """Sets (in place) the allowed categories (a bool tensor broadcastable to ``shape``)."""
+        """Sets (in place) the allowed categories (a bool tensor broadcastable to ``shape``).
+
+        ``None`` removes the mask. No device sync: vectors with no allowed category are not
+        detected.
+
+        Examples:
+            >>> spec = OneHot(3, shape=(2, 3))
+            >>> spec.update_mask(torch.tensor([[True, False, False], [False, False, True]]))
+            >>> spec.rand()
+            tensor([[ True, False, False],
+                    [False, False,  True]])
+        """
         self.mask = prep_mask(type(self).__name__, mask, self._safe_shape, self.device)
 
     def _rand(self, full_shape: torch.Size) -> torch.Tensor:
@@ -375,7 +428,19 @@ class OneHot(TensorSpec):
         return self._indices_to_one_hot(torch.tensor(self._register[val], device=self.device))
 
     def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
-        """Category indices (int64) of one-hot vectors (argmax over the last dim)."""
+        """Category indices (int64) of one-hot vectors (argmax over the last dim).
+
+        Args:
+            val: one-hot vectors.
+            safe: check ``val`` against the spec first.
+
+        Raises:
+            SpecValueError: with ``safe=True``, when ``val`` is not in the spec.
+
+        Examples:
+            >>> OneHot(3, shape=(2, 3)).to_categorical(torch.tensor([[0, 1, 0], [0, 0, 1]]))
+            tensor([1, 2])
+        """
         if safe:
             self.assert_is_in(val)
         return val.long().argmax(-1)
@@ -396,7 +461,13 @@ class OneHot(TensorSpec):
         return out
 
     def to_one_hot_spec(self) -> OneHot:
-        """Returns self."""
+        """Returns self (the spec is one-hot already).
+
+        Examples:
+            >>> spec = OneHot(3)
+            >>> spec.to_one_hot_spec() is spec
+            True
+        """
         return self
 
     def index(self, index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
@@ -425,11 +496,31 @@ class OneHot(TensorSpec):
         return eye.reshape(self.n, *lead, self.n).expand(self.n, *self._safe_shape).clone()
 
     def to_categorical_spec(self) -> Categorical:
-        """The matching :class:`Categorical` spec (shape ``shape[:-1]``)."""
+        """The matching :class:`Categorical` spec (shape ``shape[:-1]``; the mask is kept).
+
+        Examples:
+            >>> spec = OneHot(3, shape=(2, 3)).to_categorical_spec()
+            >>> type(spec).__name__, spec.shape, spec.n
+            ('Categorical', torch.Size([2]), 3)
+        """
         return Categorical(self.n, shape=self.shape[:-1], device=self.device, mask=self.mask)
 
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
-        """Category indices as a numpy array (the registered values with ``use_register``)."""
+        """Category indices as a numpy array (the registered values with ``use_register``).
+
+        Args:
+            val: one-hot vectors.
+            safe: check ``val`` against the spec first (default: the ``CHECK_SPEC_ENCODE``
+                environment variable).
+
+        Examples:
+            >>> OneHot(3).to_numpy(torch.tensor([False, True, False]))
+            array(1)
+            >>> spec = OneHot(3, use_register=True)
+            >>> left, right = spec.encode("left"), spec.encode("right")
+            >>> right, spec.to_numpy(right).item()
+            (tensor([False,  True, False]), 'right')
+        """
         if check_spec_encode() if safe is None else safe:
             self.assert_is_in(val)
         idx = self.to_categorical(val).detach().cpu().numpy()
@@ -494,7 +585,12 @@ class Binary(TensorSpec):
 
     @property
     def space(self) -> BinaryBox:
-        """The number of bits."""
+        """The number of bits, as a :class:`BinaryBox`.
+
+        Examples:
+            >>> Binary(3, shape=(2, 3)).space
+            BinaryBox(n=3)
+        """
         return BinaryBox(self.n)
 
     def cardinality(self) -> int:
