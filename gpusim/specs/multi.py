@@ -148,18 +148,40 @@ class MultiCategorical(TensorSpec):
 
     @property
     def n(self) -> int:
-        """Number of positions (the last dim)."""
+        """Number of positions (the last dim).
+
+        Examples:
+            >>> MultiCategorical([2, 3], shape=(4, 2)).n
+            2
+        """
         return self.shape[-1]
 
     @property
     def space(self) -> MultiCategoricalBox:
-        """The category counts of one element (or of every element, nested, when they differ)."""
+        """The category counts of one element (or of every element, nested, when they differ).
+
+        Examples:
+            >>> MultiCategorical([2, 3], shape=(4, 2)).space
+            MultiCategoricalBox(nvec=(2, 3))
+            >>> MultiCategorical([[1, 2], [3, 4]]).space
+            MultiCategoricalBox(nvec=((1, 2), (3, 4)))
+        """
         if self._row is not None:
             return MultiCategoricalBox(self._row)
         return MultiCategoricalBox(tuple(_to_tuples(self.nvec.tolist())))
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
-        """Sets (in place) the allowed categories, concatenated over positions."""
+        """Sets (in place) the allowed categories, concatenated over positions.
+
+        The mask has last dim ``sum(nvec)`` (the same ``nvec`` for every element is needed);
+        ``None`` removes it.
+
+        Examples:
+            >>> spec = MultiCategorical([2, 3])
+            >>> spec.update_mask(torch.tensor([False, True, True, False, False]))
+            >>> spec.rand()
+            tensor([1, 0])
+        """
         if mask is None:
             self.mask = None
             return
@@ -257,25 +279,58 @@ class MultiCategorical(TensorSpec):
         return v.squeeze(-1) if squeeze else v
 
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
-        """Concatenated bool one-hot segments (last dim ``sum(nvec)``)."""
+        """Concatenated bool one-hot segments (last dim ``sum(nvec)``).
+
+        Args:
+            val: category indices, one per position.
+            safe: check ``val`` against the spec first.
+
+        Examples:
+            >>> MultiCategorical([2, 3]).to_one_hot(torch.tensor([1, 2]))
+            tensor([False,  True, False, False,  True])
+        """
         if safe:
             self.assert_is_in(val)
         row = self._homogeneous("to_one_hot")
         return torch.cat([F.one_hot(val[..., i].long(), n) for i, _, n in _segments(row)], -1).bool()
 
     def to_one_hot_spec(self) -> MultiOneHot:
-        """The matching :class:`MultiOneHot` spec."""
+        """The matching :class:`MultiOneHot` spec (last dim ``sum(nvec)``; the mask is kept).
+
+        Examples:
+            >>> spec = MultiCategorical([2, 3], shape=(4, 2)).to_one_hot_spec()
+            >>> type(spec).__name__, spec.shape, spec.nvec
+            ('MultiOneHot', torch.Size([4, 5]), (2, 3))
+        """
         row = self._homogeneous("to_one_hot_spec")
         return MultiOneHot(row, shape=(*self.shape[:-1], sum(row)), device=self.device, mask=self.mask)
 
     def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
-        """Returns ``val`` (the values are categories already)."""
+        """Returns ``val`` (the values are categories already).
+
+        Args:
+            val: category indices, one per position.
+            safe: check ``val`` against the spec first.
+
+        Raises:
+            SpecValueError: with ``safe=True``, when ``val`` is not in the spec.
+
+        Examples:
+            >>> MultiCategorical([2, 3]).to_categorical(torch.tensor([1, 2]))
+            tensor([1, 2])
+        """
         if safe:
             self.assert_is_in(val)
         return val
 
     def to_categorical_spec(self) -> MultiCategorical:
-        """Returns self."""
+        """Returns self (the spec is categorical already).
+
+        Examples:
+            >>> spec = MultiCategorical([2, 3])
+            >>> spec.to_categorical_spec() is spec
+            True
+        """
         return self
 
 
@@ -335,16 +390,35 @@ class MultiOneHot(TensorSpec):
 
     @property
     def n(self) -> int:
-        """Total length ``sum(nvec)``."""
+        """Total length ``sum(nvec)`` (the last dim).
+
+        Examples:
+            >>> MultiOneHot([2, 3]).n
+            5
+        """
         return sum(self.nvec)
 
     @property
     def space(self) -> MultiCategoricalBox:
-        """The segment lengths."""
+        """The segment lengths, as a :class:`MultiCategoricalBox`.
+
+        Examples:
+            >>> MultiOneHot([2, 3]).space
+            MultiCategoricalBox(nvec=(2, 3))
+        """
         return MultiCategoricalBox(self.nvec)
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
-        """Sets (in place) the allowed categories (bool tensor broadcastable to ``shape``)."""
+        """Sets (in place) the allowed categories (bool tensor broadcastable to ``shape``).
+
+        ``None`` removes the mask.
+
+        Examples:
+            >>> spec = MultiOneHot([2, 3])
+            >>> spec.update_mask(torch.tensor([False, True, True, False, False]))
+            >>> spec.rand()
+            tensor([False,  True,  True, False, False])
+        """
         self.mask = prep_mask(type(self).__name__, mask, self._safe_shape, self.device)
 
     def cardinality(self) -> int:
@@ -404,14 +478,35 @@ class MultiOneHot(TensorSpec):
         return torch.cat(segs, -1).to(self.dtype)
 
     def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
-        """Per-segment category indices (int64, last dim ``len(nvec)``)."""
+        """Per-segment category indices (int64, last dim ``len(nvec)``).
+
+        Args:
+            val: concatenated one-hot segments.
+            safe: check ``val`` against the spec first.
+
+        Raises:
+            SpecValueError: with ``safe=True``, when ``val`` is not in the spec.
+
+        Examples:
+            >>> MultiOneHot([2, 3]).to_categorical(torch.tensor([0, 1, 0, 0, 1]).bool())
+            tensor([1, 2])
+        """
         if safe:
             self.assert_is_in(val)
         return torch.stack([s.long().argmax(-1) for s in self._split(val)], -1)
 
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """One-hot segments (spec dtype) from per-segment indices; one-hot input is returned as
-        is."""
+        is.
+
+        Args:
+            val: per-segment category indices (last dim ``len(nvec)``), or one-hot segments.
+            safe: check the result against the spec.
+
+        Examples:
+            >>> MultiOneHot([2, 3]).to_one_hot(torch.tensor([1, 2]))
+            tensor([False,  True, False, False,  True])
+        """
         if val.ndim >= self.ndim and val.shape[val.ndim - self.ndim :] == self.shape:
             out = val
         else:
@@ -423,11 +518,23 @@ class MultiOneHot(TensorSpec):
         return out
 
     def to_one_hot_spec(self) -> MultiOneHot:
-        """Returns self."""
+        """Returns self (the spec is one-hot already).
+
+        Examples:
+            >>> spec = MultiOneHot([2, 3])
+            >>> spec.to_one_hot_spec() is spec
+            True
+        """
         return self
 
     def to_categorical_spec(self) -> MultiCategorical:
-        """The matching :class:`MultiCategorical` spec."""
+        """The matching :class:`MultiCategorical` spec (last dim ``len(nvec)``; the mask is kept).
+
+        Examples:
+            >>> spec = MultiOneHot([2, 3], shape=(4, 5)).to_categorical_spec()
+            >>> type(spec).__name__, spec.shape, spec.space
+            ('MultiCategorical', torch.Size([4, 2]), MultiCategoricalBox(nvec=(2, 3)))
+        """
         return MultiCategorical(
             self.nvec, shape=(*self.shape[:-1], len(self.nvec)), device=self.device, mask=self.mask
         )
@@ -466,5 +573,14 @@ class MultiOneHot(TensorSpec):
         return encode
 
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
-        """Per-segment indices as a numpy array (what gymnasium ``MultiDiscrete`` expects)."""
+        """Per-segment indices as a numpy array (what gymnasium ``MultiDiscrete`` expects).
+
+        Args:
+            val: concatenated one-hot segments.
+            safe: check ``val`` against the spec first.
+
+        Examples:
+            >>> MultiOneHot([2, 3]).to_numpy(torch.tensor([0, 1, 0, 0, 1]).bool())
+            array([1, 2])
+        """
         return self.to_categorical(val, safe).detach().cpu().numpy()
