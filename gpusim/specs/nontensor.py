@@ -64,7 +64,13 @@ class NonTensor(TensorSpec):
 
     @property
     def space(self) -> None:
-        """Non-tensor specs have no space."""
+        """Non-tensor specs have no space: always None.
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> spec.space is None
+            True
+        """
         return None
 
     def _make(self, full_shape: torch.Size) -> Any:
@@ -83,15 +89,41 @@ class NonTensor(TensorSpec):
         return self._make(full_shape)
 
     def zero(self, shape: Any = None) -> Any:
-        """Non-tensor data carrying ``example_data`` with batch size ``(*shape, *self.shape)``."""
+        """Non-tensor data carrying ``example_data`` with batch size ``(*shape, *self.shape)``.
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> spec.zero()
+            NonTensorData(data=hi, batch_size=torch.Size([2]), device=cpu)
+        """
         return self._make(self._full_shape(shape))
 
     def one(self, shape: Any = None) -> Any:
-        """Same as :meth:`zero`."""
+        """Same as :meth:`zero`.
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> data = spec.one((3,))
+            >>> data.batch_size, data.data
+            (torch.Size([3, 2]), 'hi')
+        """
         return self._make(self._full_shape(shape))
 
     def invalid_reason(self, val: Any) -> str | None:
-        """Why ``val`` is not non-tensor data of the right batch size (None when it is)."""
+        """Why ``val`` is not non-tensor data of the right batch size (None when it is).
+
+        Any data is valid: only the type and the batch size are checked.
+
+        Examples:
+            >>> from tensordict import NonTensorData
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> spec.invalid_reason(NonTensorData("other", batch_size=(2,))) is None
+            True
+            >>> spec.invalid_reason(NonTensorData("other", batch_size=(3,)))
+            'batch size (3,) does not end with spec shape (2,)'
+            >>> spec.invalid_reason(torch.zeros(2))
+            'expected NonTensorData or NonTensorStack, got Tensor'
+        """
         from tensordict import NonTensorData, NonTensorStack
 
         if not isinstance(val, (NonTensorData, NonTensorStack)):
@@ -107,7 +139,13 @@ class NonTensor(TensorSpec):
         raise NotImplementedError("Cannot project a NonTensor spec")
 
     def project(self, val: Any) -> Any:
-        """Returns ``val`` unchanged (any non-tensor value is valid)."""
+        """Returns ``val`` unchanged (any non-tensor value is valid).
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> spec.project("anything")
+            'anything'
+        """
         return val
 
     def cardinality(self) -> int:
@@ -115,6 +153,13 @@ class NonTensor(TensorSpec):
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> spec.cardinality()
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: Cannot enumerate a NonTensor spec.
         """
         raise NotImplementedError("Cannot enumerate a NonTensor spec.")
 
@@ -123,11 +168,29 @@ class NonTensor(TensorSpec):
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> spec.enumerate()
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: Cannot enumerate a NonTensor spec.
         """
         raise NotImplementedError("Cannot enumerate a NonTensor spec.")
 
     def encode(self, val: Any, *, ignore_device: bool = False) -> Any:
-        """Wraps ``val`` into ``NonTensorData`` of batch size ``shape`` (kept as is if already)."""
+        """Wraps ``val`` into ``NonTensorData`` of batch size ``shape`` (kept as is if already).
+
+        Args:
+            val: the value to wrap.
+            ignore_device: if True, the result has no device.
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> data = spec.encode("hello")
+            >>> type(data).__name__, data.batch_size, data.data
+            ('NonTensorData', torch.Size([2]), 'hello')
+        """
         from tensordict import NonTensorData, NonTensorStack, lazy_stack
 
         if isinstance(val, (NonTensorData, NonTensorStack)):
@@ -141,14 +204,31 @@ class NonTensor(TensorSpec):
         return out
 
     def to_numpy(self, val: Any, safe: bool | None = None) -> Any:
-        """Returns the wrapped data."""
+        """Returns the wrapped data (``val`` itself when it wraps nothing).
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> spec.to_numpy(spec.encode("hello"))
+            'hello'
+        """
         return getattr(val, "data", val)
 
     def type_check(self, value: Any, key: Any = None) -> None:
-        """Non-tensor values are not type checked."""
+        """Non-tensor values are not type checked: never raises.
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> spec.type_check(spec.zero())
+        """
 
     def to(self, dest: DEVICE_TYPING | torch.dtype | None) -> TensorSpec:
-        """Returns the spec on another device (a dtype is ignored)."""
+        """Returns the spec on another device (a dtype is ignored: self).
+
+        Examples:
+            >>> spec = NonTensor(shape=(2,), example_data="hi")
+            >>> spec.to(torch.float64) is spec, spec.to("cpu") is spec
+            (True, True)
+        """
         if dest is None or isinstance(dest, torch.dtype):
             return self
         return super().to(dest)
