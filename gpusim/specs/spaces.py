@@ -46,11 +46,23 @@ class Box:
     """
 
     def clone(self) -> Box:
-        """A copy (boxes without tensors are immutable and return themselves)."""
+        """A copy (boxes without tensors are immutable and return themselves).
+
+        Examples:
+            >>> box = CategoricalBox(3)
+            >>> box.clone() is box
+            True
+        """
         return self
 
     def to(self, dest: Any) -> Box:
-        """The box on another device / with another dtype (no-op for boxes without tensors)."""
+        """The box on another device / with another dtype (no-op for boxes without tensors).
+
+        Examples:
+            >>> box = CategoricalBox(3)
+            >>> box.to(torch.float64) is box
+            True
+        """
         return self
 
 
@@ -105,7 +117,23 @@ class ContinuousBox(Box):
 
     @property
     def batch_size(self) -> torch.Size | None:
-        """The registered batch dims (None when none is registered)."""
+        """The registered batch dims (None when none is registered).
+
+        Setting it keeps the bounds once when they are the same along those dims; otherwise the
+        bounds stay full and it stays None.
+
+        Examples:
+            >>> box = ContinuousBox(torch.zeros(4, 2), torch.ones(4, 2))
+            >>> box.batch_size is None
+            True
+            >>> box.batch_size = (4,)
+            >>> box.batch_size, box.low.shape
+            (torch.Size([4]), torch.Size([4, 2]))
+            >>> varying = ContinuousBox(torch.tensor([[0.0], [1.0]]), torch.full((2, 1), 2.0))
+            >>> varying.batch_size = (2,)
+            >>> varying.batch_size is None
+            True
+        """
         return self._batch_size
 
     @batch_size.setter
@@ -170,7 +198,17 @@ class ContinuousBox(Box):
 
     @property
     def low(self) -> torch.Tensor:
-        """The lower bound, full shape."""
+        """The lower bound, full shape.
+
+        Without a registered :attr:`batch_size` it is the stored tensor (in-place changes are
+        kept); with one, a full copy.
+
+        Examples:
+            >>> box = ContinuousBox(torch.zeros(2), torch.ones(2))
+            >>> box.low[0] = -1.0
+            >>> box.low
+            tensor([-1.,  0.])
+        """
         return self._get("low")
 
     @low.setter
@@ -179,7 +217,12 @@ class ContinuousBox(Box):
 
     @property
     def high(self) -> torch.Tensor:
-        """The upper bound, full shape."""
+        """The upper bound, full shape (stored tensor or copy, as :attr:`low`).
+
+        Examples:
+            >>> ContinuousBox(torch.zeros(2), torch.tensor([1.0, 2.0])).high
+            tensor([1., 2.])
+        """
         return self._get("high")
 
     @high.setter
@@ -191,14 +234,26 @@ class ContinuousBox(Box):
         yield self.high
 
     def unbind(self, dim: int = 0) -> tuple[ContinuousBox, ...]:
-        """One box per slice of ``dim``."""
+        """One box per slice of ``dim``.
+
+        Examples:
+            >>> box = ContinuousBox(torch.zeros(2), torch.tensor([1.0, 2.0]))
+            >>> [(part.low, part.high) for part in box.unbind(0)]
+            [(tensor(0.), tensor(1.)), (tensor(0.), tensor(2.))]
+        """
         return tuple(
             ContinuousBox(lo, hi, self.device)
             for lo, hi in zip(self._full("low").unbind(dim), self._full("high").unbind(dim))
         )
 
     def to(self, dest: Any) -> ContinuousBox:
-        """The box with its bounds moved to a device or cast to a dtype."""
+        """A box with its bounds moved to a device or cast to a dtype.
+
+        Examples:
+            >>> box = ContinuousBox(torch.zeros(2), torch.ones(2))
+            >>> box.to(torch.float64).low.dtype, box.to("cpu").device
+            (torch.float64, device(type='cpu'))
+        """
         low, high = self._full("low"), self._full("high")
         if isinstance(dest, torch.dtype):
             return ContinuousBox(low.to(dest), high.to(dest), self.device)
@@ -207,7 +262,14 @@ class ContinuousBox(Box):
         return ContinuousBox(moved[0], moved[1], dev)
 
     def clone(self) -> ContinuousBox:
-        """A copy of the box (bounds copied compactly)."""
+        """A copy of the box (bounds copied compactly: expanded dims stay expanded).
+
+        Examples:
+            >>> box = ContinuousBox(torch.zeros(2), torch.ones(2))
+            >>> copy = box.clone()
+            >>> copy == box, copy.low is box.low
+            (True, False)
+        """
         low, high = self._full("low"), self._full("high")
         box = ContinuousBox(
             squash(low).clone().expand(low.shape), squash(high).clone().expand(high.shape),
