@@ -50,12 +50,26 @@ class _LazyStack:
 
     @property
     def dim(self) -> int:
-        """The stack dim."""
+        """The stack dim.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.dim
+            0
+        """
         return self._dim
 
     @property
     def stack_dim(self) -> int:
-        """The stack dim (same as :attr:`dim`)."""
+        """The stack dim (same as :attr:`dim`).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.stack_dim
+            0
+        """
         return self._dim
 
     def __len__(self) -> int:
@@ -103,31 +117,82 @@ class _LazyStack:
         return torch.stack(specs, dim)
 
     def clone(self) -> Any:
-        """A copy (every stacked spec cloned)."""
+        """A copy (every stacked spec cloned).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> copy = spec.clone()
+            >>> copy == spec, copy[0] is spec[0]
+            (True, False)
+        """
         return self._restack([s.clone() for s in self._specs], self._dim)
 
     def to(self, dest: Any) -> Any:
-        """Every stacked spec moved / cast."""
+        """The stack of every stacked spec moved to a device or cast to a dtype (self for None).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.to(torch.float64).dtype
+            torch.float64
+        """
         if dest is None:
             return self
         return self._restack([s.to(dest) for s in self._specs], self._dim)
 
     def cpu(self) -> Any:
-        """Every stacked spec on the cpu."""
+        """The stack of every stacked spec on the cpu.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.cpu().device
+            device(type='cpu')
+        """
         return self.to("cpu")
 
     def cuda(self, device: int | None = None) -> Any:
-        """Every stacked spec on a CUDA device."""
+        """The stack of every stacked spec on a CUDA device (``device`` ordinal, default current).
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> spec = torch.stack([Unbounded(shape=(3,)), Unbounded(shape=(2,))], 0)
+            >>> spec.cuda(0).device  # Unbounded specs hold no tensor: runs without a GPU too
+            device(type='cuda', index=0)
+        """
         return self.to("cuda" if device is None else torch.device("cuda", device))
 
     def clear_device_(self) -> Any:
-        """Clears the device of every stacked spec; returns self."""
+        """Clears the device of every stacked spec; returns self.
+
+        Leaf specs always keep a device; stacked Composites lose theirs.
+
+        Examples:
+            >>> from gpusim.specs import Composite, Unbounded
+            >>> a = Composite(x=Unbounded(), device="cpu")
+            >>> b = Composite(x=Unbounded(), y=Unbounded(), device="cpu")
+            >>> torch.stack([a, b], 0).clear_device_().device is None
+            True
+        """
         for spec in self._specs:
             spec.clear_device_()
         return self
 
     def unbind(self, dim: int = 0) -> tuple:
-        """Splits along ``dim``: along the stack dim, the stacked specs themselves."""
+        """Splits along ``dim``: along the stack dim, the stacked specs themselves.
+
+        Raises:
+            ValueError: for a dim out of range or a dynamic (``-1``) dim.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.unbind(0)[1] is spec[1]
+            True
+            >>> [part.shape for part in spec.unbind(1)]
+            [torch.Size([2]), torch.Size([2]), torch.Size([2])]
+        """
         d = dim + self.ndim if dim < 0 else dim
         if not 0 <= d < self.ndim or self.shape[d] == DYNAMIC:
             raise ValueError(f"Provided dim {dim} is not valid for unbinding shape {tuple(self.shape)}")
@@ -139,7 +204,14 @@ class _LazyStack:
         return tuple(self._restack(list(group), new_dim) for group in zip(*parts))
 
     def unsqueeze(self, dim: int) -> Any:
-        """Inserts a size-1 dim (the stacked specs are unsqueezed)."""
+        """Inserts a size-1 dim (the stacked specs are unsqueezed).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.unsqueeze(0).shape, spec.unsqueeze(-1).shape
+            (torch.Size([1, 2, 3]), torch.Size([2, 3, 1]))
+        """
         d = dim + self.ndim + 1 if dim < 0 else dim
         if not 0 <= d <= self.ndim:
             raise ValueError(f"Cannot unsqueeze {type(self).__name__} along dim {dim}.")
@@ -148,7 +220,14 @@ class _LazyStack:
         return self._restack([s.unsqueeze(d) for s in self._specs], self._dim + 1)
 
     def squeeze(self, dim: int | None = None) -> Any:
-        """Removes size-1 dims (a size-1 stack dim gives the single stacked spec)."""
+        """Removes size-1 dims (a size-1 stack dim gives the single stacked spec).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.unsqueeze(-1).squeeze().shape
+            torch.Size([2, 3])
+        """
         shape = self.shape
         if dim is None:
             if 1 not in shape:
@@ -188,7 +267,18 @@ class _LazyStack:
         return self._restack(specs, self._dim + len(lead))
 
     def make_neg_dim(self, dim: int) -> None:
-        """Turns a (non-stack) dim of every stacked spec into a dynamic dim, in place."""
+        """Turns a (non-stack) dim of every stacked spec into a dynamic dim, in place.
+
+        Raises:
+            ValueError: for the stack dim or a dim out of range.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.make_neg_dim(1)
+            >>> spec.shape
+            torch.Size([2, -1])
+        """
         d = dim + self.ndim if dim < 0 else dim
         if not 0 <= d < self.ndim:
             raise ValueError(f"dim={dim} is out of bound for ndim={self.ndim}")
@@ -237,7 +327,13 @@ class Stacked(_LazyStack, TensorSpec):
 
     @property
     def shape(self) -> torch.Size:  # type: ignore[override]
-        """Per-dim shape of the stacked specs (``-1`` where they differ), with the stack dim."""
+        """Per-dim shape of the stacked specs (``-1`` where they differ), with the stack dim.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> torch.stack([Unbounded(shape=(3,)), Unbounded(shape=(2,))], 0).shape
+            torch.Size([2, -1])
+        """
         first = self._specs[0].shape
         dims = [
             s if all(spec.shape[i] == s for spec in self._specs[1:]) else DYNAMIC
@@ -259,15 +355,32 @@ class Stacked(_LazyStack, TensorSpec):
 
     @property
     def device(self) -> torch.device:  # type: ignore[override]
-        """The device of the stacked specs."""
+        """The device of the stacked specs.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.device
+            device(type='cpu')
+        """
         return self._specs[0].device
 
     @property
     def space(self) -> Any:
-        """A lazy stack has no single space.
+        """A lazy stack has no single space (index it to get a stacked spec's space).
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec[1].space.high
+            tensor([2., 2., 2.])
+            >>> spec.space
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: Stacked specs have no space; index the stack first
         """
         raise NotImplementedError("Stacked specs have no space; index the stack first")
 
@@ -276,14 +389,29 @@ class Stacked(_LazyStack, TensorSpec):
         return self._stack_index(idx)
 
     def expand(self, *shape: Any) -> Any:
-        """Expands every stacked spec (``-1`` keeps a stacked spec's own extent)."""
+        """Expands every stacked spec (``-1`` keeps a stacked spec's own extent).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.expand(4, 2, 3).shape
+            torch.Size([4, 2, 3])
+        """
         return self._expand_stack(*shape)
 
     def reshape(self, *shape: Any) -> Any:
-        """Lazy stacks cannot be reshaped.
+        """Lazy stacks cannot be reshaped (``view`` is the same method).
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.reshape(6)
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: reshape is not implemented for Stacked specs
         """
         raise NotImplementedError("reshape is not implemented for Stacked specs")
 
@@ -305,22 +433,57 @@ class Stacked(_LazyStack, TensorSpec):
         return self._stack_values(samples, self._dim + len(prefix))
 
     def rand(self, shape: Any = None) -> torch.Tensor:
-        """A sample of every stacked spec, stacked (nested if their shapes differ)."""
+        """A sample of every stacked spec, stacked (nested if their shapes differ).
+
+        Args:
+            shape: extra leading dims (default none).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> x = spec.rand((5,))
+            >>> x.shape, bool((x[:, 0] <= 1).all())
+            (torch.Size([5, 2, 3]), True)
+        """
         return self._sample("rand", shape)
 
     def _rand(self, full_shape: torch.Size) -> torch.Tensor:
         return self.rand(full_shape[: len(full_shape) - self.ndim])
 
     def zero(self, shape: Any = None) -> torch.Tensor:
-        """Zeros of every stacked spec, stacked."""
+        """Zeros of every stacked spec, stacked.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.zero()
+            tensor([[0., 0., 0.],
+                    [0., 0., 0.]])
+        """
         return self._sample("zero", shape)
 
     def one(self, shape: Any = None) -> torch.Tensor:
-        """Ones of every stacked spec, stacked."""
+        """Ones of every stacked spec, stacked.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.one((1,)).shape
+            torch.Size([1, 2, 3])
+        """
         return self._sample("one", shape)
 
     def invalid_reason(self, val: Any) -> str | None:
-        """Why ``val`` is not in the stack (checked spec by spec), or None."""
+        """Why ``val`` is not in the stack (checked spec by spec), or None.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.invalid_reason(torch.tensor([[0.5, 0.5, 0.5], [1.5, 1.5, 1.5]])) is None
+            True
+            >>> spec.invalid_reason(torch.full((2, 3), 1.5))
+            'stacked spec 0: values out of bounds: 3 element(s) outside [low, high], e.g. 1.5'
+        """
         if not isinstance(val, torch.Tensor):
             return f"expected a torch.Tensor, got {type(val).__name__}"
         parts = self._unbind_value(val)
@@ -336,7 +499,20 @@ class Stacked(_LazyStack, TensorSpec):
         return self.invalid_reason(val)
 
     def type_check(self, value: Any, key: Any = None) -> None:
-        """Type-checks each slice of ``value`` against its stacked spec."""
+        """Type-checks each slice of ``value`` against its stacked spec.
+
+        Raises:
+            TypeError: naming the dtypes (and ``key`` when given).
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.type_check(torch.zeros(2, 3))
+            >>> spec.type_check(torch.zeros(2, 3, dtype=torch.int64), "obs")
+            Traceback (most recent call last):
+            ...
+            TypeError: Bounded: expected a tensor of dtype torch.float32 for key 'obs', got torch.int64
+        """
         for spec, part in zip(self._specs, self._unbind_value(value)):
             spec.type_check(part, key)
 
@@ -345,7 +521,20 @@ class Stacked(_LazyStack, TensorSpec):
         return self._stack_values(parts, self._value_dim(val))
 
     def encode(self, val: Any, *, ignore_device: bool = False) -> Any:
-        """Encodes each slice of ``val`` (along the stack dim) with its stacked spec."""
+        """Encodes each slice of ``val`` (along the stack dim) with its stacked spec.
+
+        Args:
+            val: a list with one value per stacked spec, or an array / tensor to split along
+                the stack dim.
+            ignore_device: if True, the results stay on the cpu.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.encode([[0.5, 0.5, 0.5], [1.5, 1.5, 1.5]])
+            tensor([[0.5000, 0.5000, 0.5000],
+                    [1.5000, 1.5000, 1.5000]])
+        """
         if isinstance(val, (tuple, list)) and len(val) == len(self._specs):
             parts = list(val)
         else:
@@ -354,13 +543,32 @@ class Stacked(_LazyStack, TensorSpec):
         return self._stack_values(samples, self._dim)
 
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
-        """``val`` as a numpy array; ``safe=True`` checks it against every stacked spec first."""
+        """``val`` as a numpy array; ``safe=True`` checks it against every stacked spec first.
+
+        Raises:
+            SpecValueError: with ``safe=True``, when ``val`` is not in the stack.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.to_numpy(spec.one())
+            array([[1., 1., 1.],
+                   [1., 1., 1.]], dtype=float32)
+        """
         if check_spec_encode() if safe is None else safe:
             self.assert_is_in(val)
         return val.detach().cpu().numpy()
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
-        """The enumerations of the stacked specs, stacked (after the outcome dim)."""
+        """The enumerations of the stacked specs, stacked (after the outcome dim).
+
+        Examples:
+            >>> from gpusim.specs import Categorical
+            >>> a = Categorical(2, shape=(1,))
+            >>> b = Categorical(2, shape=(1,), mask=torch.tensor([True, False]))
+            >>> torch.stack([a, b], 0).enumerate().shape
+            torch.Size([2, 2, 1])
+        """
         return torch.stack([s.enumerate(use_mask) for s in self._specs], self._dim + 1)
 
     def cardinality(self) -> int:
@@ -368,6 +576,14 @@ class Stacked(_LazyStack, TensorSpec):
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> from gpusim.specs import Bounded
+            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec.cardinality()
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: cardinality is not implemented for Stacked specs
         """
         raise NotImplementedError("cardinality is not implemented for Stacked specs")
 
