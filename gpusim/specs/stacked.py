@@ -54,7 +54,7 @@ class _LazyStack:
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.dim
             0
         """
@@ -66,7 +66,7 @@ class _LazyStack:
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.stack_dim
             0
         """
@@ -121,7 +121,7 @@ class _LazyStack:
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> copy = spec.clone()
             >>> copy == spec, copy[0] is spec[0]
             (True, False)
@@ -133,7 +133,7 @@ class _LazyStack:
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.to(torch.float64).dtype
             torch.float64
         """
@@ -146,7 +146,7 @@ class _LazyStack:
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.cpu().device
             device(type='cpu')
         """
@@ -187,7 +187,7 @@ class _LazyStack:
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.unbind(0)[1] is spec[1]
             True
             >>> [part.shape for part in spec.unbind(1)]
@@ -208,7 +208,7 @@ class _LazyStack:
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.unsqueeze(0).shape, spec.unsqueeze(-1).shape
             (torch.Size([1, 2, 3]), torch.Size([2, 3, 1]))
         """
@@ -224,7 +224,7 @@ class _LazyStack:
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.unsqueeze(-1).squeeze().shape
             torch.Size([2, 3])
         """
@@ -274,7 +274,7 @@ class _LazyStack:
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.make_neg_dim(1)
             >>> spec.shape
             torch.Size([2, -1])
@@ -359,7 +359,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.device
             device(type='cpu')
         """
@@ -374,7 +374,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec[1].space.high
             tensor([2., 2., 2.])
             >>> spec.space
@@ -393,7 +393,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.expand(4, 2, 3).shape
             torch.Size([4, 2, 3])
         """
@@ -407,7 +407,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.reshape(6)
             Traceback (most recent call last):
             ...
@@ -440,7 +440,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> x = spec.rand((5,))
             >>> x.shape, bool((x[:, 0] <= 1).all())
             (torch.Size([5, 2, 3]), True)
@@ -455,7 +455,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.zero()
             tensor([[0., 0., 0.],
                     [0., 0., 0.]])
@@ -467,7 +467,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.one((1,)).shape
             torch.Size([1, 2, 3])
         """
@@ -478,7 +478,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.invalid_reason(torch.tensor([[0.5, 0.5, 0.5], [1.5, 1.5, 1.5]])) is None
             True
             >>> spec.invalid_reason(torch.full((2, 3), 1.5))
@@ -506,12 +506,12 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.type_check(torch.zeros(2, 3))
             >>> spec.type_check(torch.zeros(2, 3, dtype=torch.int64), "obs")
             Traceback (most recent call last):
             ...
-            TypeError: Bounded: expected a tensor of dtype torch.float32 for key 'obs', got torch.int64
+            TypeError: Bounded: expected a tensor of dtype torch.float32 for key 'obs', got ...
         """
         for spec, part in zip(self._specs, self._unbind_value(value)):
             spec.type_check(part, key)
@@ -530,7 +530,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.encode([[0.5, 0.5, 0.5], [1.5, 1.5, 1.5]])
             tensor([[0.5000, 0.5000, 0.5000],
                     [1.5000, 1.5000, 1.5000]])
@@ -550,7 +550,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.to_numpy(spec.one())
             array([[1., 1., 1.],
                    [1., 1., 1.]], dtype=float32)
@@ -579,7 +579,7 @@ class Stacked(_LazyStack, TensorSpec):
 
         Examples:
             >>> from gpusim.specs import Bounded
-            >>> spec = torch.stack([Bounded(0.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))], 0)
+            >>> spec = torch.stack([Bounded(0.0, 1.0, (3,)), Bounded(0.0, 2.0, (3,))], 0)
             >>> spec.cardinality()
             Traceback (most recent call last):
             ...

@@ -60,7 +60,17 @@ class StackedComposite(_LazyStack, Composite):
 
     @property
     def shape(self) -> torch.Size:  # type: ignore[override]
-        """The shared shape of the stacked Composites, with the stack dim."""
+        """The shared shape of the stacked Composites, with the stack dim (``batch_size`` is the
+        same property; neither can be set).
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.shape, spec.batch_size
+            (torch.Size([2]), torch.Size([2]))
+        """
         return self._shape
 
     batch_size = shape
@@ -73,27 +83,80 @@ class StackedComposite(_LazyStack, Composite):
 
     @property
     def device(self) -> torch.device | None:  # type: ignore[override]
-        """The device of the stacked Composites (None when it differs or is unset)."""
+        """The device of the stacked Composites (None when it differs or is unset).
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.device
+            device(type='cpu')
+        """
         return self._device
 
     @property
     def is_locked(self) -> bool:  # type: ignore[override]
-        """Whether every stacked Composite is locked."""
+        """Whether every stacked Composite is locked.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> _ = a.lock_()
+            >>> a.is_locked, spec.is_locked
+            (True, False)
+        """
         return all(s.is_locked for s in self._specs)
 
     @property
     def locked(self) -> bool:  # type: ignore[override]
-        """Alias of :attr:`is_locked`."""
+        """Alias of :attr:`is_locked`.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.lock_().locked
+            True
+        """
         return self.is_locked
 
     def lock_(self, recurse: bool | None = None) -> StackedComposite:
-        """Locks every stacked Composite; returns self."""
+        """Locks every stacked Composite; returns self.
+
+        Args:
+            recurse: lock the nested Composites too (default True).
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> _ = spec.lock_()
+            >>> a.is_locked, b.is_locked
+            (True, True)
+        """
         for spec in self._specs:
             spec.lock_(recurse)
         return self
 
     def unlock_(self, recurse: bool | None = None) -> StackedComposite:
-        """Unlocks every stacked Composite; returns self."""
+        """Unlocks every stacked Composite; returns self.
+
+        Args:
+            recurse: unlock the nested Composites too (default True).
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.lock_().unlock_().is_locked, a.is_locked
+            (False, False)
+        """
         for spec in self._specs:
             spec.unlock_(recurse)
         return self
@@ -119,7 +182,20 @@ class StackedComposite(_LazyStack, Composite):
 
     @property
     def names(self) -> list:  # type: ignore[override]
-        """The names of the stacked Composites' dims (the stack dim is unnamed)."""
+        """The names of the stacked Composites' dims (the stack dim is unnamed).
+
+        Setting it names the dims of every stacked Composite; the name given to the stack dim
+        is dropped.
+
+        Examples:
+            >>> from gpusim.specs import Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3, 1)), shape=(3,))
+            >>> b = Composite(x=Unbounded(shape=(3, 2)), shape=(3,))
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.names = ["agent", "time"]
+            >>> spec.names, a.names
+            ([None, 'time'], ['time'])
+        """
         inner = self._specs[0].names
         return [*inner[: self._dim], None, *inner[self._dim :]]
 
@@ -134,12 +210,34 @@ class StackedComposite(_LazyStack, Composite):
             spec.names = value
 
     def memoize_encode(self, mode: bool = True) -> None:
-        """Memoizes the encoding of every stacked Composite."""
+        """Memoizes the encoding of every stacked Composite (see :meth:`TensorSpec.memoize_encode`).
+
+        Args:
+            mode: True to memoize, False to go back to eager encoding.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.memoize_encode()
+            >>> a["x"].encode([1.0, 2.0, 3.0])
+            tensor([1., 2., 3.])
+        """
         for spec in self._specs:
             spec.memoize_encode(mode)
 
     def erase_memoize_cache(self) -> None:
-        """Forgets the memoized encodings of every stacked Composite."""
+        """Forgets the memoized encodings of every stacked Composite.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.memoize_encode()
+            >>> spec.erase_memoize_cache()
+        """
         for spec in self._specs:
             spec.erase_memoize_cache()
 
@@ -176,7 +274,18 @@ class StackedComposite(_LazyStack, Composite):
         return self[part]
 
     def get(self, key: Any, default: Any = _NO_DEFAULT) -> Any:
-        """The stacked entry at ``key`` (``default`` when a stacked Composite lacks it)."""
+        """The stacked entry at ``key`` (``default`` when a stacked Composite lacks it).
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.get("x").shape
+            torch.Size([2, 3])
+            >>> spec.get("y", None) is None
+            True
+        """
         try:
             return self[key]
         except KeyError:
@@ -196,7 +305,21 @@ class StackedComposite(_LazyStack, Composite):
         self.set(key, value)
 
     def set(self, key: Any, spec: Any) -> StackedComposite:
-        """Sets ``key`` in every stacked Composite, to the matching slice of ``spec``."""
+        """Sets ``key`` in every stacked Composite, to the matching slice of ``spec``; returns
+        self.
+
+        Raises:
+            ValueError: when ``spec`` does not have one slice per stacked Composite.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> _ = spec.set("reward", Unbounded(shape=(2, 1)))
+            >>> a["reward"].shape, list(spec.keys())
+            (torch.Size([1]), ['reward', 'x'])
+        """
         if spec is None:
             parts: list = [None] * len(self._specs)
         else:
@@ -229,7 +352,17 @@ class StackedComposite(_LazyStack, Composite):
 
     def update(self, other: Mapping[str, Any] | Composite) -> StackedComposite:
         """Updates every stacked Composite: shared nested Composites are updated slice by slice,
-        other entries are set (exclusive keys of ``other`` are left out)."""
+        other entries are set (exclusive keys of ``other`` are left out). Returns self.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> _ = spec.update({"z": Unbounded(shape=(2, 4))})
+            >>> list(spec.keys()), b["z"].shape
+            (['x', 'z'], torch.Size([4]))
+        """
         items = other.items() if isinstance(other, (Composite, Mapping)) else other
         mine = set(self._common_keys())
         for key, value in items:
@@ -243,33 +376,87 @@ class StackedComposite(_LazyStack, Composite):
         return self
 
     def empty(self) -> StackedComposite:
-        """The stack of the empty versions of the stacked Composites."""
+        """The stack of the empty versions of the stacked Composites.
+
+        Empty Composites of one shape are equal, so this is a dense :class:`Composite` unless
+        their devices or settings differ.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> empty = spec.empty()
+            >>> type(empty).__name__, empty.shape, empty.is_empty()
+            ('Composite', torch.Size([2]), True)
+        """
         return torch.stack([s.empty() for s in self._specs], self._dim)
 
     def is_empty(self, recurse: bool = False) -> bool:
-        """Whether every stacked Composite is empty."""
+        """Whether every stacked Composite is empty.
+
+        Args:
+            recurse: count only leaves (nested Composites without leaves are empty).
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.is_empty()
+            False
+        """
         return all(s.is_empty(recurse) for s in self._specs)
 
     # ------------------------------------------------------------------ shape ops
     def expand(self, *shape: Any) -> Any:
-        """Expands every stacked Composite."""
+        """Expands every stacked Composite (the new shape must end with the current one).
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.expand(5, 2).shape, spec.expand(5, 2)["x"].shape
+            (torch.Size([5, 2]), torch.Size([5, 2, 3]))
+        """
         return self._expand_stack(*shape)
 
     def reshape(self, *shape: Any) -> Any:
-        """Lazy stacks cannot be reshaped.
+        """Lazy stacks cannot be reshaped (``view`` is the same method).
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.reshape(1, 2)
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: reshape is not implemented for StackedComposite specs
         """
         raise NotImplementedError("reshape is not implemented for StackedComposite specs")
 
     view = reshape
 
     def flatten(self, start_dim: int, end_dim: int) -> Any:
-        """Lazy stacks cannot be reshaped.
+        """Lazy stacks cannot be flattened.
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.flatten(0, 0)
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: flatten is not implemented for StackedComposite specs
         """
         raise NotImplementedError("flatten is not implemented for StackedComposite specs")
 
@@ -286,7 +473,20 @@ class StackedComposite(_LazyStack, Composite):
         )
 
     def invalid_reason(self, td: Any) -> str | None:
-        """Why ``td`` is not in the stack (checked Composite by Composite), or None."""
+        """Why ``td`` is not in the stack (checked Composite by Composite), or None.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> td = spec.zero()
+            >>> spec.invalid_reason(td) is None
+            True
+            >>> td[1]["y"] = torch.tensor(5)
+            >>> spec.invalid_reason(td)
+            "stacked Composite 1: key 'y': values out of range: 1 element(s) outside [0, 2), e.g. 5"
+        """
         parts = self._unbind_value(td)
         for i, (spec, part) in enumerate(zip(self._specs, parts)):
             reason = spec.invalid_reason(part)
@@ -299,11 +499,31 @@ class StackedComposite(_LazyStack, Composite):
 
         Raises:
             KeyError: when a slice lacks a key of its Composite.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> td = spec.rand()
+            >>> type(td).__name__, spec.is_in(td)
+            ('LazyStackedTensorDict', True)
         """
         return all(s.is_in(p) for s, p in zip(self._specs, self._unbind_value(td)))
 
     def project(self, td: Any) -> Any:
-        """Projects each slice of ``td`` on its stacked Composite; returns the restacked data."""
+        """Projects each slice of ``td`` on its stacked Composite; returns the restacked data.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> td = spec.zero()
+            >>> td[1]["y"] = torch.tensor(5)
+            >>> spec.project(td)[1]["y"]
+            tensor(1)
+        """
         from tensordict import LazyStackedTensorDict
 
         dim = self._value_dim(td)
@@ -318,6 +538,18 @@ class StackedComposite(_LazyStack, Composite):
 
         Raises:
             ValueError: for a tensor without a key.
+            TypeError: naming the key whose dtype differs.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.type_check(spec.rand())
+            >>> spec.type_check(torch.zeros(2, 3, dtype=torch.int64), "x")
+            Traceback (most recent call last):
+            ...
+            TypeError: Unbounded: expected a tensor of dtype torch.float32 for key 'x', got ...
         """
         if isinstance(value, torch.Tensor):
             if not isinstance(selected_keys, (str, tuple)):
@@ -328,18 +560,40 @@ class StackedComposite(_LazyStack, Composite):
             spec.type_check(part, selected_keys)
 
     def encode(self, vals: Any, *, ignore_device: bool = False) -> Any:
-        """Lazy stacks of Composites cannot encode.
+        """Lazy stacks of Composites cannot encode (encode with a stacked Composite instead).
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.encode({"x": [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]})
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: encode is not implemented for StackedComposite specs
+            >>> b.encode({"x": [1.0, 1.0, 1.0], "y": 1})["y"]
+            tensor(1)
         """
         raise NotImplementedError("encode is not implemented for StackedComposite specs")
 
     def to_numpy(self, td: Any, safe: bool | None = None) -> dict:
-        """A dict of numpy arrays for the shared keys; ``safe=True`` checks ``td`` first.
+        """A dict of numpy arrays for the keys of ``td`` (each must be shared by the stack);
+        ``safe=True`` checks ``td`` first.
 
         Raises:
             SpecValueError: with ``safe=True``, when a slice is not in its Composite.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.to_numpy(spec.one())
+            {'x': array([[1., 1., 1.],
+                   [1., 1., 1.]], dtype=float32)}
         """
         if check_spec_encode() if safe is None else safe:
             for i, (spec, part) in enumerate(zip(self._specs, self._unbind_value(td))):
@@ -353,11 +607,30 @@ class StackedComposite(_LazyStack, Composite):
 
         Raises:
             NotImplementedError: always.
+
+        Examples:
+            >>> from gpusim.specs import Categorical, Unbounded
+            >>> a = Composite(x=Unbounded(shape=(3,)), device="cpu")
+            >>> b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2), device="cpu")
+            >>> spec = torch.stack([a, b], 0)
+            >>> spec.cardinality()
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: cardinality is not implemented for StackedComposite specs
         """
         raise NotImplementedError("cardinality is not implemented for StackedComposite specs")
 
     def enumerate(self, use_mask: bool = False) -> Any:
-        """The enumerations of the stacked Composites, stacked (after the outcome dim)."""
+        """The enumerations of the stacked Composites, stacked (after the outcome dim).
+
+        Examples:
+            >>> from gpusim.specs import Categorical
+            >>> a = Composite(action=Categorical(3))
+            >>> b = Composite(action=Categorical(3), mode=Categorical(1))
+            >>> outcomes = torch.stack([a, b], 0).enumerate()
+            >>> outcomes.batch_size, outcomes[:, 1]["mode"]
+            (torch.Size([3, 2]), tensor([0, 0, 0]))
+        """
         return self._stack_values([s.enumerate(use_mask) for s in self._specs], self._dim + 1)
 
     # ------------------------------------------------------------------ comparison / repr
