@@ -58,11 +58,33 @@ class CompositeDataMixin:
         return self._make_td(source, torch.Size((*prefix, *self._safe_shape)), self._device)
 
     def rand(self, shape: Any = None) -> Any:
-        """A random TensorDict with batch size ``(*shape, *self.shape)``."""
+        """A random TensorDict with batch size ``(*shape, *self.shape)``.
+
+        Args:
+            shape: extra leading dims (default none).
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> td = spec.rand((4,))
+            >>> td.batch_size, td["obs"].shape, spec.is_in(td)
+            (torch.Size([4, 2]), torch.Size([4, 2, 3]), True)
+        """
         return self._build(shape, "rand")
 
     def sample(self, shape: Any = None) -> Any:
-        """Same as :meth:`rand`."""
+        """Same as :meth:`rand`.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> spec.sample().batch_size
+            torch.Size([2])
+        """
         return self.rand(shape)
 
     def zero(self, shape: Any = None) -> Any:
@@ -76,31 +98,107 @@ class CompositeDataMixin:
         return self._build(shape, "zero")
 
     def zeros(self, shape: Any = None) -> Any:
-        """Same as :meth:`zero`."""
+        """Same as :meth:`zero`.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> spec.zeros()["action"]
+            tensor([0, 0])
+        """
         return self.zero(shape)
 
     def one(self, shape: Any = None) -> Any:
-        """A TensorDict of ones with batch size ``(*shape, *self.shape)``."""
+        """A TensorDict of ones with batch size ``(*shape, *self.shape)``.
+
+        Like :meth:`zero`, a buffer: one need not be a valid value of every entry.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> spec.one()["action"]
+            tensor([1, 1])
+        """
         return self._build(shape, "one")
 
     def ones(self, shape: Any = None) -> Any:
-        """Same as :meth:`one`."""
+        """Same as :meth:`one`.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> spec.ones((3,))["obs"].shape
+            torch.Size([3, 2, 3])
+        """
         return self.one(shape)
 
     def rand_update(self, td: Any) -> Any:
-        """Updates ``td`` (in place) with random values of this spec; returns it."""
+        """Updates ``td`` (in place) with random values of this spec; returns it.
+
+        Entries of ``td`` that the spec does not hold are kept.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> td = spec.rand_update(TensorDict({"other": torch.zeros(2)}, batch_size=(2,)))
+            >>> sorted(td.keys()), spec.is_in(td)
+            (['action', 'obs', 'other'], True)
+        """
         return td.update(self.rand())
 
     def zeros_update(self, td: Any) -> Any:
-        """Updates ``td`` (in place) with zeros of this spec; returns it."""
+        """Updates ``td`` (in place) with zeros of this spec; returns it.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> td = spec.zeros_update(TensorDict({"other": torch.ones(2)}, batch_size=(2,)))
+            >>> td["action"], td["other"]
+            (tensor([0, 0]), tensor([1., 1.]))
+        """
         return td.update(self.zero())
 
     def ones_update(self, td: Any) -> Any:
-        """Updates ``td`` (in place) with ones of this spec; returns it."""
+        """Updates ``td`` (in place) with ones of this spec; returns it.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> spec.ones_update(TensorDict({}, batch_size=(2,)))["action"]
+            tensor([1, 1])
+        """
         return td.update(self.one())
 
     def invalid_reason(self, td: Any) -> str | None:
-        """Why ``td`` is not in the spec (naming the key), or None when it is."""
+        """Why ``td`` is not in the spec (naming the key), or None when it is.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> td = spec.zero()
+            >>> spec.invalid_reason(td) is None
+            True
+            >>> td["obs"][0, 0] = 2.0
+            >>> spec.invalid_reason(td)
+            "key 'obs': values out of bounds: 1 element(s) outside [low, high], e.g. 2.0"
+        """
         for key, spec in self._specs.items():
             if spec is None or (_is_empty_composite(spec)):
                 continue
@@ -112,10 +210,23 @@ class CompositeDataMixin:
         return None
 
     def is_in(self, td: Any) -> bool:
-        """Whether every spec entry of ``td`` is inside its spec.
+        """Whether every spec entry of ``td`` is inside its spec (extra entries are ignored).
 
         Raises:
             KeyError: when ``td`` lacks a key of the spec (as in TorchRL).
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> td = spec.rand()
+            >>> spec.is_in(td)
+            True
+            >>> spec.is_in(td.exclude("action"))
+            Traceback (most recent call last):
+            ...
+            KeyError: "Composite.is_in: the value has no entry 'action'"
         """
         for key, spec in self._specs.items():
             if spec is None or (_is_empty_composite(spec)):
@@ -128,12 +239,37 @@ class CompositeDataMixin:
         return True
 
     def contains(self, td: Any) -> bool:
-        """Same as :meth:`is_in`."""
+        """Same as :meth:`is_in`.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> td = spec.zero()
+            >>> td["action"][0] = 5
+            >>> spec.contains(td)
+            False
+        """
         return self.is_in(td)
 
     def assert_is_in(self, td: Any) -> None:
         """Raises :class:`SpecValueError` naming the first key whose value is missing or outside
-        its spec."""
+        its spec.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> td = spec.zero()
+            >>> spec.assert_is_in(td)
+            >>> td["obs"][0, 0] = 2.0
+            >>> spec.assert_is_in(td)
+            Traceback (most recent call last):
+            ...
+            gpusim.specs.base.SpecValueError: value not in Composite: key 'obs': values out of ...
+        """
         reason = self.invalid_reason(td)
         if reason is not None:
             raise SpecValueError(f"value not in Composite: {reason}")
@@ -142,8 +278,24 @@ class CompositeDataMixin:
         """Checks the dtypes of the entries of ``value``; a tensor is checked against the entry
         ``selected_keys`` (a key).
 
+        Args:
+            value: a TensorDict, or a tensor (with the key in ``selected_keys``).
+            selected_keys: the keys to check (default: every leaf of the spec).
+
         Raises:
             TypeError: naming the key whose dtype differs.
+            ValueError: for a tensor without a key.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> spec.type_check(spec.zero())
+            >>> spec.type_check(torch.zeros(2), "action")
+            Traceback (most recent call last):
+            ...
+            TypeError: Categorical: expected a tensor of dtype torch.int64 for key 'action', got ...
         """
         if isinstance(value, torch.Tensor):
             if selected_keys is None or isinstance(selected_keys, list):
@@ -170,7 +322,18 @@ class CompositeDataMixin:
         return td
 
     def project(self, td: Any) -> Any:
-        """Projects (in place) every entry of ``td`` that is not in its spec; returns ``td``."""
+        """Projects (in place) every entry of ``td`` that is not in its spec; returns ``td``.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> td = spec.zero()
+            >>> td["obs"][0, 0] = 2.0
+            >>> spec.project(td)["obs"][0]
+            tensor([1., 0., 0.])
+        """
         for key, spec in self._specs.items():
             if spec is None:
                 continue
@@ -180,14 +343,36 @@ class CompositeDataMixin:
         return td
 
     def memoize_encode(self, mode: bool = True) -> None:
-        """Memoizes the encoding of every leaf (see :meth:`TensorSpec.memoize_encode`)."""
+        """Memoizes the encoding of every leaf (see :meth:`TensorSpec.memoize_encode`).
+
+        Args:
+            mode: True to memoize, False to go back to eager encoding.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> spec.memoize_encode()
+            >>> spec.encode({"action": [1, 0]})["action"]
+            tensor([1, 0])
+        """
         self._memo = bool(mode)
         for spec in self._specs.values():
             if spec is not None:
                 spec.memoize_encode(mode)
 
     def erase_memoize_cache(self) -> None:
-        """Forgets the encodings memoized by every leaf."""
+        """Forgets the encodings memoized by every leaf.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> spec.memoize_encode()
+            >>> spec.erase_memoize_cache()
+        """
         for spec in self._specs.values():
             if spec is not None:
                 spec.erase_memoize_cache()
@@ -223,7 +408,21 @@ class CompositeDataMixin:
         return self._make_td(source, self._safe_shape, None if ignore_device else self._device)
 
     def to_numpy(self, td: Any, safe: bool | None = None) -> dict:
-        """A nested dict of numpy arrays (keys held by the spec only)."""
+        """A nested dict of numpy arrays (keys held by the spec only).
+
+        Args:
+            td: the TensorDict.
+            safe: check every entry against its spec first (default: the ``CHECK_SPEC_ENCODE``
+                environment variable).
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Categorical, Composite
+            >>> spec = Composite(
+            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
+            ... )
+            >>> spec.to_numpy(spec.zero())["action"]
+            array([0, 0])
+        """
         out = {}
         for key, spec in self._specs.items():
             if spec is not None and key in td.keys():

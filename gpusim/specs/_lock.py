@@ -37,7 +37,17 @@ class LockMixin:
 
     @property
     def is_locked(self) -> bool:
-        """Whether modifications raise."""
+        """Whether modifications raise (see :meth:`lock_`); setting it locks or unlocks.
+
+        Examples:
+            >>> from gpusim.specs import Composite
+            >>> spec = Composite()
+            >>> spec.is_locked
+            False
+            >>> spec.is_locked = True
+            >>> spec.is_locked
+            True
+        """
         return self._locked
 
     @is_locked.setter
@@ -49,7 +59,13 @@ class LockMixin:
 
     @property
     def locked(self) -> bool:
-        """Alias of :attr:`is_locked`."""
+        """Alias of :attr:`is_locked` (read only).
+
+        Examples:
+            >>> from gpusim.specs import Composite
+            >>> Composite().locked, Composite().lock_().locked
+            (False, True)
+        """
         return self._locked
 
     def _check_unlocked(self, what: str) -> None:

@@ -24,7 +24,19 @@ class NamesMixin:
 
     @property
     def names(self) -> list:
-        """Names of the batch dims (``None`` for unnamed dims)."""
+        """Names of the batch dims (``None`` for unnamed dims).
+
+        Setting it names nested Composites too; ``None`` erases the names.
+
+        Examples:
+            >>> from gpusim.specs import Composite
+            >>> spec = Composite(shape=(3, 4), names=["env", "time"])
+            >>> spec.names
+            ['env', 'time']
+            >>> spec.names = None
+            >>> spec.names
+            [None, None]
+        """
         if self._names is None:
             return [None] * self.ndim
         return list(self._names)
