@@ -65,9 +65,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> td = spec.rand((4,))
             >>> td.batch_size, td["obs"].shape, spec.is_in(td)
             (torch.Size([4, 2]), torch.Size([4, 2, 3]), True)
@@ -79,9 +77,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> spec.sample().batch_size
             torch.Size([2])
         """
@@ -102,9 +98,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> spec.zeros()["action"]
             tensor([0, 0])
         """
@@ -117,9 +111,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> spec.one()["action"]
             tensor([1, 1])
         """
@@ -130,9 +122,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> spec.ones((3,))["obs"].shape
             torch.Size([3, 2, 3])
         """
@@ -146,9 +136,7 @@ class CompositeDataMixin:
         Examples:
             >>> from tensordict import TensorDict
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> td = spec.rand_update(TensorDict({"other": torch.zeros(2)}, batch_size=(2,)))
             >>> sorted(td.keys()), spec.is_in(td)
             (['action', 'obs', 'other'], True)
@@ -161,9 +149,7 @@ class CompositeDataMixin:
         Examples:
             >>> from tensordict import TensorDict
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> td = spec.zeros_update(TensorDict({"other": torch.ones(2)}, batch_size=(2,)))
             >>> td["action"], td["other"]
             (tensor([0, 0]), tensor([1., 1.]))
@@ -176,9 +162,7 @@ class CompositeDataMixin:
         Examples:
             >>> from tensordict import TensorDict
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> spec.ones_update(TensorDict({}, batch_size=(2,)))["action"]
             tensor([1, 1])
         """
@@ -189,9 +173,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> td = spec.zero()
             >>> spec.invalid_reason(td) is None
             True
@@ -217,9 +199,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> td = spec.rand()
             >>> spec.is_in(td)
             True
@@ -243,9 +223,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> td = spec.zero()
             >>> td["action"][0] = 5
             >>> spec.contains(td)
@@ -259,9 +237,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> td = spec.zero()
             >>> spec.assert_is_in(td)
             >>> td["obs"][0, 0] = 2.0
@@ -288,9 +264,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> spec.type_check(spec.zero())
             >>> spec.type_check(torch.zeros(2), "action")
             Traceback (most recent call last):
@@ -326,9 +300,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> td = spec.zero()
             >>> td["obs"][0, 0] = 2.0
             >>> spec.project(td)["obs"][0]
@@ -350,9 +322,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> spec.memoize_encode()
             >>> spec.encode({"action": [1, 0]})["action"]
             tensor([1, 0])
@@ -367,9 +337,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> spec.memoize_encode()
             >>> spec.erase_memoize_cache()
         """
@@ -417,9 +385,7 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(
-            ...     obs=Bounded(0.0, 1.0, shape=(2, 3)), action=Categorical(2, shape=(2,)), shape=(2,)
-            ... )
+            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
             >>> spec.to_numpy(spec.zero())["action"]
             array([0, 0])
         """
