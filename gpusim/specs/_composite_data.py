@@ -65,7 +65,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> td = spec.rand((4,))
             >>> td.batch_size, td["obs"].shape, spec.is_in(td)
             (torch.Size([4, 2]), torch.Size([4, 2, 3]), True)
@@ -77,7 +78,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> spec.sample().batch_size
             torch.Size([2])
         """
@@ -98,7 +100,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> spec.zeros()["action"]
             tensor([0, 0])
         """
@@ -111,7 +114,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> spec.one()["action"]
             tensor([1, 1])
         """
@@ -122,7 +126,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> spec.ones((3,))["obs"].shape
             torch.Size([3, 2, 3])
         """
@@ -136,7 +141,8 @@ class CompositeDataMixin:
         Examples:
             >>> from tensordict import TensorDict
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> td = spec.rand_update(TensorDict({"other": torch.zeros(2)}, batch_size=(2,)))
             >>> sorted(td.keys()), spec.is_in(td)
             (['action', 'obs', 'other'], True)
@@ -149,7 +155,8 @@ class CompositeDataMixin:
         Examples:
             >>> from tensordict import TensorDict
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> td = spec.zeros_update(TensorDict({"other": torch.ones(2)}, batch_size=(2,)))
             >>> td["action"], td["other"]
             (tensor([0, 0]), tensor([1., 1.]))
@@ -162,7 +169,8 @@ class CompositeDataMixin:
         Examples:
             >>> from tensordict import TensorDict
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> spec.ones_update(TensorDict({}, batch_size=(2,)))["action"]
             tensor([1, 1])
         """
@@ -173,7 +181,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> td = spec.zero()
             >>> spec.invalid_reason(td) is None
             True
@@ -199,7 +208,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> td = spec.rand()
             >>> spec.is_in(td)
             True
@@ -223,7 +233,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> td = spec.zero()
             >>> td["action"][0] = 5
             >>> spec.contains(td)
@@ -237,7 +248,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> td = spec.zero()
             >>> spec.assert_is_in(td)
             >>> td["obs"][0, 0] = 2.0
@@ -264,7 +276,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> spec.type_check(spec.zero())
             >>> spec.type_check(torch.zeros(2), "action")
             Traceback (most recent call last):
@@ -300,7 +313,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> td = spec.zero()
             >>> td["obs"][0, 0] = 2.0
             >>> spec.project(td)["obs"][0]
@@ -322,7 +336,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> spec.memoize_encode()
             >>> spec.encode({"action": [1, 0]})["action"]
             tensor([1, 0])
@@ -337,7 +352,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> spec.memoize_encode()
             >>> spec.erase_memoize_cache()
         """
@@ -385,7 +401,8 @@ class CompositeDataMixin:
 
         Examples:
             >>> from gpusim.specs import Bounded, Categorical, Composite
-            >>> spec = Composite(obs=Bounded(0., 1., (2, 3)), action=Categorical(2, (2,)), shape=(2,))
+            >>> leaves = {"obs": Bounded(0.0, 1.0, (2, 3)), "action": Categorical(2, (2,))}
+            >>> spec = Composite(leaves, shape=(2,))
             >>> spec.to_numpy(spec.zero())["action"]
             array([0, 0])
         """
