@@ -51,7 +51,11 @@ class SerialEnv(BatchedEnvBase):
             for env in envs:
                 env.close()
             raise
-        buffers = Buffers.allocate(self._plan, self.meta_data, self.num_workers, share_memory=False)
+        buffers = None
+        if self._use_buffers:
+            buffers = Buffers.allocate(
+                self._plan, self.meta_data, self.num_workers, share_memory=self.shared_memory, memmap=self.memmap
+            )
         self.__dict__["_exchange"] = buffers
         self.__dict__["_runners"] = [
             WorkerRunner(env, self._plan, buffers, i) for i, env in enumerate(envs)
@@ -75,14 +79,22 @@ class SerialEnv(BatchedEnvBase):
         return [runner.env for runner in self.__dict__["_runners"]]
 
     # ------------------------------------------------------------------ commands
-    def _run_step(self, present: tuple | None) -> None:
-        for runner in self.__dict__["_runners"]:
-            runner.step(present)
-
-    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
+    def _run_step(self, present: tuple | None, workers: list[int] | None = None, extras: list | None = None) -> list:
         runners = self.__dict__["_runners"]
-        for i in workers:
-            runners[i].reset(present, kwargs)
+        chosen = range(len(runners)) if workers is None else workers
+        return [runners[i].step(present, None if extras is None else extras[i]) for i in chosen]
+
+    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict, extras: list | None = None) -> list:
+        runners = self.__dict__["_runners"]
+        return [runners[i].reset(present, kwargs, None if extras is None else extras[i]) for i in workers]
+
+    def _run_step_td(self, items: list) -> list:
+        runners = self.__dict__["_runners"]
+        return [runners[i].step_td(td) for i, td in items]
+
+    def _run_reset_td(self, items: list, kwargs: dict) -> list:
+        runners = self.__dict__["_runners"]
+        return [runners[i].reset_td(td, kwargs) for i, td in items]
 
     def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
         for runner in self.__dict__["_runners"]:
