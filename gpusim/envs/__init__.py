@@ -1,4 +1,15 @@
-"""Environments: ``EnvBase``, helpers, native batched envs, batched CPU envs and wrappers."""
+"""Environments: ``EnvBase``, helpers, native batched envs, batched CPU envs and wrappers.
+
+TorchRL's ``torchrl.envs`` also holds the transforms: so does ``gpusim.envs`` (``from
+gpusim.envs import TransformedEnv, StepCounter``; the objects of :mod:`gpusim.transforms`,
+resolved on first use, so that importing the envs does not import the transforms), and
+``gpusim.envs.transforms`` is TorchRL's ``torchrl.envs.transforms``.
+
+Examples:
+    >>> from gpusim.envs import StepCounter, TransformedEnv, CartPoleEnv
+    >>> TransformedEnv(CartPoleEnv(), StepCounter()).rollout(2).shape
+    torch.Size([2])
+"""
 
 # ruff: noqa: E402
 
@@ -7,6 +18,7 @@ from gpusim.envs.common import EnvBase
 from gpusim.envs.utils import (
     ExplorationType,
     RandomPolicy,
+    StepMDP,
     exploration_type,
     get_available_libraries,
     make_composite_from_td,
@@ -16,6 +28,7 @@ from gpusim.envs.utils import (
 )
 
 from gpusim.envs.compiled import CompiledRollout
+from gpusim.envs.async_pool import AsyncEnvPool, ProcessorAsyncEnvPool, ThreadingAsyncEnvPool
 from gpusim.envs._rollout_cache import clear_rollout_cache, rollout_cache_info
 from gpusim.envs.batched import *  # noqa: F401,F403
 from gpusim.envs.batched import __all__ as _batched_all
@@ -30,10 +43,14 @@ __all__ = [
     *_native_all,
     "CompiledRollout",
     "EnvBase",
+    "AsyncEnvPool",
+    "ThreadingAsyncEnvPool",
+    "ProcessorAsyncEnvPool",
     "clear_rollout_cache",
     "rollout_cache_info",
     "check_env_specs",
     "step_mdp",
+    "StepMDP",
     "terminated_or_truncated",
     "make_composite_from_td",
     "RandomPolicy",
@@ -42,3 +59,16 @@ __all__ = [
     "exploration_type",
     "get_available_libraries",
 ]
+
+
+def __getattr__(name: str):
+    """The transforms (``gpusim.envs.TransformedEnv``, ``gpusim.envs.transforms``), resolved from
+    :mod:`gpusim.transforms` on first use."""
+    import importlib
+
+    if name == "transforms":
+        return importlib.import_module("gpusim.envs.transforms")
+    transforms = importlib.import_module("gpusim.transforms")
+    if not name.startswith("_") and hasattr(transforms, name):
+        return getattr(transforms, name)
+    raise AttributeError(f"module 'gpusim.envs' has no attribute {name!r}")
