@@ -1,9 +1,9 @@
 """Environments: ``EnvBase``, helpers, native batched envs, batched CPU envs and wrappers.
 
 TorchRL's ``torchrl.envs`` also holds the transforms: so does ``gpusim.envs`` (``from
-gpusim.envs import TransformedEnv, StepCounter``; the objects of :mod:`gpusim.transforms`,
-resolved on first use, so that importing the envs does not import the transforms), and
-``gpusim.envs.transforms`` is TorchRL's ``torchrl.envs.transforms``.
+gpusim.envs import TransformedEnv, StepCounter``), and ``gpusim.envs.transforms`` is TorchRL's
+``torchrl.envs.transforms``: the top-level package installs these aliases of
+:mod:`gpusim.transforms` (this package never imports the transforms).
 
 Examples:
     >>> from gpusim.envs import StepCounter, TransformedEnv, CartPoleEnv
@@ -60,15 +60,3 @@ __all__ = [
     "get_available_libraries",
 ]
 
-
-def __getattr__(name: str):
-    """The transforms (``gpusim.envs.TransformedEnv``, ``gpusim.envs.transforms``), resolved from
-    :mod:`gpusim.transforms` on first use."""
-    import importlib
-
-    if name == "transforms":
-        return importlib.import_module("gpusim.envs.transforms")
-    transforms = importlib.import_module("gpusim.transforms")
-    if not name.startswith("_") and hasattr(transforms, name):
-        return getattr(transforms, name)
-    raise AttributeError(f"module 'gpusim.envs' has no attribute {name!r}")

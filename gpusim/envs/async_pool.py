@@ -24,7 +24,7 @@ Examples:
     >>> pool.batch_size
     torch.Size([3])
     >>> pool.async_reset_send(env_index=[0, 2])
-    >>> pool.async_reset_recv(min_get=2)["env_index"]
+    >>> list(pool.async_reset_recv(min_get=2)["env_index"])
     [0, 2]
     >>> pool.close()
 """
@@ -138,8 +138,8 @@ class AsyncEnvPool(EnvBase):
     Args:
         env_makers: an env maker (callable returning an ``EnvBase``) or env, or a list of them
             (one per env). Their specs must be equal.
-        backend: ``"threading"`` (one thread per env: for envs that release the GIL) or
-            ``"multiprocessing"`` (one process per env).
+        backend: ``"threading"`` (default; one thread per env: for envs that release the
+            GIL) or ``"multiprocessing"`` (one process per env).
         stack: how results are stacked: ``"dense"`` (``torch.stack``), ``"maybe_dense"``
             (dense when the results have the same structure, else a lazy stack) or ``"lazy"``.
         exchange: ``"queue"`` or ``"shm"`` (processes only, see the module docstring).
@@ -155,6 +155,7 @@ class AsyncEnvPool(EnvBase):
 
     #: The entry naming the env of each row of the inputs and results.
     _env_idx_key = "env_index"
+    _backend = "threading"
 
     @classmethod
     def _redirect_construction(cls, args: tuple, kwargs: dict) -> EnvBase | None:
@@ -170,11 +171,15 @@ class AsyncEnvPool(EnvBase):
         self,
         env_makers: Any,
         *,
-        backend: str = "threading",
+        backend: str | None = None,
         stack: str = "dense",
         exchange: str = "queue",
         create_env_kwargs: dict | Sequence[dict] | None = None,
     ) -> None:
+        if backend is None:
+            backend = self._backend
+        elif backend != self._backend:
+            raise ValueError(f"{type(self).__name__} runs the {self._backend!r} backend, got backend={backend!r}")
         makers = list(env_makers) if isinstance(env_makers, (list, tuple)) else [env_makers]
         if not makers:
             raise ValueError("AsyncEnvPool needs at least one env maker")
@@ -490,6 +495,8 @@ class ThreadingAsyncEnvPool(AsyncEnvPool):
         >>> pool.close()
     """
 
+    _backend = "threading"
+
     def _start(self) -> None:
         d = self.__dict__
         n = self.num_envs
@@ -521,6 +528,8 @@ class ProcessorAsyncEnvPool(AsyncEnvPool):
         torch.Size([2, 3])
         >>> pool.close()
     """
+
+    _backend = "multiprocessing"
 
     def _start(self) -> None:
         d = self.__dict__

@@ -68,10 +68,21 @@ class _EnvPostInit(abc.ABCMeta):
             instance.__dict__["_spec_locked"] = bool(spec_locked)
         instance._post_init()
         if auto_reset:
-            from gpusim.transforms.auto_reset import AutoResetEnv, AutoResetTransform
-
-            instance = AutoResetEnv(instance, AutoResetTransform(replace=auto_reset_replace))
+            instance = _hook("auto_reset")(instance, replace=auto_reset_replace)
         return instance
+
+
+#: What the transforms layer gives the envs (the envs never import it): ``"TransformedEnv"``
+#: (for ``append_transform``) and ``"auto_reset"`` (``env -> wrapped env``, for
+#: ``auto_reset=True``), registered by :mod:`gpusim.transforms` when it is imported.
+TRANSFORM_HOOKS: dict[str, Callable[..., Any]] = {}
+
+
+def _hook(name: str) -> Callable[..., Any]:
+    hook = TRANSFORM_HOOKS.get(name)
+    if hook is None:  # pragma: no cover - gpusim/__init__ always imports the transforms
+        raise RuntimeError(f"{name} needs gpusim.transforms: import gpusim (or gpusim.transforms) first")
+    return hook
 
 
 def _cached_plan(fn: Callable[[Any], Any]) -> property:
@@ -1293,9 +1304,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             >>> "step_count" in env.observation_spec.keys()
             True
         """
-        from gpusim.transforms import TransformedEnv
-
-        return TransformedEnv(self, transform)
+        return _hook("TransformedEnv")(self, transform)
 
     def __iter__(self) -> Iterator[TensorDictBase]:
         raise TypeError(f"{type(self).__name__} is not iterable; use rollout()")

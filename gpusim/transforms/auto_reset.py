@@ -43,6 +43,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim.envs.common import TRANSFORM_HOOKS
 from gpusim.envs.episode import ResetMasks
 from gpusim.transforms._levels import done_levels_of
 from gpusim.transforms.transform import Transform
@@ -167,3 +168,11 @@ class AutoResetEnv(TransformedEnv):
     def insert_transform(self, index: int, transform: Transform) -> "AutoResetEnv":
         """Not allowed: the auto-reset transform must stay the only transform."""
         raise RuntimeError(f"cannot insert a transform in an {type(self).__name__}; wrap it in a TransformedEnv")
+
+
+def _wrap_auto_reset(env: Any, replace: bool | None = True) -> AutoResetEnv:
+    """What ``SomeEnv(..., auto_reset=True, auto_reset_replace=...)`` returns."""
+    return AutoResetEnv(env, AutoResetTransform(replace=replace))
+
+
+TRANSFORM_HOOKS["auto_reset"] = _wrap_auto_reset

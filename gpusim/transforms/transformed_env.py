@@ -29,7 +29,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from gpusim.envs.common import EnvBase
+from gpusim.envs.common import TRANSFORM_HOOKS, EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.transforms.compose import Compose
 from gpusim.transforms.transform import Transform
@@ -424,3 +424,6 @@ def _parent_view(base_env: EnvBase, transforms: list[Transform]) -> TransformedE
     env = TransformedEnv(base_env, chain, auto_unwrap=False)
     env.__dict__["_is_parent_view"] = True
     return env
+
+
+TRANSFORM_HOOKS["TransformedEnv"] = TransformedEnv

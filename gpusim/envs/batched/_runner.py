@@ -132,16 +132,23 @@ class WorkerRunner:
         return self.env.set_seed(seed, static_seed=static_seed)
 
     # ------------------------------------------------------------------ attribute access
-    def getattr(self, name: str) -> tuple[bool, Any]:
-        """``(is_callable, value)``: callables are not returned (call them with :meth:`call`)."""
-        value = getattr(self.env, name)
+    def _resolve(self, name: str | tuple) -> Any:
+        value = self.env
+        for part in (name,) if isinstance(name, str) else name:
+            value = getattr(value, part)
+        return value
+
+    def getattr(self, name: str | tuple) -> tuple[bool, Any]:
+        """``(is_callable, value)`` of ``env.<name>`` (a tuple: a chain, ``env.a.b``); callables
+        are not returned (call them with :meth:`call`)."""
+        value = self._resolve(name)
         if callable(value):
             return True, None
         return False, value
 
-    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
-        """Calls ``env.<name>(*args, **kwargs)``."""
-        return getattr(self.env, name)(*args, **kwargs)
+    def call(self, name: str | tuple, args: tuple, kwargs: dict) -> Any:
+        """Calls ``env.<name>(*args, **kwargs)`` (a tuple name: a chain, ``env.a.b(...)``)."""
+        return self._resolve(name)(*args, **kwargs)
 
     def close(self) -> None:
         """Closes the env."""

@@ -35,9 +35,10 @@ from gpusim.envs.batched._shared import KeyPlan, TDBuilder, maybe_leaves
 from gpusim.envs.batched.metadata import EnvMetaData, get_env_metadata
 from gpusim.envs.common import EnvBase
 from gpusim.envs import _partial
+from gpusim.envs.batched import _views
 from gpusim.envs.episode import AutoResetMode, ResetMasks, merge_rows
 
-__all__ = ["BatchedEnvBase"]
+__all__ = ["BatchedEnvBase", "WorkerValues"]
 
 _SPEC_PARTS = (
     ("input_spec", "full_action_spec"),
@@ -84,6 +85,22 @@ def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
                     return f"{name}[{key!r}]: {sb[key]} vs {sa[key]}"
             return name
     return None
+
+
+class WorkerValues(list):
+    """The values of an attribute on every worker (a list, in worker order); attributes of the
+    values are read on the workers too: ``env.nested.value`` is ``[w.nested.value for w in
+    workers]``, and ``env.nested.method()`` calls the method on every worker."""
+
+    def __init__(self, env: "BatchedEnvBase", path: str | tuple, values: list) -> None:
+        super().__init__(values)
+        self._env = env
+        self._path = (path,) if isinstance(path, str) else tuple(path)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._env._worker_attribute((*self._path, name))
 
 
 class BatchedEnvBase(EnvBase):
@@ -166,7 +183,7 @@ class BatchedEnvBase(EnvBase):
         d = self.__dict__
         d["num_workers"] = num_workers
         d["create_env_fn"] = fns
-        d["create_env_kwargs"] = kwargs
+        d["create_env_kwargs"] = [dict(k) for k in kwargs]  # one dict per worker (update_kwargs)
         d["meta_data"] = worker_meta
         d["_worker_device"] = worker_meta.device
         d["_plan"] = KeyPlan.from_metadata(worker_meta)
@@ -225,6 +242,9 @@ class BatchedEnvBase(EnvBase):
 
     def start(self) -> None:
         """Starts the workers now (otherwise they start on first use)."""
+        if "_view_parent" in self.__dict__:
+            _views.check_usable(self)
+            return
         if not self._started:
             if self.num_threads is not None:
                 torch.set_num_threads(self.num_threads)
@@ -233,8 +253,29 @@ class BatchedEnvBase(EnvBase):
             self.__dict__["_closed"] = False
 
     def _ensure_started(self) -> None:
-        if not self._started:
+        if "_view_parent" in self.__dict__:
+            _views.check_usable(self)
+        elif not self._started:
             self.start()
+
+    # ------------------------------------------------------------------ indexed views
+    def __getitem__(self, index: Any) -> "BatchedEnvBase":
+        """An env of the same class over the workers ``index`` selects (int, slice, sequence,
+        array or integer tensor); see :mod:`gpusim.envs.batched._views`."""
+        return _views.make_view(self, _views.worker_indices(index, self.num_workers))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise NotImplementedError(
+            f"{type(self).__name__} does not support snapshot writeback (env[i] = other_env): its workers keep "
+            "their own envs; reset or step them instead"
+        )
+
+    def _root_and_workers(self) -> tuple["BatchedEnvBase", list[int] | None]:
+        """The env that holds the workers, and the workers of this env (``None``: all)."""
+        parent = self.__dict__.get("_view_parent")
+        if parent is None:
+            return self, None
+        return parent, self.__dict__["_view_indices"]
 
     @abc.abstractmethod
     def _start_workers(self) -> None:
@@ -253,7 +294,7 @@ class BatchedEnvBase(EnvBase):
             raise_if_closed: raise a ``RuntimeError`` instead when the env is already closed
                 (and was not restarted since).
         """
-        if self.is_closed:
+        if self.is_closed or "_view_parent" in self.__dict__:  # a view's workers are its parent's
             super().close(raise_if_closed=raise_if_closed)
             return
         if self._started:
@@ -289,16 +330,17 @@ class BatchedEnvBase(EnvBase):
         reset tensordicts."""
 
     @abc.abstractmethod
-    def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
-        """Seeds the workers in order, chaining the seeds; returns the last worker's next seed."""
+    def _run_set_seed(self, seed: int | None, static_seed: bool, workers: list[int] | None = None) -> int | None:
+        """Seeds the workers (``None``: all) in order, chaining the seeds; returns the last
+        worker's next seed."""
 
     @abc.abstractmethod
-    def _run_getattr(self, name: str) -> list[tuple[bool, Any]]:
-        """``(is_callable, value)`` of attribute ``name`` on every worker."""
+    def _run_getattr(self, name: str | tuple, workers: list[int] | None = None) -> list[tuple[bool, Any]]:
+        """``(is_callable, value)`` of attribute ``name`` (a tuple: a chain) on the workers."""
 
     @abc.abstractmethod
-    def _run_call(self, name: str, args: tuple, kwargs: dict) -> list:
-        """Calls method ``name`` on every worker."""
+    def _run_call(self, name: str | tuple, args: tuple, kwargs: dict, workers: list[int] | None = None) -> list:
+        """Calls method ``name`` (a tuple: a chain) on the workers."""
 
     # ------------------------------------------------------------------ data movement
     def _output(self, which: str) -> TensorDictBase:
@@ -380,6 +422,10 @@ class BatchedEnvBase(EnvBase):
 
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         self._ensure_started()
+        parent, indices = self._root_and_workers()
+        if indices is not None:
+            full, parent_masks = _views.to_parent(self, tensordict, masks)
+            return parent._reset_rows(full, parent_masks, **kwargs)[indices]
         self._wait_transfers()
         plan = self._plan
         values, workers = self._reset_inputs(tensordict, masks)
@@ -406,6 +452,11 @@ class BatchedEnvBase(EnvBase):
         """Steps ``workers`` (``None``: all) on their rows of ``tensordict``; the rows of the
         other workers in the result are stale and must be replaced by the caller."""
         self._ensure_started()
+        parent, indices = self._root_and_workers()
+        if indices is not None:
+            full, _ = _views.to_parent(self, tensordict)
+            chosen = indices if workers is None else [indices[i] for i in workers]
+            return parent._step_workers(full, chosen)[indices]
         self._wait_transfers()
         if not self._use_buffers:
             return self._step_without_buffers(tensordict, workers)
@@ -552,7 +603,8 @@ class BatchedEnvBase(EnvBase):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
         self._ensure_started()
-        return self._run_set_seed(seed, static_seed)
+        root, workers = self._root_and_workers()
+        return root._run_set_seed(seed, static_seed, workers)
 
     # ------------------------------------------------------------------ worker attributes
     def __getattr__(self, name: str) -> Any:
@@ -564,16 +616,41 @@ class BatchedEnvBase(EnvBase):
         if not self.__dict__.get("_started", None) and "_plan" not in self.__dict__:
             raise AttributeError(name)
         self._ensure_started()
-        results = self._run_getattr(name)
+        return self._worker_attribute(name)
+
+    def _worker_attribute(self, path: str | tuple) -> Any:
+        """``env.<path>`` on every worker: a :class:`WorkerValues` list, or a callable calling
+        every worker."""
+        root, workers = self._root_and_workers()
+        results = root._run_getattr(path, workers)
+        label = path if isinstance(path, str) else ".".join(path)
         if all(is_callable for is_callable, _ in results):
             def call_workers(*args: Any, **kwargs: Any) -> list:
-                return self._run_call(name, args, kwargs)
+                return root._run_call(path, args, kwargs, workers)
 
-            call_workers.__name__ = name
+            call_workers.__name__ = label
             return call_workers
         if any(is_callable for is_callable, _ in results):
-            raise AttributeError(f"attribute {name!r} is callable on some workers only")
-        return [value for _, value in results]
+            raise AttributeError(f"attribute {label!r} is callable on some workers only")
+        return WorkerValues(self, path, [value for _, value in results])
+
+    def update_kwargs(self, kwargs: dict | Sequence[dict]) -> None:
+        """Updates the keyword arguments of the env factories: one dict for every worker, or a
+        list of ``num_workers`` dicts. They take effect when the workers (re)start.
+
+        Raises:
+            RuntimeError, ValueError: a list whose length is not ``num_workers``.
+        """
+        if isinstance(kwargs, dict):
+            kwargs = [kwargs] * self.num_workers
+        if len(kwargs) != self.num_workers:
+            raise ConfigurationError(
+                f"len(kwargs) and num_workers mismatch: got {len(kwargs)} dicts for {self.num_workers} workers"
+            )
+        for current, new in zip(self.create_env_kwargs, kwargs):
+            if not isinstance(new, dict):
+                raise TypeError(f"update_kwargs takes dicts, got {type(new).__name__}")
+            current.update(new)
 
     def __repr__(self) -> str:
         return (

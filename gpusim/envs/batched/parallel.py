@@ -579,19 +579,19 @@ class ParallelEnv(BatchedEnvBase):
             self._send([i], _worker.encode(("reset_td", self._payload(td), kwargs)), "reset")
         return self._gather([i for i, _ in items], "reset")
 
-    def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
-        for i in range(self.num_workers):
+    def _run_set_seed(self, seed: int | None, static_seed: bool, workers: list[int] | None = None) -> int | None:
+        for i in range(self.num_workers) if workers is None else workers:
             self._send([i], _worker.encode(("seed", seed, static_seed)), "set_seed")
             (seed,) = self._gather([i], "set_seed")
         return seed
 
-    def _run_getattr(self, name: str) -> list[tuple[bool, Any]]:
-        workers = range(self.num_workers)
+    def _run_getattr(self, name: str | tuple, workers: list[int] | None = None) -> list[tuple[bool, Any]]:
+        workers = range(self.num_workers) if workers is None else workers
         self._send(workers, _worker.encode(("getattr", name)), f"getattr({name!r})")
         return self._gather(workers, f"getattr({name!r})")
 
-    def _run_call(self, name: str, args: tuple, kwargs: dict) -> list:
-        workers = range(self.num_workers)
+    def _run_call(self, name: str | tuple, args: tuple, kwargs: dict, workers: list[int] | None = None) -> list:
+        workers = range(self.num_workers) if workers is None else workers
         self._send(workers, _worker.encode(("call", name, args, kwargs)), f"{name}()")
         return self._gather(workers, f"{name}()")
 

@@ -96,13 +96,17 @@ class SerialEnv(BatchedEnvBase):
         runners = self.__dict__["_runners"]
         return [runners[i].reset_td(td, kwargs) for i, td in items]
 
-    def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
-        for runner in self.__dict__["_runners"]:
+    def _chosen(self, workers: list[int] | None) -> list:
+        runners = self.__dict__["_runners"]
+        return runners if workers is None else [runners[i] for i in workers]
+
+    def _run_set_seed(self, seed: int | None, static_seed: bool, workers: list[int] | None = None) -> int | None:
+        for runner in self._chosen(workers):
             seed = runner.set_seed(seed, static_seed)
         return seed
 
-    def _run_getattr(self, name: str) -> list[tuple[bool, Any]]:
-        return [runner.getattr(name) for runner in self.__dict__["_runners"]]
+    def _run_getattr(self, name: str | tuple, workers: list[int] | None = None) -> list[tuple[bool, Any]]:
+        return [runner.getattr(name) for runner in self._chosen(workers)]
 
-    def _run_call(self, name: str, args: tuple, kwargs: dict) -> list:
-        return [runner.call(name, args, kwargs) for runner in self.__dict__["_runners"]]
+    def _run_call(self, name: str | tuple, args: tuple, kwargs: dict, workers: list[int] | None = None) -> list:
+        return [runner.call(name, args, kwargs) for runner in self._chosen(workers)]

@@ -112,3 +112,62 @@ def test_argument_errors():
     env.close()
     with pytest.raises(RuntimeError, match="already closed"):
         env.close(raise_if_closed=True)
+
+
+class _Nested:
+    value = 42
+
+    def get_value(self):
+        return self.value
+
+
+def _with_nested(seed=0):
+    env = StatelessCounter()
+    env.nested = _Nested()
+    env.seed_used = seed
+    return env
+
+
+@pytest.mark.parametrize("cls", [gs.SerialEnv, gs.ParallelEnv])
+def test_worker_attributes_chain_and_update_kwargs(cls):
+    env = cls(2, _with_nested)
+    try:
+        env.update_kwargs([{"seed": 3}, {"seed": 4}])
+        assert env.seed_used == [3, 4] and env.nested.value == [42, 42]
+        assert env.nested.get_value() == [42, 42]
+        with pytest.raises(RuntimeError, match=r"len\(kwargs\) and num_workers mismatch"):
+            env.update_kwargs([{"seed": 1}])
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("cls", [gs.SerialEnv, gs.ParallelEnv])
+def test_indexed_views(cls):
+    import numpy as np
+
+    env = cls(4, StatelessCounter)
+    try:
+        env.reset()
+        for index, selected in [(2, [2]), (-1, [3]), (slice(1, 3), [1, 2]), (np.array([0, 3]), [0, 3]),
+                                (torch.tensor([1, 3]), [1, 3])]:
+            view = env[index]
+            assert type(view) is cls and view.num_workers == len(selected) and view.batch_size == (len(selected),)
+            td = view.reset()
+            out = view.step(td.set("action", torch.ones(len(selected), dtype=torch.long)))
+            assert out["next", "state"].flatten().tolist() == [1.0] * len(selected)
+            view.close()  # the parent keeps its workers
+            assert not env.is_closed
+            with pytest.raises(RuntimeError, match="closed indexed"):
+                view.reset()
+        assert env[1:][1:].num_workers == 2  # a view of a view
+        with pytest.raises(NotImplementedError, match="Boolean masks"):
+            env[torch.ones(4, dtype=torch.bool)]
+        with pytest.raises(NotImplementedError, match="snapshot writeback"):
+            env[0] = StatelessCounter()
+        with pytest.raises(IndexError, match="out of range"):
+            env[7]
+        view = env[:2]
+    finally:
+        env.close()
+    with pytest.raises(RuntimeError, match="parent environment has been closed"):
+        view.reset()
