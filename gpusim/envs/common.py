@@ -26,7 +26,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from torch import nn
 
 from gpusim.envs import _keys
-from gpusim.envs import _partial
+from gpusim.envs import _partial, _policy
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._seeding import next_seed
@@ -1109,13 +1109,16 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return_contiguous: bool = True,
         tensordict: TensorDictBase | None = None,
         set_truncated: bool = False,
+        storing_device: torch.device | str | None = None,
         compile: bool | dict = False,
     ) -> TensorDictBase:
         """Runs ``max_steps`` steps with ``policy`` (random actions when ``None``).
 
         Args:
             max_steps: number of steps.
-            policy: callable reading and writing a tensordict.
+            policy: callable reading and writing a tensordict (a new tensordict it returns is
+                merged into its input), or a ``torch.nn.Module`` that is not a tensordict
+                module: it is called on the observation tensors and returns the action.
             callback: called as ``callback(env, tensordict)`` after each step.
             actions: pre-computed actions driving the rollout instead of ``policy`` (open-loop
                 replay): each item is written under the env's top-level action key before its
@@ -1128,8 +1131,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             break_when_all_done: stop once every env has finished at least once; envs that are
                 done are reset in between (non-stop mode is used).
             return_contiguous: stack into a contiguous tensordict (else a lazy stack).
-            tensordict: initial data (required when ``auto_reset=False``).
+            tensordict: initial data (required when ``auto_reset=False``; its rows that are
+                done are reset first).
             set_truncated: mark the last step as truncated (requires a ``truncated`` entry).
+            storing_device: the device of the returned data (default: the env's).
             compile: run ``policy + step_and_maybe_reset`` through ``torch.compile(fullgraph=True)``
                 (a dict is forwarded to :meth:`compile`); non-stop rollouts only
                 (``break_when_any_done=False``), without callback or ``set_truncated``. The
@@ -1159,6 +1164,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 "callback": callback is not None,
                 "set_truncated": set_truncated,
                 "actions": actions is not None,
+                "storing_device": storing_device is not None,
             }
             bad = [name for name, value in bad.items() if value]
             if bad:
@@ -1168,17 +1174,18 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 )
             runner = self.compile(policy, **(compile if isinstance(compile, dict) else {}))
             return runner(max_steps, tensordict=tensordict, auto_reset=auto_reset)
+        if set_truncated and not any(_keys.as_tuple(k)[-1] == "truncated" for k in self.done_keys):
+            raise RuntimeError(
+                "rollout: set_truncated was set to True but the done spec has no 'truncated' entry "
+                f"(done keys {self.done_keys}); add them with env.add_truncated_keys()"
+            )
         if auto_reset:
             tensordict = self.reset(tensordict)
         elif tensordict is None:
             raise ValueError("rollout(auto_reset=False) needs an initial tensordict")
-        if policy is None:
-            policy = self.rand_action
-        if set_truncated and not any(_keys.as_tuple(k)[-1] == "truncated" for k in self.done_keys):
-            raise RuntimeError(
-                "rollout(set_truncated=True) requires a 'truncated' entry in the done spec; "
-                f"the env has done keys {self.done_keys}"
-            )
+        else:  # continuing from earlier data: rows that ended start a new episode first
+            tensordict = self.maybe_reset(tensordict)
+        policy = self.rand_action if policy is None else _policy.rollout_policy(self, policy)
         steps: list[TensorDictBase] = []
         seen_done = None
         for i in range(max_steps):
@@ -1218,7 +1225,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     seen_done = done_now if seen_done is None else seen_done | done_now
                     if bool(seen_done.all()):
                         break
-        return self._stack_steps(steps, return_contiguous)
+        out = self._stack_steps(steps, return_contiguous)
+        if storing_device is not None and out.device != torch.device(storing_device):
+            out = out.to(storing_device)
+        return out
 
     def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool) -> TensorDictBase:
         dim = len(self.batch_size)
@@ -1231,6 +1241,25 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         except Exception:  # lazy stacks of heterogeneous data may not support names
             pass
         return out
+
+    def add_truncated_keys(self) -> "EnvBase":
+        """Adds a ``truncated`` entry beside every ``done`` entry of the done spec (``False``
+        unless the env or a transform writes it); returns the env.
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv().add_truncated_keys()
+            >>> env.rollout(3, set_truncated=True, break_when_any_done=False)["next", "truncated"][-1].item()
+            True
+        """
+        done = self.full_done_spec.clone()
+        done.unlock_()
+        for key in self.done_keys:
+            tkey = _keys.as_tuple(key)
+            if tkey[-1] == "done":
+                done[_keys.join(tkey[:-1], "truncated")] = done[key].clone()
+        self.full_done_spec = done
+        return self
 
     def _set_truncated(self, next_td: TensorDictBase) -> None:
         for level in self.done_levels:

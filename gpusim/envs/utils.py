@@ -207,13 +207,18 @@ def terminated_or_truncated(
     return any_done
 
 
-def make_composite_from_td(data: TensorDictBase, *, unsqueeze_null_shapes: bool = True) -> Composite:
-    """A Composite of ``Unbounded`` specs matching the shapes and dtypes of ``data``.
+def make_composite_from_td(
+    data: TensorDictBase, *, unsqueeze_null_shapes: bool = True, dynamic_shape: bool = False
+) -> Composite:
+    """A Composite of ``Unbounded`` specs matching the shapes and dtypes of ``data`` (non-tensor
+    entries give ``NonTensor`` specs carrying their value as example data).
 
     Args:
         data: the tensordict to describe.
         unsqueeze_null_shapes: give tensors without feature dims (shape == batch shape) a
             trailing singleton dim in the spec.
+        dynamic_shape: mark the last dim of every tensor spec as dynamic (``-1``: data whose
+            last dim changes from step to step).
 
     Examples:
         >>> import torch
@@ -224,14 +229,20 @@ def make_composite_from_td(data: TensorDictBase, *, unsqueeze_null_shapes: bool 
     """
     specs: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, (NonTensorData, NonTensorStack)):
+        if isinstance(value, NonTensorData):
+            specs[key] = NonTensor(shape=value.batch_size, device=data.device, example_data=value.data)
+        elif isinstance(value, NonTensorStack):
             specs[key] = NonTensor(shape=value.batch_size, device=data.device)
         elif isinstance(value, TensorDictBase):
-            specs[key] = make_composite_from_td(value, unsqueeze_null_shapes=unsqueeze_null_shapes)
+            specs[key] = make_composite_from_td(
+                value, unsqueeze_null_shapes=unsqueeze_null_shapes, dynamic_shape=dynamic_shape
+            )
         else:
             shape = value.shape
             if unsqueeze_null_shapes and shape == data.batch_size:
                 shape = (*shape, 1)
+            if dynamic_shape:
+                shape = (*shape[:-1], -1)
             specs[key] = Unbounded(shape=shape, dtype=value.dtype, device=value.device)
     return Composite(specs, shape=data.batch_size, device=data.device)
 

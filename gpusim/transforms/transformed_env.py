@@ -118,7 +118,14 @@ class set_auto_unwrap_transformed_env(ContextDecorator):
 
 #: Attribute names never forwarded to the base env (avoids recursion during construction).
 _NO_FALLTHROUGH = frozenset(
-    {"_base_env", "base_env", "transform", "_modules", "_parameters", "_buffers", "__setstate__"}
+    {
+        "_base_env", "base_env", "transform", "__setstate__",
+        # torch.nn.Module's own slots: never the base env's (nn.Module reads them by attribute)
+        "_modules", "_parameters", "_buffers", "_non_persistent_buffers_set", "_backward_pre_hooks",
+        "_backward_hooks", "_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+        "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_state_dict_hooks", "_state_dict_pre_hooks",
+        "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_is_full_backward_hook",
+    }
 )
 
 
@@ -282,7 +289,7 @@ class TransformedEnv(EnvBase):
         try:
             return super().__getattr__(name)
         except AttributeError as err:
-            if name in _NO_FALLTHROUGH or "_base_env" not in self.__dict__:
+            if name in _NO_FALLTHROUGH or name.startswith("__") or "_base_env" not in self.__dict__:
                 raise
             try:
                 return getattr(self.__dict__["_base_env"], name)

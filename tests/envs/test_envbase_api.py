@@ -291,3 +291,57 @@ def test_partial_step_of_a_batch_unlocked_env():
     out = env.step(td)
     assert out["next", "x"].flatten().tolist() == [1.0, 1.0, 3.0]
     assert out["next", "reward"].flatten().tolist() == [1.0, 0.0, 3.0]
+
+
+# ------------------------------------------------------------------ rollout
+def test_rollout_merges_out_of_place_policies_and_takes_tensor_modules():
+    env = CountingEnv(batch_size=(2,), max_count=100)
+    inplace = env.rollout(3, lambda td: td.set("action", torch.ones(2, dtype=torch.long)))
+    outplace = env.rollout(3, lambda td: td.empty().set("action", torch.ones(2, dtype=torch.long)))
+    assert (inplace["next", "count"] - inplace["count"] == 2).all()
+    assert (outplace == inplace).all()
+
+    class Decide(torch.nn.Module):  # a plain module: called on the observation tensor
+        def forward(self, count):
+            return (count.squeeze(-1) > 100).long()
+
+    r = env.rollout(3, Decide())
+    assert r["action"].eq(0).all()
+
+    class TooMany(torch.nn.Module):
+        def forward(self, a, b):
+            return a
+
+    with pytest.raises(TypeError, match="observation tensors"):
+        env.rollout(2, TooMany())
+
+
+def test_rollout_continues_from_done_rows_and_stores_on_a_device():
+    env = CountingEnv(batch_size=(2,), max_count=100)
+    policy = lambda td: td.set("action", torch.ones(2, dtype=torch.long))  # noqa: E731
+    td = env.reset()
+    td["count"] = torch.full((2, 1), 50.0)
+    td["done"] = torch.tensor([[True], [False]])  # row 0 ended its episode
+    out = env.rollout(1, policy, auto_reset=False, tensordict=td)
+    assert out["count"][0].item() < 3 and out["count"][1].item() == 50.0  # row 0 started over
+    assert env.rollout(2, policy, storing_device="cpu").device == torch.device("cpu")
+
+
+def test_set_truncated_and_add_truncated_keys():
+    env = CountingEnv(max_count=100)
+    with pytest.raises(RuntimeError, match="set_truncated was set to True"):
+        env.rollout(3, set_truncated=True, break_when_any_done=False)
+    assert env.add_truncated_keys() is env
+    r = env.rollout(3, set_truncated=True, break_when_any_done=False)
+    assert r["next", "truncated"][-1].all() and r["next", "done"][-1].all()
+    assert not r["next", "truncated"][:-1].any()
+
+
+def test_make_composite_from_td_options():
+    from tensordict import NonTensorData
+
+    data = TensorDict({"obs": torch.zeros(3), "next": {"r": torch.zeros(1)}}, [])
+    data["text"] = NonTensorData("hello")
+    spec = gs.make_composite_from_td(data)
+    assert spec["text"].example_data == "hello" and spec["next", "r"].shape == (1,)
+    assert (spec.zero().exclude("text") == data.exclude("text")).all()

@@ -109,3 +109,13 @@ def test_auto_reset_transform_needs_its_env():
     env = gs.TransformedEnv(_Loop(2), gs.AutoResetTransform())
     with pytest.raises(RuntimeError, match="AutoResetEnv"):
         env.rollout(3, lambda td: td.set("action", torch.ones(1, dtype=torch.long)))
+
+
+def test_module_internals_are_not_read_from_the_base_env():
+    env = gs.TransformedEnv(StatelessCounter(), gs.StepCounter())
+    for name in ("_parameters", "_buffers", "_modules", "_backward_hooks", "_forward_hooks",
+                 "_non_persistent_buffers_set", "__weakref__"):
+        with pytest.raises(AttributeError):
+            env.__getattr__(name)
+    env.base_env._sentinel = "marker"
+    assert env._sentinel == "marker"  # other private attributes still come from the base env

@@ -26,7 +26,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs.common import EnvBase
-from gpusim.envs.batched._shared import Buffers, KeyPlan, TDBuilder, leaves
+from gpusim.envs.batched._shared import Buffers, KeyPlan, TDBuilder, copy_leaves, leaves
 
 __all__ = ["WorkerRunner"]
 
@@ -95,7 +95,7 @@ class WorkerRunner:
             for key, value in extra.items():
                 td.set(key, value)
         next_td = self._step_next(td)
-        torch._foreach_copy_(self.views.next_out, leaves(next_td, self._next_keys))
+        copy_leaves(self.views.next_out, leaves(next_td, self._next_keys))
         return _nontensor_values(next_td, self.plan.next_nontensor_keys)
 
     def _step_next(self, td: TensorDictBase) -> TensorDictBase:
@@ -116,16 +116,18 @@ class WorkerRunner:
             for key, value in extra.items():
                 td.set(key, value)
         out = self.env.reset(td, **(kwargs or {}))
-        torch._foreach_copy_(self.views.reset_out, leaves(out, self._reset_out_keys))
+        copy_leaves(self.views.reset_out, leaves(out, self._reset_out_keys))
         return _nontensor_values(out, self.plan.reset_out_nontensor_keys)
 
     def step_td(self, td: TensorDictBase) -> TensorDictBase:
-        """Without buffers: steps the env on ``td`` (the worker's rows); returns ``"next"``."""
-        return self._step_next(td)
+        """Without buffers: steps the env on ``td`` (the worker's rows); returns ``"next"``.
+        (A shallow copy first: a consolidated tensordict from the pipe keeps its entries in one
+        storage, and entries added to it later would not travel back.)"""
+        return self._step_next(td.copy())
 
     def reset_td(self, td: TensorDictBase | None, kwargs: dict | None = None) -> TensorDictBase:
         """Without buffers: resets the env with ``td``; returns the reset data."""
-        return self.env.reset(td, **(kwargs or {}))
+        return self.env.reset(None if td is None else td.copy(), **(kwargs or {}))
 
     def set_seed(self, seed: int | None, static_seed: bool) -> int | None:
         """Seeds the env; returns the next seed of the chain."""

@@ -41,7 +41,7 @@ from gpusim.envs._fasttd import fast_get, inner, is_plain, new_td
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs.batched.metadata import EnvMetaData
 
-__all__ = ["KeyPlan", "Buffers", "FileBuffers", "FlatLayout", "TDBuilder", "leaves", "maybe_leaves", "nontensor_keys"]
+__all__ = ["KeyPlan", "Buffers", "FileBuffers", "FlatLayout", "TDBuilder", "copy_leaves", "leaves", "maybe_leaves", "nontensor_keys"]
 
 
 def _tensor_keys(td: TensorDictBase) -> list[NestedKey]:
@@ -258,6 +258,13 @@ class TDBuilder:
         if self.flat:
             return new_td(dict(zip(self.keys, tensors)), self.batch_size, device)
         return self._build(self._tree, self.batch_size, tensors, device)
+
+
+def copy_leaves(dst: Sequence[torch.Tensor], src: Sequence[torch.Tensor]) -> None:
+    """``torch._foreach_copy_(dst, src)`` (nothing to do for empty lists: an env may have no
+    action, or no state)."""
+    if dst:
+        torch._foreach_copy_(dst, src)
 
 
 def leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> list[torch.Tensor]:

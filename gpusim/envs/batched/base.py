@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 import torch
 from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict, TensorDictBase
 
-from gpusim.envs.batched._shared import KeyPlan, TDBuilder, maybe_leaves
+from gpusim.envs.batched._shared import KeyPlan, TDBuilder, copy_leaves, maybe_leaves
 from gpusim.envs.batched.metadata import EnvMetaData, get_env_metadata
 from gpusim.envs.common import EnvBase
 from gpusim.envs import _partial
@@ -435,7 +435,7 @@ class BatchedEnvBase(EnvBase):
         present = tuple(i for i, v in enumerate(values) if v is not None)
         if present:
             dst = [*b.reset_mask_leaves, *[b.input_leaves[plan.input_keys.index(k)] for k in plan.state_keys]]
-            torch._foreach_copy_([dst[i] for i in present], [values[i] for i in present])
+            copy_leaves([dst[i] for i in present], [values[i] for i in present])
         extras = self._nontensor_inputs(tensordict)
         answers = self._run_reset(workers, present, kwargs, extras) if workers else []
         out = self._output("reset")
@@ -465,14 +465,14 @@ class BatchedEnvBase(EnvBase):
         values = maybe_leaves(tensordict, plan.input_keys)
         extras = self._nontensor_inputs(tensordict)
         if all(v is not None for v in values):
-            torch._foreach_copy_(b.input_leaves, values)
+            copy_leaves(b.input_leaves, values)
             present = None
         else:
             for key, v in zip(plan.action_keys, values):
                 if v is None:
                     raise KeyError(f"the input tensordict has no action entry {key!r}")
             present = tuple(i for i, v in enumerate(values) if v is not None)
-            torch._foreach_copy_([b.input_leaves[i] for i in present], [values[i] for i in present])
+            copy_leaves([b.input_leaves[i] for i in present], [values[i] for i in present])
         answers = self._run_step(present, workers, extras)
         out = self._output("next")
         self._set_nontensor(out, plan.next_nontensor_keys, range(self.num_workers) if workers is None else workers, answers)

@@ -37,6 +37,14 @@ class SerialEnv(BatchedEnvBase):
         [10.0, 9.81]
     """
 
+    def __init__(self, *args: Any, mp_start_method: str | None = None, **kwargs: Any) -> None:
+        if mp_start_method is not None:
+            raise ValueError(
+                f"SerialEnv runs its envs in this process: mp_start_method={mp_start_method!r} is a ParallelEnv "
+                "option (None is accepted, as TorchRL's SerialEnv does)"
+            )
+        super().__init__(*args, **kwargs)
+
     def _start_workers(self) -> None:
         envs = []
         try:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, set_capture_non_tensor_stack
@@ -39,7 +41,7 @@ class _Texty(gs.EnvBase):
         pass
 
 
-def _rollout(env, steps=4):
+def _rollout(env, steps=12):
     env.set_seed(0)
     torch.manual_seed(0)
     try:
@@ -55,6 +57,7 @@ def _rollout(env, steps=4):
 )
 def test_transports_give_the_same_rollout(cls, options):
     reference = _rollout(cls(2, StatelessCounter))
+    assert reference["next", "done"].any()  # the rollouts go through partial resets
     other = cls(2, StatelessCounter, **options)
     assert other._use_buffers == (options.get("use_buffers", True) and (cls is gs.SerialEnv or "memmap" in options))
     assert (_rollout(other) == reference).all()
@@ -171,3 +174,40 @@ def test_indexed_views(cls):
         env.close()
     with pytest.raises(RuntimeError, match="parent environment has been closed"):
         view.reset()
+
+
+class _NoAction(gs.EnvBase):
+    """No action and no state: a clock that ends its episode after ``n`` steps."""
+
+    def __init__(self, n: int = 2):
+        super().__init__()
+        self.n, self.t = n, 0
+        self.observation_spec = Composite(t=Unbounded((1,)))
+
+    def _reset(self, td):
+        self.t = 0
+        return TensorDict({"t": torch.zeros(1)}, [])
+
+    def _step(self, td):
+        self.t += 1
+        return TensorDict({"t": torch.full((1,), float(self.t)), "reward": torch.zeros(1),
+                           "done": torch.full((1,), self.t >= self.n)}, [])
+
+    def _set_seed(self, seed):
+        pass
+
+
+@pytest.mark.parametrize("cls", [gs.SerialEnv, gs.ParallelEnv])
+def test_env_without_action(cls):
+    env = cls(2, [partial(_NoAction, 2), partial(_NoAction, 3)])
+    try:
+        r = env.rollout(4, break_when_any_done=False)
+        assert r["next", "t"][..., 0].tolist() == [[1.0, 2.0, 1.0, 2.0], [1.0, 2.0, 3.0, 1.0]]
+    finally:
+        env.close()
+
+
+def test_serial_env_takes_no_start_method():
+    gs.SerialEnv(2, StatelessCounter, mp_start_method=None).close()
+    with pytest.raises(ValueError, match="ParallelEnv option"):
+        gs.SerialEnv(2, StatelessCounter, mp_start_method="spawn")
