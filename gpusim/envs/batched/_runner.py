@@ -121,8 +121,8 @@ class WorkerRunner:
 
     def step_td(self, td: TensorDictBase) -> TensorDictBase:
         """Without buffers: steps the env on ``td`` (the worker's rows); returns ``"next"``.
-        (A shallow copy first: a consolidated tensordict from the pipe keeps its entries in one
-        storage, and entries added to it later would not travel back.)"""
+        (A shallow copy first: a consolidated tensordict keeps its entries in one storage, and
+        entries added to it later would not travel back through a pipe.)"""
         return self._step_next(td.copy())
 
     def reset_td(self, td: TensorDictBase | None, kwargs: dict | None = None) -> TensorDictBase:

@@ -130,8 +130,8 @@ class BatchedEnvBase(EnvBase):
             ``shared_memory``).
         share_individual_td: return lazy stacks of the workers' tensordicts instead of
             dense tensordicts (``None``: dense).
-        consolidate: without buffers, send tensordicts consolidated (one storage) through the
-            pipes (``ParallelEnv``); no effect on results.
+        consolidate: accepted for TorchRL compatibility (TorchRL's transfer optimisation
+            without buffers); gpusim pickles the tensordicts as they are.
         serial_for_single: ``ParallelEnv(1, ..., serial_for_single=True)`` builds a
             ``SerialEnv`` instead (no worker process for a single env); no effect otherwise.
 

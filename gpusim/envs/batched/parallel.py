@@ -564,19 +564,14 @@ class ParallelEnv(BatchedEnvBase):
             self._send(workers, _worker.encode(("reset", present, kwargs, None)), "reset")
         return self._gather(workers, "reset")
 
-    def _payload(self, td: TensorDictBase | None) -> TensorDictBase | None:
-        if td is not None and self.consolidate:
-            td = td.consolidate()
-        return td
-
     def _run_step_td(self, items: list) -> list:
         for i, td in items:
-            self._send([i], _worker.encode(("step_td", self._payload(td))), "step")
+            self._send([i], _worker.encode(("step_td", td)), "step")
         return self._gather([i for i, _ in items], "step")
 
     def _run_reset_td(self, items: list, kwargs: dict) -> list:
         for i, td in items:
-            self._send([i], _worker.encode(("reset_td", self._payload(td), kwargs)), "reset")
+            self._send([i], _worker.encode(("reset_td", td, kwargs)), "reset")
         return self._gather([i for i, _ in items], "reset")
 
     def _run_set_seed(self, seed: int | None, static_seed: bool, workers: list[int] | None = None) -> int | None:
