@@ -44,6 +44,7 @@ __all__ = [
     "fast_set",
     "fast_pop",
     "merge_plain",
+    "entry_trees",
     "exclusion_tree",
 ]
 
@@ -196,6 +197,29 @@ class _NotPlain(Exception):
     """A container on the way is not a plain ``TensorDict``: the caller takes the public API."""
 
 
+def entry_trees(
+    key: str, exclude: ExclusionTree | None, include: ExclusionTree | None
+) -> tuple[bool, ExclusionTree | None, ExclusionTree | None]:
+    """Whether entry ``key`` is kept by an ``exclude`` tree and an ``include`` tree (``None``:
+    everything), and the trees that apply inside it.
+
+    Examples:
+        >>> entry_trees("a", {"a": {"b": True}}, None)
+        (True, {'b': True}, None)
+        >>> entry_trees("c", None, {"a": True})[0]
+        False
+    """
+    sub_exclude = exclude.get(key) if exclude else None
+    if sub_exclude is True:
+        return False, None, None
+    if include is None:
+        return True, sub_exclude, None
+    sub_include = include.get(key)
+    if sub_include is None:
+        return False, None, None
+    return True, sub_exclude, None if sub_include is True else sub_include
+
+
 def _collect(td: TensorDictBase, exclude: ExclusionTree | None, include: ExclusionTree | None) -> _Node | None:
     """The structure of plain ``td`` minus ``exclude`` (and restricted to ``include`` when given),
     in new containers; ``None`` when no leaf is left (containers without leaves are dropped)."""
@@ -204,16 +228,11 @@ def _collect(td: TensorDictBase, exclude: ExclusionTree | None, include: Exclusi
         raise _NotPlain
     items = {}
     for k, v in data.items():
-        e = exclude.get(k) if exclude else None
-        if e is True:
+        keep, e, i = entry_trees(k, exclude, include)
+        if not keep:
             continue
-        i = None
-        if include is not None:
-            i = include.get(k)
-            if i is None:
-                continue
         if not isinstance(v, torch.Tensor) and isinstance(v, TensorDictBase) and not is_non_tensor(v):
-            v = _collect(v, e, None if i is True else i)
+            v = _collect(v, e, i)
             if v is None:
                 continue
         items[k] = v

@@ -23,7 +23,7 @@ from typing import Sequence
 
 from tensordict import LazyStackedTensorDict, TensorDictBase, is_non_tensor
 
-from gpusim.envs._fasttd import ExclusionTree, exclusion_tree, fast_get, merge_plain
+from gpusim.envs._fasttd import ExclusionTree, entry_trees, exclusion_tree, fast_get, merge_plain
 from gpusim.envs._keys import NestedKey, exclusive
 
 
@@ -102,21 +102,16 @@ def _copy(src: TensorDictBase, dest: TensorDictBase, exclude: ExclusionTree | No
         return written
     written = False
     for key in src.keys():
-        e = exclude.get(key) if exclude else None
-        if e is True:
+        keep, e, i = entry_trees(key, exclude, include)
+        if not keep:
             continue
-        i = None
-        if include is not None:
-            i = include.get(key)
-            if i is None:
-                continue
         value = src.get(key)
         if _is_container(value):
             sub = dest.get(key, None)
             fresh = sub is None or not _is_container(sub)
             if fresh:
                 sub = value.empty()
-            if _copy(value, sub, e, None if i is True else i):
+            if _copy(value, sub, e, i):
                 if fresh:
                     dest.set(key, sub)
                 written = True

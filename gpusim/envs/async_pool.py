@@ -227,9 +227,31 @@ class AsyncEnvPool(EnvBase):
         self.output_spec = full["output_spec"]
 
     # ------------------------------------------------------------------ backend
-    def _start(self) -> None:
-        """Starts one worker per env (``self._inboxes``, ``self._private``, ``self._shared``)."""
+    def _parts(self) -> tuple[Callable[[], Any], Callable[..., Any], Callable[[Any, dict], Any]]:
+        """The backend: a queue class, a worker class (``threading.Thread``-like) and a factory
+        turning ``(maker, kwargs)`` into what the worker calls to build its env."""
         raise NotImplementedError
+
+    def _start(self) -> None:
+        """Starts one worker per env, with its inbox and private outbox, and the outboxes
+        shared by the envs (one per command kind)."""
+        make_queue, make_worker, factory = self._parts()
+        share = self.exchange == "shm"
+        d = self.__dict__
+        d["_inboxes"] = [make_queue() for _ in range(self.num_envs)]
+        d["_private"] = [make_queue() for _ in range(self.num_envs)]
+        d["_shared"] = {kind: make_queue() for kind in _KINDS}
+        workers = []
+        for i, (maker, kwargs) in enumerate(zip(self.env_makers, self.create_env_kwargs)):
+            worker = make_worker(
+                target=_serve,
+                args=(i, factory(maker, kwargs), self._inboxes[i], self._shared, self._private[i], share),
+                name=f"gpusim-AsyncEnvPool-env-{i}",
+                daemon=True,
+            )
+            worker.start()
+            workers.append(worker)
+        d["_workers"] = workers
 
     @property
     def env_batch_sizes(self) -> list[torch.Size]:
@@ -497,23 +519,8 @@ class ThreadingAsyncEnvPool(AsyncEnvPool):
 
     _backend = "threading"
 
-    def _start(self) -> None:
-        d = self.__dict__
-        n = self.num_envs
-        d["_inboxes"] = [queue.Queue() for _ in range(n)]
-        d["_private"] = [queue.Queue() for _ in range(n)]
-        d["_shared"] = {kind: queue.Queue() for kind in _KINDS}
-        workers = []
-        for i, (maker, kwargs) in enumerate(zip(self.env_makers, self.create_env_kwargs)):
-            thread = threading.Thread(
-                target=_serve,
-                args=(i, lambda m=maker, k=kwargs: _build(m, k), self._inboxes[i], self._shared, self._private[i], False),
-                name=f"gpusim-AsyncEnvPool-env-{i}",
-                daemon=True,
-            )
-            thread.start()
-            workers.append(thread)
-        d["_workers"] = workers
+    def _parts(self) -> tuple[Callable[[], Any], Callable[..., Any], Callable[[Any, dict], Any]]:
+        return queue.Queue, threading.Thread, lambda maker, kwargs: (lambda: _build(maker, kwargs))
 
 
 class ProcessorAsyncEnvPool(AsyncEnvPool):
@@ -531,22 +538,7 @@ class ProcessorAsyncEnvPool(AsyncEnvPool):
 
     _backend = "multiprocessing"
 
-    def _start(self) -> None:
-        d = self.__dict__
-        n = self.num_envs
+    def _parts(self) -> tuple[Callable[[], Any], Callable[..., Any], Callable[[Any, dict], Any]]:
         share = self.exchange == "shm"
         ctx = torch.multiprocessing.get_context() if share else multiprocessing.get_context()
-        d["_inboxes"] = [ctx.Queue() for _ in range(n)]
-        d["_private"] = [ctx.Queue() for _ in range(n)]
-        d["_shared"] = {kind: ctx.Queue() for kind in _KINDS}
-        workers = []
-        for i, (maker, kwargs) in enumerate(zip(self.env_makers, self.create_env_kwargs)):
-            proc = ctx.Process(
-                target=_serve,
-                args=(i, _Factory(maker, kwargs), self._inboxes[i], self._shared, self._private[i], share),
-                name=f"gpusim-AsyncEnvPool-env-{i}",
-                daemon=True,
-            )
-            proc.start()
-            workers.append(proc)
-        d["_workers"] = workers
+        return ctx.Queue, ctx.Process, _Factory

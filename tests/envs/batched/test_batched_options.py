@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from functools import partial
 
 import pytest
@@ -76,31 +77,24 @@ def test_share_individual_td_and_serial_for_single():
 @pytest.mark.parametrize("cls", [gs.SerialEnv, gs.ParallelEnv])
 @pytest.mark.parametrize("use_buffers", [None, True, False])
 def test_non_tensor_entries(cls, use_buffers):
-    with set_capture_non_tensor_stack(False):
-        env = cls(2, _Texty, use_buffers=use_buffers)
+    with set_capture_non_tensor_stack(False), closing(cls(2, _Texty, use_buffers=use_buffers)) as env:
         assert env._use_buffers is bool(use_buffers)  # default: no buffers for non-tensor specs
-        try:
-            r = env.rollout(3)
-            assert r["next", "text"] == [["1", "2", "3"]] * 2
-            td = env.step_mdp(env.step(env.rand_action(env.reset())))
-            td["_reset"] = torch.tensor([[True], [False]])
-            assert env.reset(td)["text"] == ["0", "1"]
-        finally:
-            env.close()
+        r = env.rollout(3)
+        assert r["next", "text"] == [["1", "2", "3"]] * 2
+        td = env.step_mdp(env.step(env.rand_action(env.reset())))
+        td["_reset"] = torch.tensor([[True], [False]])
+        assert env.reset(td)["text"] == ["0", "1"]
 
 
 @pytest.mark.parametrize("cls", [gs.SerialEnv, gs.ParallelEnv])
 def test_partial_steps_step_selected_workers(cls):
-    env = cls(3, StatelessCounter)
-    try:
+    with closing(cls(3, StatelessCounter)) as env:
         td = env.reset()
         td["action"] = torch.ones(3, dtype=torch.long)
         td["_step"] = torch.tensor([True, False, True])
         out = env.step(td)
         assert out["next", "state"].flatten().tolist() == [1.0, 0.0, 1.0]
         assert out["next", "reward"].flatten().tolist()[1] == 0.0
-    finally:
-        env.close()
 
 
 def test_argument_errors():
@@ -133,23 +127,19 @@ def _with_nested(seed=0):
 
 @pytest.mark.parametrize("cls", [gs.SerialEnv, gs.ParallelEnv])
 def test_worker_attributes_chain_and_update_kwargs(cls):
-    env = cls(2, _with_nested)
-    try:
+    with closing(cls(2, _with_nested)) as env:
         env.update_kwargs([{"seed": 3}, {"seed": 4}])
         assert env.seed_used == [3, 4] and env.nested.value == [42, 42]
         assert env.nested.get_value() == [42, 42]
         with pytest.raises(RuntimeError, match=r"len\(kwargs\) and num_workers mismatch"):
             env.update_kwargs([{"seed": 1}])
-    finally:
-        env.close()
 
 
 @pytest.mark.parametrize("cls", [gs.SerialEnv, gs.ParallelEnv])
 def test_indexed_views(cls):
     import numpy as np
 
-    env = cls(4, StatelessCounter)
-    try:
+    with closing(cls(4, StatelessCounter)) as env:
         env.reset()
         for index, selected in [(2, [2]), (-1, [3]), (slice(1, 3), [1, 2]), (np.array([0, 3]), [0, 3]),
                                 (torch.tensor([1, 3]), [1, 3])]:
@@ -170,8 +160,6 @@ def test_indexed_views(cls):
         with pytest.raises(IndexError, match="out of range"):
             env[7]
         view = env[:2]
-    finally:
-        env.close()
     with pytest.raises(RuntimeError, match="parent environment has been closed"):
         view.reset()
 
@@ -199,12 +187,9 @@ class _NoAction(gs.EnvBase):
 
 @pytest.mark.parametrize("cls", [gs.SerialEnv, gs.ParallelEnv])
 def test_env_without_action(cls):
-    env = cls(2, [partial(_NoAction, 2), partial(_NoAction, 3)])
-    try:
+    with closing(cls(2, [partial(_NoAction, 2), partial(_NoAction, 3)])) as env:
         r = env.rollout(4, break_when_any_done=False)
         assert r["next", "t"][..., 0].tolist() == [[1.0, 2.0, 1.0, 2.0], [1.0, 2.0, 3.0, 1.0]]
-    finally:
-        env.close()
 
 
 def test_serial_env_takes_no_start_method():
