@@ -1127,7 +1127,9 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             auto_reset: reset (``tensordict`` is passed to ``reset``) before the first step.
             auto_cast_to_device: move the policy output to the env device.
             break_when_any_done: stop after the step on which any env finished (default
-                ``True`` unless ``break_when_all_done`` is set).
+                ``True`` unless ``break_when_all_done`` is set). Otherwise the envs that finish are
+                reset, except after the last step (so that a rollout with ``auto_reset=False``
+                can continue the run from ``env.step_mdp(out[..., -1])``).
             break_when_all_done: stop once every env has finished at least once; envs that are
                 done are reset in between (non-stop mode is used).
             return_contiguous: stack into a contiguous tensordict (else a lazy stack).
@@ -1209,9 +1211,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     break
                 tensordict = self._step_mdp(tensordict)
             else:
-                if set_truncated and last:
+                if last:  # no reset after the last step: a later rollout can continue the run
                     tensordict = self.step(tensordict)
-                    self._set_truncated(tensordict.get("next"))
+                    if set_truncated:
+                        self._set_truncated(tensordict.get("next"))
                     steps.append(tensordict)
                     if callback is not None:
                         callback(self, tensordict)

@@ -345,3 +345,16 @@ def test_make_composite_from_td_options():
     spec = gs.make_composite_from_td(data)
     assert spec["text"].example_data == "hello" and spec["next", "r"].shape == (1,)
     assert (spec.zero().exclude("text") == data.exclude("text")).all()
+
+
+def test_rollouts_chain_without_a_reset_after_the_last_step():
+    env = CountingEnv(batch_size=(2,), max_count=3)
+    policy = lambda td: td.set("action", torch.ones(2, dtype=torch.long))  # noqa: E731
+    td = env.reset()
+    td["count"] = torch.zeros(2, 1)
+    out = env.rollout(2, policy, auto_reset=False, tensordict=td, break_when_any_done=False)
+    assert out["next", "done"][:, -1].all()  # the last step ends the episodes...
+    nxt = env.step_mdp(out[:, -1])
+    assert nxt["count"].eq(4).all()  # ...and is not followed by a reset
+    again = env.rollout(1, policy, auto_reset=False, tensordict=nxt, break_when_any_done=False)
+    assert (again["count"] < 3).all()  # the next rollout resets the finished rows first
