@@ -29,6 +29,21 @@ from gpusim.transforms import *  # noqa: F401,F403
 __version__ = "0.1.0"
 
 
+def _torchrl_paths() -> None:
+    """TorchRL's import paths of the transforms: ``gpusim.envs.<Transform>`` and the modules
+    ``gpusim.envs.transforms`` / ``gpusim.envs.transforms.transforms`` are aliases of
+    :mod:`gpusim.transforms` (installed here: ``gpusim.envs`` never imports the transforms)."""
+    import sys
+    import types
+
+    for name, value in vars(_transforms).items():
+        if not name.startswith("_") and not isinstance(value, types.ModuleType) and not hasattr(_envs, name):
+            setattr(_envs, name, value)
+    _envs.transforms = _transforms
+    sys.modules.setdefault("gpusim.envs.transforms", _transforms)
+    sys.modules.setdefault("gpusim.envs.transforms.transforms", _transforms)
+
+
 def _public(module) -> list[str]:
     names = getattr(module, "__all__", None)
     if names is None:
@@ -49,3 +64,4 @@ __all__ = sorted(
         "EnvEntry",
     }
 )
+_torchrl_paths()

@@ -133,7 +133,9 @@ def test_public_api_is_found():
         assert expected in names, f"{expected} is not found in any public __all__"
     for name in gpusim.__all__:
         obj = getattr(gpusim, name)
-        if inspect.isclass(obj) or inspect.isfunction(obj):
+        if (inspect.isclass(obj) or inspect.isfunction(obj)) and obj.__module__.startswith("gpusim"):
+            # (re-exports of other libraries' objects, as tensordict's ExplorationType, are
+            # documented by their owners)
             assert f"{obj.__module__}.{obj.__qualname__}" in names, name
 
 

@@ -1,6 +1,14 @@
 """Environments: ``EnvBase``, helpers, native batched envs, batched CPU envs and wrappers.
 
+TorchRL's ``torchrl.envs`` also holds the transforms: so does ``gpusim.envs`` (``from
+gpusim.envs import TransformedEnv, StepCounter``), and ``gpusim.envs.transforms`` is TorchRL's
+``torchrl.envs.transforms``: the top-level package installs these aliases of
+:mod:`gpusim.transforms` (this package never imports the transforms).
+
 Examples:
+    >>> from gpusim.envs import StepCounter, TransformedEnv, CartPoleEnv
+    >>> TransformedEnv(CartPoleEnv(), StepCounter()).rollout(2).shape
+    torch.Size([2])
     >>> from gpusim.envs import CartPoleEnv, check_env_specs, step_mdp
     >>> env = CartPoleEnv(batch_size=[4], seed=0)
     >>> check_env_specs(env)  # a short rollout matches the specs
@@ -16,6 +24,7 @@ from gpusim.envs.common import EnvBase
 from gpusim.envs.utils import (
     ExplorationType,
     RandomPolicy,
+    StepMDP,
     exploration_type,
     get_available_libraries,
     make_composite_from_td,
@@ -25,6 +34,7 @@ from gpusim.envs.utils import (
 )
 
 from gpusim.envs.compiled import CompiledRollout
+from gpusim.envs.async_pool import AsyncEnvPool, ProcessorAsyncEnvPool, ThreadingAsyncEnvPool
 from gpusim.envs._rollout_cache import clear_rollout_cache, rollout_cache_info
 from gpusim.envs.batched import *  # noqa: F401,F403
 from gpusim.envs.batched import __all__ as _batched_all
@@ -39,10 +49,14 @@ __all__ = [
     *_native_all,
     "CompiledRollout",
     "EnvBase",
+    "AsyncEnvPool",
+    "ThreadingAsyncEnvPool",
+    "ProcessorAsyncEnvPool",
     "clear_rollout_cache",
     "rollout_cache_info",
     "check_env_specs",
     "step_mdp",
+    "StepMDP",
     "terminated_or_truncated",
     "make_composite_from_td",
     "RandomPolicy",
@@ -51,3 +65,4 @@ __all__ = [
     "exploration_type",
     "get_available_libraries",
 ]
+

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Union
 
 import tensordict
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDict, TensorDictBase, is_non_tensor
 
 __all__ = [
     "TESTED",
@@ -43,8 +43,8 @@ __all__ = [
     "fast_get",
     "fast_set",
     "fast_pop",
-    "merge_excluding",
-    "merge_flat",
+    "merge_plain",
+    "entry_trees",
     "exclusion_tree",
 ]
 
@@ -181,89 +181,111 @@ def fast_pop(td: TensorDictBase, key: str) -> Any:
     return td.pop(key, None)
 
 
-def _filtered(td: TensorDictBase, tree: ExclusionTree) -> TensorDictBase | None:
-    """``td`` minus the keys of ``tree``; ``None`` when the exclusion empties it (a group whose
-    only entries were excluded, e.g. per-player rewards, is dropped, as the specs drop it)."""
-    if not tree:
-        return td
-    if not _plain(td):
-        out = td.exclude(*_tree_keys(tree))
-        return None if out.is_empty() and not td.is_empty() else out
-    out = {}
-    for k, v in td._tensordict.items():
-        e = tree.get(k)
-        if e is True:
+class _Node:
+    """A tensordict being built: its entries (tensors, non-tensor data or sub-``_Node``), batch
+    size and device."""
+
+    __slots__ = ("items", "batch_size", "device")
+
+    def __init__(self, items: dict, batch_size: torch.Size, device: Any) -> None:
+        self.items = items
+        self.batch_size = batch_size
+        self.device = device
+
+
+class _NotPlain(Exception):
+    """A container on the way is not a plain ``TensorDict``: the caller takes the public API."""
+
+
+def entry_trees(
+    key: str, exclude: ExclusionTree | None, include: ExclusionTree | None
+) -> tuple[bool, ExclusionTree | None, ExclusionTree | None]:
+    """Whether entry ``key`` is kept by an ``exclude`` tree and an ``include`` tree (``None``:
+    everything), and the trees that apply inside it.
+
+    Examples:
+        >>> entry_trees("a", {"a": {"b": True}}, None)
+        (True, {'b': True}, None)
+        >>> entry_trees("c", None, {"a": True})[0]
+        False
+    """
+    sub_exclude = exclude.get(key) if exclude else None
+    if sub_exclude is True:
+        return False, None, None
+    if include is None:
+        return True, sub_exclude, None
+    sub_include = include.get(key)
+    if sub_include is None:
+        return False, None, None
+    return True, sub_exclude, None if sub_include is True else sub_include
+
+
+def _collect(td: TensorDictBase, exclude: ExclusionTree | None, include: ExclusionTree | None) -> _Node | None:
+    """The structure of plain ``td`` minus ``exclude`` (and restricted to ``include`` when given),
+    in new containers; ``None`` when no leaf is left (containers without leaves are dropped)."""
+    data = inner(td)
+    if data is None:
+        raise _NotPlain
+    items = {}
+    for k, v in data.items():
+        keep, e, i = entry_trees(k, exclude, include)
+        if not keep:
             continue
-        if e is not None and isinstance(v, TensorDictBase):
-            v = _filtered(v, e)
+        if not isinstance(v, torch.Tensor) and isinstance(v, TensorDictBase) and not is_non_tensor(v):
+            v = _collect(v, e, i)
             if v is None:
                 continue
-        out[k] = v
-    if not out and td._tensordict:
+        items[k] = v
+    if not items:
         return None
-    return new_td(out, td.batch_size, td.device)
+    return _Node(items, td.batch_size, td.device)
 
 
-def _tree_keys(tree: ExclusionTree, prefix: tuple = ()) -> list:
-    keys = []
-    for k, v in tree.items():
-        if v is True:
-            keys.append((*prefix, k) if prefix else k)
+def _merge_into(dest: _Node, src: _Node) -> None:
+    """Updates ``dest`` with ``src`` recursively (``src`` wins on leaves)."""
+    for k, v in src.items.items():
+        prev = dest.items.get(k)
+        if isinstance(prev, _Node) and isinstance(v, _Node):
+            _merge_into(prev, v)
         else:
-            keys.extend(_tree_keys(v, (*prefix, k)))
-    return keys
+            dest.items[k] = v
 
 
-def merge_excluding(
+def _build(node: _Node) -> TensorDict:
+    return new_td(
+        {k: (_build(v) if isinstance(v, _Node) else v) for k, v in node.items.items()}, node.batch_size, node.device
+    )
+
+
+def merge_plain(
     root: TensorDictBase,
     nxt: TensorDictBase,
     root_exclude: ExclusionTree,
+    root_include: ExclusionTree | None,
     next_exclude: ExclusionTree,
-) -> TensorDictBase:
-    """A new tensordict: ``root`` minus ``root_exclude``, updated (recursively, ``nxt`` winning)
-    with ``nxt`` minus ``next_exclude``. No tensor is copied."""
-    if not (_plain(root) and _plain(nxt)):
-        out = root.exclude(*_tree_keys(root_exclude))
-        out.update(nxt.exclude(*_tree_keys(next_exclude)) if next_exclude else nxt)
-        return out
-    out = {}
-    for k, v in root._tensordict.items():
-        e = root_exclude.get(k)
-        if e is None:
-            out[k] = v
-        elif e is not True and isinstance(v, TensorDictBase):
-            v = _filtered(v, e)
-            if v is not None:
-                out[k] = v
-    for k, v in nxt._tensordict.items():
-        e = next_exclude.get(k)
-        if e is True:
-            continue
-        if not isinstance(v, torch.Tensor) and isinstance(v, TensorDictBase):
-            if e is not None:
-                v = _filtered(v, e)
-                if v is None:
-                    continue
-            prev = out.get(k)
-            if prev is not None and not isinstance(prev, torch.Tensor) and isinstance(prev, TensorDictBase):
-                v = merge_excluding(prev, v, {}, {})
-        out[k] = v
-    return new_td(out, root.batch_size, root.device)
+) -> TensorDict | None:
+    """The next root of a step from plain tensordicts, in new containers at every level: ``root``
+    minus ``root_exclude`` (restricted to ``root_include`` unless ``None``), updated
+    recursively with ``nxt`` minus ``next_exclude`` (``nxt`` wins). Containers left without a
+    leaf are dropped; no tensor is copied. ``None`` when a container on the way is not a plain
+    ``TensorDict`` (or the private API is off): the caller then takes the public API.
 
-
-def merge_flat(
-    root: TensorDictBase, nxt: TensorDictBase, root_exclude: frozenset, next_exclude: frozenset
-) -> TensorDictBase:
-    """:func:`merge_excluding` when every excluded key is a root-level string (the common case)."""
-    if not (_plain(root) and _plain(nxt)):
-        return merge_excluding(root, nxt, dict.fromkeys(root_exclude, True), dict.fromkeys(next_exclude, True))
-    out = {k: v for k, v in root._tensordict.items() if k not in root_exclude}
-    for k, v in nxt._tensordict.items():
-        if k in next_exclude:
-            continue
-        if type(v) is not torch.Tensor and isinstance(v, TensorDictBase):
-            prev = out.get(k)
-            if prev is not None and type(prev) is not torch.Tensor and isinstance(prev, TensorDictBase):
-                v = merge_excluding(prev, v, {}, {})
-        out[k] = v
-    return new_td(out, root.batch_size, root.device)
+    Examples:
+        >>> root = TensorDict({"obs": torch.zeros(2), "a": {"x": torch.zeros(2)}}, [2])
+        >>> nxt = TensorDict({"obs": torch.ones(2), "r": torch.ones(2)}, [2])
+        >>> out = merge_plain(root, nxt, {}, None, {"r": True})
+        >>> sorted(out.keys()), out["a"] is root["a"]
+        (['a', 'obs'], False)
+    """
+    try:
+        node = _collect(root, root_exclude, root_include)
+        nxt_node = _collect(nxt, next_exclude, None)
+    except _NotPlain:
+        return None
+    if node is None:
+        node = _Node({}, nxt.batch_size, nxt.device)
+    else:
+        node.batch_size, node.device = nxt.batch_size, nxt.device
+    if nxt_node is not None:
+        _merge_into(node, nxt_node)
+    return _build(node)

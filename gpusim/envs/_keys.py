@@ -13,6 +13,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterable, Union
 
@@ -86,6 +87,11 @@ class DoneLevel:
     def key(self, name: str) -> NestedKey:
         """Full key of the entry ``name`` at this level."""
         return join(self.prefix, name)
+
+    @functools.cached_property
+    def has_truncated(self) -> bool:
+        """Whether the level declares a ``truncated`` entry."""
+        return any(as_tuple(k)[-1] == "truncated" for k in self.keys)
 
 
 def done_levels(full_done_spec, batch_size: torch.Size) -> list[DoneLevel]:

@@ -1,8 +1,11 @@
 """The key plan of ``step_mdp``, built once per env (at spec-lock time) and applied per step.
 
 ``step_mdp`` builds the root of the next step: the root keys except ``"next"`` and the
-excluded ones, then every key of ``"next"`` (which wins over root keys). No data moves: the
-result references the same tensors.
+excluded ones, then every key of ``"next"`` (which wins over root keys). The result is made of
+new containers at every level (a sub-tensordict of the input is never returned or shared, so
+writing into the result never changes the input), holding the input's tensors (no data is
+copied). Containers left without any entry are dropped. Locked inputs and lazy stacks (with
+heterogeneous ``"next"`` entries) are accepted; a lazy stack gives a lazy stack.
 
 Examples:
     >>> import torch
@@ -18,18 +21,19 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tensordict import TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDictBase, is_non_tensor
 
-from gpusim.envs._fasttd import exclusion_tree, fast_get, is_plain, merge_excluding, merge_flat
+from gpusim.envs._fasttd import ExclusionTree, entry_trees, exclusion_tree, fast_get, merge_plain
 from gpusim.envs._keys import NestedKey, exclusive
 
 
 class StepMDPPlan:
-    """Precomputed exclusion lists for ``step_mdp``.
+    """Precomputed exclusion trees for ``step_mdp``.
 
     Args:
         action_keys, reward_keys, done_keys: the env's keys.
-        keep_other: keep root keys that are not in ``"next"`` (policy outputs, ...).
+        keep_other: keep root keys that are not in ``"next"`` (policy outputs, ...); without it
+            only the actions (when kept) come from the root.
         exclude_reward, exclude_done, exclude_action: drop those keys from the result.
     """
 
@@ -55,44 +59,80 @@ class StepMDPPlan:
         self.keep_other = keep_other
         self.root_exclude = tuple(exclusive(root_exclude))
         self.next_exclude = tuple(exclusive(next_exclude))
-        kept_root: list = []
-        if not exclude_action:
-            kept_root += list(action_keys)
-        if not exclude_reward:
-            kept_root += list(reward_keys)
-        if not exclude_done:
-            kept_root += list(done_keys)
-        self.kept_root = tuple(exclusive(kept_root))
         self._root_tree = exclusion_tree(self.root_exclude)
         self._next_tree = exclusion_tree(self.next_exclude)
-        flat = all(isinstance(k, str) for k in (*self.root_exclude, *self.next_exclude))
-        self._flat = (frozenset(self.root_exclude), frozenset(self.next_exclude)) if flat else None
-        # parents of excluded nested keys (deepest first), dropped when the exclusion empties
-        # them; the plain-TensorDict merge drops them itself, the public-API paths below do not
-        self.prune = tuple(
-            sorted(
-                {k[:i] for k in (*root_exclude, *next_exclude) if isinstance(k, tuple) for i in range(1, len(k))},
-                key=len,
-                reverse=True,
-            )
-        )
+        # without keep_other, the root contributes its actions only (when they are kept)
+        kept = [] if exclude_action else list(action_keys)
+        self._root_include = None if keep_other else exclusion_tree(exclusive(kept))
 
     def __call__(
         self, tensordict: TensorDictBase, next_tensordict: TensorDictBase | None = None
     ) -> TensorDictBase:
-        nxt = fast_get(tensordict, "next")
-        public_api = not (self.keep_other and is_plain(tensordict) and is_plain(nxt))
-        if self.keep_other and self._flat is not None:
-            out = merge_flat(tensordict, nxt, *self._flat)
-        elif self.keep_other:
-            out = merge_excluding(tensordict, nxt, self._root_tree, self._next_tree)
+        if isinstance(tensordict, LazyStackedTensorDict):
+            out = LazyStackedTensorDict.lazy_stack(
+                [self(td) for td in tensordict.tensordicts], tensordict.stack_dim
+            )
         else:
-            out = tensordict.select(*self.kept_root, strict=False)
-            out.update(nxt.exclude(*self.next_exclude) if self.next_exclude else nxt)
-        for prefix in self.prune if public_api else ():
-            sub = out.get(prefix, None)
-            if isinstance(sub, TensorDictBase) and sub.is_empty():
-                del out[prefix]
-        if next_tensordict is not None:
-            return next_tensordict.update(out)
-        return out
+            nxt = fast_get(tensordict, "next")
+            if nxt is None:
+                raise KeyError("step_mdp: the input tensordict has no 'next' entry (step the env first)")
+            out = merge_plain(tensordict, nxt, self._root_tree, self._root_include, self._next_tree)
+            if out is None:
+                out = nxt.empty()
+                _copy(tensordict, out, self._root_tree, self._root_include)
+                _copy(nxt, out, self._next_tree, None)
+        if next_tensordict is None:
+            return out
+        return _update(next_tensordict, out)
+
+
+def _is_container(value) -> bool:
+    return isinstance(value, TensorDictBase) and not is_non_tensor(value)
+
+
+def _copy(src: TensorDictBase, dest: TensorDictBase, exclude: ExclusionTree | None, include: ExclusionTree | None) -> bool:
+    """Public-API path: writes the entries of ``src`` (minus ``exclude``, restricted to
+    ``include``) into ``dest``, building new sub-containers; returns whether anything was
+    written. Lazy stacks are walked stack member by stack member (their members may hold
+    different keys)."""
+    if isinstance(src, LazyStackedTensorDict) and _same_stack(src, dest):
+        written = False
+        for s, d in zip(src.tensordicts, dest.tensordicts):
+            written = _copy(s, d, exclude, include) or written
+        return written
+    written = False
+    for key in src.keys():
+        keep, e, i = entry_trees(key, exclude, include)
+        if not keep:
+            continue
+        value = src.get(key)
+        if _is_container(value):
+            sub = dest.get(key, None)
+            fresh = sub is None or not _is_container(sub)
+            if fresh:
+                sub = value.empty()
+            if _copy(value, sub, e, i):
+                if fresh:
+                    dest.set(key, sub)
+                written = True
+            continue
+        dest.set(key, value)
+        written = True
+    return written
+
+
+def _same_stack(a: TensorDictBase, b: TensorDictBase) -> bool:
+    return (
+        isinstance(b, LazyStackedTensorDict)
+        and a.stack_dim == b.stack_dim
+        and len(a.tensordicts) == len(b.tensordicts)
+    )
+
+
+def _update(dest: TensorDictBase, out: TensorDictBase) -> TensorDictBase:
+    """``dest.update(out)``, member by member when both are lazy stacks (heterogeneous keys)."""
+    if isinstance(out, LazyStackedTensorDict) and _same_stack(out, dest):
+        for d, o in zip(dest.tensordicts, out.tensordicts):
+            _update(d, o)
+        return dest
+    return dest.update(out)

@@ -42,6 +42,7 @@ def check_env_specs(
 
     Compares the rollout with ``env.fake_tensordict()``: same keys, shapes, dtypes and devices,
     and every observation, reward, done, state and action value inside its spec and finite.
+    State entries under ``"next"`` are optional (a step may or may not return them).
 
     Args:
         env: the env to check.
@@ -76,9 +77,10 @@ def check_env_specs(
     fake = env.fake_tensordict()
     # step by step first, so that a structural mismatch is reported by key, not by a stack error
     td = env.reset(None if tensordict is None else tensordict.clone())
+    optional = {("next", *as_tuple(k)) for k in env.state_keys}
     for t in range(steps):
         td = env.step(env.rand_action(td))
-        _compare(td, fake, check_dtype, f"step {t}")
+        _compare(td, fake, check_dtype, f"step {t}", optional)
         td = env._step_mdp(td)
     real = env.rollout(
         steps,
@@ -87,13 +89,13 @@ def check_env_specs(
         break_when_any_done=bool(break_when_any_done),
     )
     T = real.shape[-1]
-    _compare(real, fake.unsqueeze(-1).expand(*fake.batch_size, T), check_dtype, "the rollout")
+    _compare(real, fake.unsqueeze(-1).expand(*fake.batch_size, T), check_dtype, "the rollout", optional)
     _check_values(env, real)
 
 
-def _compare(real: TensorDictBase, fake: TensorDictBase, check_dtype: bool, where: str) -> None:
-    real_leaves = _tensor_leaves(real)
-    fake_leaves = _tensor_leaves(fake)
+def _compare(real: TensorDictBase, fake: TensorDictBase, check_dtype: bool, where: str, optional: set) -> None:
+    real_leaves = {k: v for k, v in _tensor_leaves(real).items() if as_tuple(k) not in optional}
+    fake_leaves = {k: v for k, v in _tensor_leaves(fake).items() if as_tuple(k) not in optional}
     missing = sorted(map(_fmt, set(fake_leaves) - set(real_leaves)))
     extra = sorted(map(_fmt, set(real_leaves) - set(fake_leaves)))
     if missing or extra:

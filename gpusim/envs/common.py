@@ -19,19 +19,21 @@ from __future__ import annotations
 
 import abc
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from torch import nn
 
 from gpusim.envs import _keys
-from gpusim.envs._fasttd import fast_get, fast_set
-from gpusim.envs._keys import DoneLevel, NestedKey
+from gpusim.envs import _partial, _policy
+from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
+from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._seeding import next_seed
 from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks
 from gpusim.envs._rollout_stack import stack_steps
 from gpusim.envs._step_mdp import StepMDPPlan
+from gpusim.envs.utils import StepMDP
 from gpusim.specs import Categorical, Composite, TensorSpec, Unbounded
 
 if TYPE_CHECKING:
@@ -52,9 +54,35 @@ class _EnvPostInit(abc.ABCMeta):
     """Runs :meth:`EnvBase._post_init` (spec completion and locking) after ``__init__``."""
 
     def __call__(cls, *args, **kwargs):
+        redirect = cls.__dict__.get("_redirect_construction")
+        if redirect is not None:  # a class that builds another env instead (a backend choice)
+            instance = redirect.__get__(None, cls)(args, kwargs)
+            if instance is not None:
+                return instance
+        # construction options every env takes, whatever its __init__ accepts (as in TorchRL)
+        spec_locked = kwargs.pop("spec_locked", None)
+        auto_reset = kwargs.pop("auto_reset", False)
+        auto_reset_replace = kwargs.pop("auto_reset_replace", True)
         instance = super().__call__(*args, **kwargs)
+        if spec_locked is not None:
+            instance.__dict__["_spec_locked"] = bool(spec_locked)
         instance._post_init()
+        if auto_reset:
+            instance = _hook("auto_reset")(instance, replace=auto_reset_replace)
         return instance
+
+
+#: What the transforms layer gives the envs (the envs never import it): ``"TransformedEnv"``
+#: (for ``append_transform``) and ``"auto_reset"`` (``env -> wrapped env``, for
+#: ``auto_reset=True``), registered by :mod:`gpusim.transforms` when it is imported.
+TRANSFORM_HOOKS: dict[str, Callable[..., Any]] = {}
+
+
+def _hook(name: str) -> Callable[..., Any]:
+    hook = TRANSFORM_HOOKS.get(name)
+    if hook is None:  # pragma: no cover - gpusim/__init__ always imports the transforms
+        raise RuntimeError(f"{name} needs gpusim.transforms: import gpusim (or gpusim.transforms) first")
+    return hook
 
 
 def _cached_plan(fn: Callable[[Any], Any]) -> property:
@@ -66,7 +94,9 @@ def _cached_plan(fn: Callable[[Any], Any]) -> property:
         cache = self._cache
         value = cache.get(name, _MISSING)
         if value is _MISSING:
-            value = cache[name] = fn(self)
+            value = fn(self)
+            if self.__dict__.get("_locked_now", False):  # unlocked specs may change in place
+                cache[name] = value
         return value
 
     getter.__doc__ = fn.__doc__
@@ -140,6 +170,13 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     Every ``step`` checks the action leaves' shapes and dtypes against the action spec (metadata
     only, no device sync) and raises naming the key, the expected and the received value.
+
+    Every env also takes these construction options, whatever its ``__init__`` accepts (as in
+    TorchRL): ``spec_locked`` (see :meth:`set_spec_lock_`), and ``auto_reset=True`` (with
+    ``auto_reset_replace``) for envs whose ``_step`` starts the next episode by itself: the env
+    is then returned wrapped in an :class:`~gpusim.transforms.AutoResetEnv`. Constructor
+    arguments reach ``__new__`` too, so subclasses may set specs and attributes before calling
+    ``super().__init__()``.
 
     Examples:
         >>> import torch
@@ -252,7 +289,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             if spec.device != device:
                 spec = spec.to(device)
             if spec.shape != B:
-                spec.shape = B
+                if not spec.shape and all(not spec[part].shape for part in parts):
+                    spec = spec.expand(B)  # set before the batch size was known: one env's specs
+                else:
+                    spec.shape = B
             d[name] = spec
 
     @property
@@ -424,7 +464,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def is_closed(self) -> bool:
-        """Whether :meth:`close` was called.
+        """Whether :meth:`close` was called (settable, as TorchRL envs assign it).
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
@@ -436,6 +476,33 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             True
         """
         return self._closed
+
+    @is_closed.setter
+    def is_closed(self, value: bool) -> None:
+        self.__dict__["_closed"] = bool(value)
+
+    @property
+    def shape(self) -> torch.Size:
+        """The env's batch size (an alias of :attr:`batch_size`)."""
+        return self.batch_size
+
+    @property
+    def batch_dims(self) -> int:
+        """The number of batch dims of the env."""
+        return len(self.batch_size)
+
+    def ndimension(self) -> int:
+        """The number of batch dims of the env."""
+        return len(self.batch_size)
+
+    @property
+    def ndim(self) -> int:
+        """The number of batch dims of the env."""
+        return len(self.batch_size)
+
+    def numel(self) -> int:
+        """The number of envs in the batch (product of the batch dims; 1 for a single env)."""
+        return self.batch_size.numel()
 
     # ------------------------------------------------------------------ specs
     @property
@@ -659,8 +726,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @observation_spec.setter
     def observation_spec(self, value) -> None:
+        if isinstance(value, TensorSpec):  # a leaf spec is the entry "observation"
+            if tuple(value.shape[: len(self.batch_size)]) != tuple(self.batch_size):
+                raise ValueError(
+                    f"observation_spec has shape {list(value.shape)}, which does not start with the env "
+                    f"batch_size {list(self.batch_size)}"
+                )
+            value = Composite(observation=value, shape=self.batch_size, device=value.device)
         if not isinstance(value, Composite):
-            raise TypeError(f"observation_spec must be a Composite, got {type(value).__name__}")
+            raise TypeError(f"observation_spec must be a Composite or a TensorSpec, got {type(value).__name__}")
         self.full_observation_spec = value
 
     @property
@@ -682,6 +756,24 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         if value is not None and not isinstance(value, Composite):
             raise TypeError(f"state_spec must be a Composite, got {type(value).__name__}")
         self.full_state_spec = value
+
+    @property
+    def specs(self) -> Composite:
+        """``Composite(output_spec=..., input_spec=...)`` of the env's batch: every spec in one
+        container (kept when the env is deleted)."""
+        return Composite(output_spec=self.output_spec, input_spec=self.input_spec, shape=self.batch_size)
+
+    def _unbatch(self, spec: TensorSpec | Composite) -> TensorSpec | Composite:
+        """``spec`` indexed at row 0 of every batch dim (the spec of one env of the batch)."""
+        if not self.batch_size:
+            return spec
+        return spec[(0,) * len(self.batch_size)]
+
+    def _batch(self, name: str, spec: TensorSpec | Composite) -> TensorSpec | Composite:
+        """``spec`` (of one env) expanded to the env's batch size."""
+        if not isinstance(spec, (TensorSpec, Composite)):
+            raise TypeError(f"{name} must be a TensorSpec or Composite, got {type(spec).__name__}")
+        return spec.expand(*self.batch_size, *spec.shape)
 
     # ------------------------------------------------------------------ key plans (cached)
     def _cached(self, name: str, fn: Callable[[], Any]) -> Any:
@@ -845,7 +937,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @_cached_plan
     def _step_mdp_plan(self) -> StepMDPPlan:
-        return StepMDPPlan(action_keys=self.action_keys, reward_keys=self.reward_keys, done_keys=self.done_keys)
+        return StepMDP(self).plan
 
     @_cached_plan
     def _echo_state_keys(self) -> list[NestedKey]:
@@ -882,31 +974,43 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     # ------------------------------------------------------------------ done handling
     def _complete_done(self, data: TensorDictBase) -> TensorDictBase:
         """Fills the missing ``done``/``terminated`` of every level (``terminated := done``,
-        ``done := terminated | truncated``)."""
+        ``done := terminated | truncated``); a level with neither, and a missing ``truncated``
+        the spec declares, gets ``False`` flags (as TorchRL does)."""
         for level in self.done_levels:
             node = data if level.prefix == () else data.get(level.prefix, None)
-            if node is None:
+            if node is None:  # a group the output does not hold is left alone
                 continue
             done = fast_get(node, "done")
             terminated = fast_get(node, "terminated")
-            if done is not None and terminated is not None:
-                continue
             if done is None and terminated is None:
-                raise KeyError(
-                    f"the env output has neither 'done' nor 'terminated' at level {level.prefix or 'root'}"
-                )
-            if terminated is None:
-                fast_set(node, "terminated", done)
-            else:
-                truncated = fast_get(node, "truncated")
-                fast_set(node, "done", terminated if truncated is None else terminated | truncated)
+                self._false_level(data, level)
+                continue
+            if done is None or terminated is None:
+                if terminated is None:
+                    fast_set(node, "terminated", done)
+                else:
+                    truncated = fast_get(node, "truncated")
+                    fast_set(node, "done", terminated if truncated is None else terminated | truncated)
+            if level.has_truncated and fast_get(node, "truncated") is None:
+                self._false_level(data, level, ("truncated",))
         return data
 
+    def _false_level(self, data: TensorDictBase, level: DoneLevel, names: tuple = DONE_NAMES) -> None:
+        """Writes ``False`` flags (the spec's zeros, with the data's leading dims) for the
+        ``names`` of ``level``."""
+        spec = self.full_done_spec
+        lead = data.batch_size[: len(data.batch_size) - len(self.batch_size)]
+        for key in level.keys:
+            if _keys.as_tuple(key)[-1] in names:
+                data.set(key, spec[key].zero(lead))
+
     def _check_batch(self, tensordict: TensorDictBase) -> None:
-        if self.batch_locked and tensordict.batch_size != self.batch_size:
-            raise ValueError(
-                f"Expected a tensordict with batch_size {list(self.batch_size)} (the env's), got "
-                f"batch_size {list(tensordict.batch_size)}"
+        """A batch-locked env, or any env with batch dims, takes tensordicts of its own batch
+        size only; a batch-unlocked env without batch dims takes any batch size."""
+        if tensordict.batch_size != self.batch_size and (self.batch_locked or self.batch_size):
+            raise BatchSizeError(
+                f"Expected a tensordict with shape==env.batch_size, i.e. {list(self.batch_size)} "
+                f"({type(self).__name__}.batch_size), got batch_size {list(tensordict.batch_size)}"
             )
 
     # ------------------------------------------------------------------ reset / step
@@ -972,7 +1076,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         """The complete ``"next"`` data of a step: ``_step`` plus done completion and state echo
         (for containers that step an inner env: ``TransformedEnv``, frame skip, batched workers)."""
-        next_td = self._step(tensordict)
+        return self._finish_step(tensordict, self._step(tensordict))
+
+    def _finish_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
+        """Done completion, state echo and (debug mode) type checks of the raw ``next_td``."""
         self._complete_done(next_td)
         for key in self._echo_state_keys:
             if isinstance(key, str):
@@ -994,6 +1101,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         The action leaves are checked against the action spec (shape and dtype, no device sync);
         a missing state entry means the env was not reset.
 
+        A ``"_step"`` entry (bool, one flag per row) steps the selected rows only; the others
+        get their current data as ``"next"`` data, with a zero reward (partial steps, see
+        :mod:`gpusim.envs._partial`). It is removed from the input.
+
         Args:
             tensordict: the root data: the state (from ``reset`` or the previous step) and the
                 action.
@@ -1004,7 +1115,8 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         Raises:
             KeyError: a missing action entry, or a missing state entry (call ``reset()`` first).
             ValueError, TypeError: an action of the wrong shape or dtype (naming the key, the
-                expected and the received value).
+                expected and the received value); a ``"_step"`` entry that is not a bool mask
+                of the batch, or that selects some rows of an env that cannot step them alone.
 
         Examples:
             >>> import torch
@@ -1019,8 +1131,25 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             KeyError: "CartPoleEnv.step: the input has no action entry 'action' (expected shape [2], dtype torch.int64); write one first, e.g. env.rand_action(td) or a policy"
         """
         self._check_batch(tensordict)
+        partial = fast_pop(tensordict, "_step")
         self._check_inputs(tensordict)
-        return fast_set(tensordict, "next", self._step_output(tensordict))
+        if partial is None:
+            return fast_set(tensordict, "next", self._step_output(tensordict))
+        mask = _partial.step_mask(self, partial, tensordict.batch_size)
+        if self._sparse_now():
+            if not bool(mask.any()):
+                return fast_set(tensordict, "next", _partial.skip_next(self, tensordict, clone=True))
+            if bool(mask.all()):
+                return fast_set(tensordict, "next", self._step_output(tensordict))
+        return fast_set(tensordict, "next", self._step_rows(tensordict, mask))
+
+    def _step_rows(self, tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
+        """Hook: the complete ``"next"`` data of a partial step, ``mask`` (bool, the input's batch
+        shape) selecting the rows to step; the skipped rows hold
+        :func:`~gpusim.envs._partial.skip_next` data. Default: a functional env steps every row
+        and keeps the selected ones; a batch-unlocked env without batch dims steps the selected
+        rows; other envs raise. Batched envs step the selected workers only."""
+        return _partial.step_selected_rows(self, tensordict, mask)
 
     @_cached_plan
     def _input_checks(self) -> tuple[list, list]:
@@ -1033,7 +1162,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def _check_inputs(self, tensordict: TensorDictBase) -> None:
         actions, states = self._input_checks
         name = type(self).__name__
+        lead = tensordict.batch_size if not self.batch_size and tensordict.batch_size else None
         for key, shape, dtype in actions:
+            if lead is not None:  # a batch-unlocked env fed a batch: the rows lead the spec shape
+                shape = lead + shape
             value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
             if value is None:
                 raise KeyError(
@@ -1099,6 +1231,86 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     def _step_mdp(self, tensordict: TensorDictBase) -> TensorDictBase:
         return self._step_mdp_plan(tensordict)
+
+    def step_mdp(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The root of the next step built from a stepped ``tensordict`` with the env's keys:
+        the ``"next"`` entries, the other root entries and the actions (rewards dropped).
+
+        Unlike the step loop (which drops the actions), the action entries are kept, so that a
+        policy can read the previous action.
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv()
+            >>> td = env.step(env.rand_action(env.reset()))
+            >>> sorted(env.step_mdp(td).keys())
+            ['action', 'done', 'observation', 'state', 'terminated']
+        """
+        return self._step_mdp_keep_action(tensordict)
+
+    @_cached_plan
+    def _step_mdp_keep_action(self) -> StepMDPPlan:
+        return StepMDP(self, exclude_action=False).plan
+
+    def any_done(self, tensordict: TensorDictBase) -> bool:
+        """Whether any row of ``tensordict`` (a ``"next"`` tensordict, or the root of the next
+        step) is done, terminated or truncated at any done level; writes ``"_reset"`` (the OR
+        of the level's flags) at the levels where something is done.
+
+        This reads the flags on the host (a device sync on accelerators).
+
+        Examples:
+            >>> import torch
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2])
+            >>> td = env.reset()
+            >>> td["done"] = torch.tensor([[False], [True]])
+            >>> env.any_done(td), td["_reset"].squeeze(-1).tolist()
+            (True, [False, True])
+        """
+        from gpusim.envs.utils import terminated_or_truncated
+
+        return terminated_or_truncated(tensordict, full_done_spec=self.full_done_spec, key="_reset")
+
+    def all_actions(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Every action of a fully discrete action spec, stacked on a new leading dim.
+
+        With several action entries, every combination is listed (the first entry varies
+        slowest). With ``tensordict``, the env is reset with it first.
+
+        Returns:
+            A tensordict of batch size ``[n_actions, *env.batch_size]``.
+
+        Raises:
+            TypeError: an action spec that cannot be enumerated (continuous).
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> CartPoleEnv(batch_size=[3]).all_actions()["action"]
+            tensor([[0, 0, 0],
+                    [1, 1, 1]])
+        """
+        if tensordict is not None:
+            self.reset(tensordict)
+        spec = self.full_action_spec
+        keys = self.action_keys
+        values = []
+        for key in keys:
+            leaf = spec[key]
+            try:
+                values.append(leaf.enumerate())
+            except (NotImplementedError, AttributeError) as err:
+                raise TypeError(
+                    f"all_actions needs discrete action specs; the action {_keys.fmt(key)} has a "
+                    f"{type(leaf).__name__} spec, which cannot be enumerated"
+                ) from err
+        counts = [v.shape[0] for v in values]
+        grids = torch.cartesian_prod(*[torch.arange(n, device=self.device) for n in counts])
+        grids = grids.reshape(-1, len(counts))
+        out = TensorDict({}, batch_size=[grids.shape[0], *self.batch_size], device=self.device)
+        for i, (key, value) in enumerate(zip(keys, values)):
+            out.set(key, value[grids[:, i]])
+        return out
 
     def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Resets the rows whose ``done`` (or ``truncated``) flag is set, in the env's
@@ -1192,6 +1404,8 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """Writes a random action (from ``full_action_spec``) into ``tensordict``.
 
+        A batch-unlocked env without batch dims draws one action per row of ``tensordict``.
+
         Args:
             tensordict: the data to write into (``None``: a new, empty tensordict).
 
@@ -1207,7 +1421,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if tensordict is None:
             tensordict = self._empty_td()
-        tensordict.update(self.full_action_spec.rand())
+        shape = ()
+        if not self.batch_locked and not self.batch_size:
+            shape = tensordict.batch_size
+        tensordict.update(self.full_action_spec.rand(shape))
         return tensordict
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
@@ -1259,6 +1476,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
         callback: Callable[["EnvBase", TensorDictBase], Any] | None = None,
         *,
+        actions: Iterable[Any] | None = None,
         auto_reset: bool = True,
         auto_cast_to_device: bool = False,
         break_when_any_done: bool | None = None,
@@ -1266,23 +1484,34 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return_contiguous: bool = True,
         tensordict: TensorDictBase | None = None,
         set_truncated: bool = False,
+        storing_device: torch.device | str | None = None,
         compile: bool | dict = False,
     ) -> TensorDictBase:
         """Runs ``max_steps`` steps with ``policy`` (random actions when ``None``).
 
         Args:
             max_steps: number of steps.
-            policy: callable reading and writing a tensordict.
+            policy: callable reading and writing a tensordict (a new tensordict it returns is
+                merged into its input), or a ``torch.nn.Module`` that is not a tensordict
+                module: it is called on the observation tensors and returns the action.
             callback: called as ``callback(env, tensordict)`` after each step.
+            actions: pre-computed actions driving the rollout instead of ``policy`` (open-loop
+                replay): each item is written under the env's top-level action key before its
+                step. A sized iterable caps ``max_steps`` to its length; an iterator that runs
+                out ends the rollout. Mutually exclusive with ``policy``.
             auto_reset: reset (``tensordict`` is passed to ``reset``) before the first step.
             auto_cast_to_device: move the policy output to the env device.
             break_when_any_done: stop after the step on which any env finished (default
-                ``True`` unless ``break_when_all_done`` is set).
+                ``True`` unless ``break_when_all_done`` is set). Otherwise the envs that finish are
+                reset, except after the last step (so that a rollout with ``auto_reset=False``
+                can continue the run from ``env.step_mdp(out[..., -1])``).
             break_when_all_done: stop once every env has finished at least once; envs that are
                 done are reset in between (non-stop mode is used).
             return_contiguous: stack into a contiguous tensordict (else a lazy stack).
-            tensordict: initial data (required when ``auto_reset=False``).
+            tensordict: initial data (required when ``auto_reset=False``; its rows that are
+                done are reset first).
             set_truncated: mark the last step as truncated (requires a ``truncated`` entry).
+            storing_device: the device of the returned data (default: the env's).
             compile: run ``policy + step_and_maybe_reset`` through ``torch.compile(fullgraph=True)``
                 (a dict is forwarded to :meth:`compile`); non-stop rollouts only
                 (``break_when_any_done=False``), without callback or ``set_truncated``. The
@@ -1314,6 +1543,14 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        if actions is not None:
+            if policy is not None:
+                raise ValueError("rollout got both `policy` and `actions`: pass one of them")
+            if hasattr(actions, "__len__"):
+                if len(actions) == 0:
+                    raise ValueError("rollout(actions=...) got an empty sequence of actions")
+                max_steps = min(max_steps, len(actions))
+            policy = _ActionReplay(actions, next(iter(self.full_action_spec.keys())))
         if break_when_any_done is None:
             break_when_any_done = not break_when_all_done
         if break_when_any_done and break_when_all_done:
@@ -1324,6 +1561,8 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 "break_when_all_done": bool(break_when_all_done),
                 "callback": callback is not None,
                 "set_truncated": set_truncated,
+                "actions": actions is not None,
+                "storing_device": storing_device is not None,
             }
             bad = [name for name, value in bad.items() if value]
             if bad:
@@ -1333,21 +1572,27 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 )
             runner = self.compile(policy, **(compile if isinstance(compile, dict) else {}))
             return runner(max_steps, tensordict=tensordict, auto_reset=auto_reset)
+        if set_truncated and not any(_keys.as_tuple(k)[-1] == "truncated" for k in self.done_keys):
+            raise RuntimeError(
+                "rollout: set_truncated was set to True but the done spec has no 'truncated' entry "
+                f"(done keys {self.done_keys}); add them with env.add_truncated_keys()"
+            )
         if auto_reset:
             tensordict = self.reset(tensordict)
         elif tensordict is None:
             raise ValueError("rollout(auto_reset=False) needs an initial tensordict")
-        if policy is None:
-            policy = self.rand_action
-        if set_truncated and not any(_keys.as_tuple(k)[-1] == "truncated" for k in self.done_keys):
-            raise RuntimeError(
-                "rollout(set_truncated=True) requires a 'truncated' entry in the done spec; "
-                f"the env has done keys {self.done_keys}"
-            )
+        else:  # continuing from earlier data: rows that ended start a new episode first
+            tensordict = self.maybe_reset(tensordict)
+        policy = self.rand_action if policy is None else _policy.rollout_policy(self, policy)
         steps: list[TensorDictBase] = []
         seen_done = None
         for i in range(max_steps):
-            tensordict = policy(tensordict)
+            try:
+                tensordict = policy(tensordict)
+            except _ActionsExhausted:
+                if not steps:
+                    raise ValueError("rollout(actions=...) got an iterator that yields no action") from None
+                break
             if auto_cast_to_device and tensordict.device != self.device:
                 tensordict = tensordict.to(self.device)
             last = i == max_steps - 1
@@ -1362,9 +1607,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     break
                 tensordict = self._step_mdp(tensordict)
             else:
-                if set_truncated and last:
+                if last:  # no reset after the last step: a later rollout can continue the run
                     tensordict = self.step(tensordict)
-                    self._set_truncated(tensordict.get("next"))
+                    if set_truncated:
+                        self._set_truncated(tensordict.get("next"))
                     steps.append(tensordict)
                     if callback is not None:
                         callback(self, tensordict)
@@ -1378,7 +1624,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     seen_done = done_now if seen_done is None else seen_done | done_now
                     if bool(seen_done.all()):
                         break
-        return self._stack_steps(steps, return_contiguous)
+        out = self._stack_steps(steps, return_contiguous)
+        if storing_device is not None and out.device != torch.device(storing_device):
+            out = out.to(storing_device)
+        return out
 
     def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool) -> TensorDictBase:
         dim = len(self.batch_size)
@@ -1391,6 +1640,25 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         except Exception:  # lazy stacks of heterogeneous data may not support names
             pass
         return out
+
+    def add_truncated_keys(self) -> "EnvBase":
+        """Adds a ``truncated`` entry beside every ``done`` entry of the done spec (``False``
+        unless the env or a transform writes it); returns the env.
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv().add_truncated_keys()
+            >>> env.rollout(3, set_truncated=True, break_when_any_done=False)["next", "truncated"][-1].item()
+            True
+        """
+        done = self.full_done_spec.clone()
+        done.unlock_()
+        for key in self.done_keys:
+            tkey = _keys.as_tuple(key)
+            if tkey[-1] == "done":
+                done[_keys.join(tkey[:-1], "truncated")] = done[key].clone()
+        self.full_done_spec = done
+        return self
 
     def _set_truncated(self, next_td: TensorDictBase) -> None:
         for level in self.done_levels:
@@ -1469,8 +1737,13 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             self.device = device
         return self
 
-    def close(self) -> None:
+    def close(self, *, raise_if_closed: bool = False) -> None:
         """Releases the env's resources (worker processes, simulators; nothing for native envs).
+
+        Closing a closed env does nothing.
+
+        Args:
+            raise_if_closed: raise a ``RuntimeError`` instead when the env is already closed.
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
@@ -1479,7 +1752,29 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             >>> env.is_closed
             True
         """
+        if raise_if_closed and self.is_closed:
+            raise RuntimeError(f"{type(self).__name__}.close: the env is already closed")
         self.__dict__["_closed"] = True
+
+    def check_env_specs(self, *args: Any, **kwargs: Any) -> None:
+        """:func:`~gpusim.envs.checks.check_env_specs` on this env (same arguments)."""
+        from gpusim.envs.checks import check_env_specs
+
+        check_env_specs(self, *args, **kwargs)
+
+    def append_transform(self, transform: Any) -> "EnvBase":
+        """A :class:`~gpusim.transforms.TransformedEnv` of this env with ``transform`` appended.
+
+        Args:
+            transform: a :class:`~gpusim.transforms.Transform`.
+
+        Examples:
+            >>> from gpusim import CartPoleEnv, StepCounter
+            >>> env = CartPoleEnv().append_transform(StepCounter())
+            >>> "step_count" in env.observation_spec.keys()
+            True
+        """
+        return _hook("TransformedEnv")(self, transform)
 
     def __iter__(self) -> Iterator[TensorDictBase]:
         raise TypeError(f"{type(self).__name__} is not iterable; use rollout()")
@@ -1490,3 +1785,58 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             f"    observation_keys={self.observation_keys},\n    action_keys={self.action_keys},\n"
             f"    reward_keys={self.reward_keys},\n    done_keys={self.done_keys})"
         )
+
+
+class BatchSizeError(ValueError, RuntimeError):
+    """A tensordict whose batch size the env does not take (a ``ValueError``, and a
+    ``RuntimeError`` as TorchRL raises)."""
+
+
+class _ActionsExhausted(Exception):
+    """Raised by :class:`_ActionReplay` when its iterator runs out (ends the rollout)."""
+
+
+class _ActionReplay:
+    """The policy of ``rollout(actions=...)``: writes the next item under ``key``."""
+
+    def __init__(self, actions: Iterable[Any], key: NestedKey) -> None:
+        self.iterator = iter(actions)
+        self.key = key
+
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        try:
+            action = next(self.iterator)
+        except StopIteration:
+            raise _ActionsExhausted from None
+        return tensordict.set(self.key, action)
+
+
+def _unbatched_property(name: str) -> property:
+    """``env.<name>_unbatched``: the spec ``name`` of one env of the batch; setting it expands
+    the given spec to the env's batch size and sets ``name``."""
+
+    def getter(self: EnvBase):
+        return self._unbatch(getattr(self, name))
+
+    def setter(self: EnvBase, spec) -> None:
+        setattr(self, name, self._batch(f"{name}_unbatched", spec))
+
+    return property(getter, setter, doc=f"``{name}`` without the batch dims (the spec of one env); settable.")
+
+
+for _name in (
+    "input_spec",
+    "output_spec",
+    "full_action_spec",
+    "full_state_spec",
+    "full_observation_spec",
+    "full_reward_spec",
+    "full_done_spec",
+    "action_spec",
+    "state_spec",
+    "observation_spec",
+    "reward_spec",
+    "done_spec",
+):
+    setattr(EnvBase, f"{_name}_unbatched", _unbatched_property(_name))
+del _name

@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import NonTensorStack, TensorDictBase, is_non_tensor
 
 from gpusim.envs import _keys
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
@@ -669,8 +669,13 @@ def merge_rows(
     if old is None:
         return new
     keys, new_leaves, old_leaves = [], [], []
-    for key, value in new.items(True, True):
-        if not isinstance(value, torch.Tensor) or (skip and skip.get(id(value)) is value):
+    nontensor = []
+    for key, value in new.items(True, True, is_leaf=_is_leaf):
+        if not isinstance(value, torch.Tensor):
+            if is_non_tensor(value):
+                nontensor.append((key, value))
+            continue
+        if skip and skip.get(id(value)) is value:
             continue
         prev = old.get(key, None)
         if not isinstance(prev, torch.Tensor) or prev.shape != value.shape:
@@ -687,4 +692,32 @@ def merge_rows(
                 new.set(key, value)
             if mark is not None:
                 mark[id(value)] = value
+    if nontensor:
+        _merge_nontensor(new, old, mask, nontensor)
     return new
+
+
+def _is_leaf(cls: type) -> bool:
+    return not issubclass(cls, TensorDictBase) or issubclass(cls, NonTensorStack)
+
+
+def _pick(new: Any, old: Any, keep_new: Any) -> Any:
+    if isinstance(keep_new, list):
+        return [_pick(n, o, k) for n, o, k in zip(new, old, keep_new)]
+    return new if keep_new else old
+
+
+def _merge_nontensor(new: TensorDictBase, old: TensorDictBase, mask: torch.Tensor, entries: list) -> None:
+    """The non-tensor entries of a merge (host data: the mask is read on the host): rows where
+    ``mask`` is False take ``old``'s values."""
+    keep_new = mask.tolist()
+    for key, value in entries:
+        prev = old.get(key, None)
+        if not is_non_tensor(prev) or prev.batch_size != value.batch_size:
+            continue
+        if value.batch_size[: mask.ndim] != mask.shape:
+            continue
+        if mask.ndim == 0:
+            new.set(key, value if keep_new else prev)
+            continue
+        new.set(key, NonTensorStack.from_list(_pick(value.tolist(), prev.tolist(), keep_new)))

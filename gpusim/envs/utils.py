@@ -1,6 +1,9 @@
 """Environment helpers: ``step_mdp``, ``terminated_or_truncated``, ``make_composite_from_td``,
 ``RandomPolicy``, exploration type and library discovery.
 
+As TorchRL's ``torchrl.envs.utils``, this module also gives ``check_env_specs``,
+``MarlGroupMapType`` and ``check_marl_grouping`` (resolved on first use).
+
 Examples:
     >>> import torch
     >>> from tensordict import TensorDict
@@ -13,12 +16,11 @@ Examples:
 
 from __future__ import annotations
 
-import enum
-import functools
 import importlib.util
 from typing import Any, Callable, Sequence
 
 from tensordict import NonTensorData, NonTensorStack, TensorDictBase
+from tensordict.nn import InteractionType, interaction_type, set_interaction_type
 
 from gpusim.envs._keys import DONE_NAMES, NestedKey, as_tuple, join, leaf_keys, unravel
 from gpusim.envs._step_mdp import StepMDPPlan
@@ -26,6 +28,7 @@ from gpusim.specs import Composite, NonTensor, TensorSpec, Unbounded
 
 __all__ = [
     "step_mdp",
+    "StepMDP",
     "terminated_or_truncated",
     "make_composite_from_td",
     "RandomPolicy",
@@ -56,8 +59,12 @@ def step_mdp(
     """Builds the root of the next step from a stepped tensordict.
 
     The result holds the root keys except ``"next"`` and the excluded ones, then the keys of
-    ``"next"`` (which win over root keys). With ``next_tensordict``, the result is written into
-    it and it is returned.
+    ``"next"`` (which win over root keys). It is made of new containers at every level: no
+    sub-tensordict of the input is returned or shared (the tensors are, without copy), and
+    containers left empty by the exclusions are dropped. Locked inputs and lazy stacks
+    (whose members may hold different keys, also under ``"next"``) are accepted; a lazy stack
+    gives a lazy stack. With ``next_tensordict``, the result is written into it and it is
+    returned.
 
     Args:
         tensordict: a tensordict with a ``"next"`` entry.
@@ -95,6 +102,49 @@ def step_mdp(
     return plan(tensordict, next_tensordict)
 
 
+class StepMDP:
+    """:func:`step_mdp` with an env's keys, planned once: a callable for loops that move to the
+    next step many times (the env's own step loop uses the same plan).
+
+    A reward entry that is also a state entry of the env is kept (the env reads it back).
+
+    Args:
+        env: the env whose action, reward and done keys are used.
+        keep_other, exclude_reward, exclude_done, exclude_action: as in :func:`step_mdp`.
+
+    Examples:
+        >>> from gpusim import CartPoleEnv
+        >>> env = CartPoleEnv()
+        >>> td = env.rand_step(env.reset())
+        >>> sorted(StepMDP(env, exclude_done=True)(td).keys())
+        ['observation', 'state']
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        *,
+        keep_other: bool = True,
+        exclude_reward: bool = True,
+        exclude_done: bool = False,
+        exclude_action: bool = True,
+    ) -> None:
+        state_keys = set(env.state_keys)
+        self.plan = StepMDPPlan(
+            env.action_keys,
+            [k for k in env.reward_keys if k not in state_keys],
+            env.done_keys,
+            keep_other=keep_other,
+            exclude_reward=exclude_reward,
+            exclude_done=exclude_done,
+            exclude_action=exclude_action,
+        )
+
+    def __call__(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """The root of the next step of ``tensordict`` (written into ``next_tensordict`` when given)."""
+        return self.plan(tensordict, next_tensordict)
+
+
 def _done_levels_from_data(data: TensorDictBase) -> dict[tuple, list[str]]:
     levels: dict[tuple, list[str]] = {}
     for key in data.keys(True, True):
@@ -112,34 +162,43 @@ def terminated_or_truncated(
 ) -> bool:
     """ORs ``done``/``terminated``/``truncated`` per done level into ``key`` at that level.
 
+    When something is done, ``key`` is written at every done level (``False`` rows included);
+    when nothing is done, ``key`` is removed from every level, unless ``write_full_false``
+    (then it is written, all ``False``).
+
     Args:
         data: the tensordict holding the done entries.
-        full_done_spec: the env's done spec; when ``None``, done levels are read from ``data``.
+        full_done_spec: the env's done spec; when ``None``, done levels are read from ``data``
+            (every sub-tensordict holding a ``done``, ``terminated`` or ``truncated`` entry).
         key: entry to write at each level (``None``: write nothing).
-        write_full_false: also write levels where nothing is done.
+        write_full_false: write ``key`` also when nothing is done.
 
     Returns:
-        Whether any entry is done (this reads device values: not for the sync-free path).
+        Whether any entry of any level is done (this reads device values: not for the
+        sync-free path).
 
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> td = TensorDict({"done": torch.tensor([[False], [True]])}, [2])
+        >>> td = TensorDict({"done": torch.tensor([[False], [True]]),
+        ...                  "agents": {"done": torch.zeros(2, 3, 1, dtype=torch.bool)}}, [2])
         >>> terminated_or_truncated(td)
         True
-        >>> td["_reset"]
-        tensor([[False],
-                [ True]])
+        >>> td["_reset"].squeeze(-1).tolist(), td["agents", "_reset"].shape
+        ([False, True], torch.Size([2, 3, 1]))
+        >>> td["done"][1] = False
+        >>> terminated_or_truncated(td), "_reset" in td.keys()
+        (False, False)
     """
     if full_done_spec is not None:
         levels: dict[tuple, list[str]] = {}
         for k in leaf_keys(full_done_spec):
             t = as_tuple(k)
-            if t[-1] in DONE_NAMES:
-                levels.setdefault(t[:-1], []).append(t[-1])
+            levels.setdefault(t[:-1], []).append(t[-1])
     else:
         levels = _done_levels_from_data(data)
     any_done = False
+    written = []
     for prefix, names in levels.items():
         node = data if prefix == () else data.get(prefix, None)
         if node is None:
@@ -148,23 +207,30 @@ def terminated_or_truncated(
         for name in names:
             value = node.get(name, None)
             if value is not None:
-                flag = value if flag is None else flag | value
+                flag = value.clone() if flag is None else flag | value
         if flag is None:
             continue
-        level_any = bool(flag.any())
-        any_done = any_done or level_any
-        if key is not None and (level_any or write_full_false):
-            data.set(join(prefix, key), flag)
+        any_done = bool(flag.any()) or any_done
+        if key is not None:
+            node.set(key, flag)
+            written.append(join(prefix, key))
+    if written and not any_done and not write_full_false:
+        data.exclude(*written, inplace=True)
     return any_done
 
 
-def make_composite_from_td(data: TensorDictBase, *, unsqueeze_null_shapes: bool = True) -> Composite:
-    """A Composite of ``Unbounded`` specs matching the shapes and dtypes of ``data``.
+def make_composite_from_td(
+    data: TensorDictBase, *, unsqueeze_null_shapes: bool = True, dynamic_shape: bool = False
+) -> Composite:
+    """A Composite of ``Unbounded`` specs matching the shapes and dtypes of ``data`` (non-tensor
+    entries give ``NonTensor`` specs carrying their value as example data).
 
     Args:
         data: the tensordict to describe.
         unsqueeze_null_shapes: give tensors without feature dims (shape == batch shape) a
             trailing singleton dim in the spec.
+        dynamic_shape: mark the last dim of every tensor spec as dynamic (``-1``: data whose
+            last dim changes from step to step).
 
     Examples:
         >>> import torch
@@ -175,14 +241,20 @@ def make_composite_from_td(data: TensorDictBase, *, unsqueeze_null_shapes: bool 
     """
     specs: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, (NonTensorData, NonTensorStack)):
+        if isinstance(value, NonTensorData):
+            specs[key] = NonTensor(shape=value.batch_size, device=data.device, example_data=value.data)
+        elif isinstance(value, NonTensorStack):
             specs[key] = NonTensor(shape=value.batch_size, device=data.device)
         elif isinstance(value, TensorDictBase):
-            specs[key] = make_composite_from_td(value, unsqueeze_null_shapes=unsqueeze_null_shapes)
+            specs[key] = make_composite_from_td(
+                value, unsqueeze_null_shapes=unsqueeze_null_shapes, dynamic_shape=dynamic_shape
+            )
         else:
             shape = value.shape
             if unsqueeze_null_shapes and shape == data.batch_size:
                 shape = (*shape, 1)
+            if dynamic_shape:
+                shape = (*shape[:-1], -1)
             specs[key] = Unbounded(shape=shape, dtype=value.dtype, device=value.device)
     return Composite(specs, shape=data.batch_size, device=data.device)
 
@@ -214,74 +286,13 @@ class RandomPolicy:
         return tensordict.set(self.action_key, self.action_spec.rand())
 
 
-class ExplorationType(enum.Enum):
-    """How a stochastic policy picks actions (set with :class:`set_exploration_type`).
-
-    Examples:
-        >>> [t.value for t in ExplorationType]
-        ['deterministic', 'random', 'mode', 'mean']
-        >>> ExplorationType("random")
-        <ExplorationType.RANDOM: 'random'>
-    """
-
-    DETERMINISTIC = "deterministic"
-    RANDOM = "random"
-    MODE = "mode"
-    MEAN = "mean"
-
-
-_EXPLORATION_TYPE: list[ExplorationType | None] = [None]
-
-
-def exploration_type() -> ExplorationType | None:
-    """The exploration type in force (``None`` when unset).
-
-    Examples:
-        >>> exploration_type() is None
-        True
-        >>> with set_exploration_type("mode"):
-        ...     exploration_type()
-        <ExplorationType.MODE: 'mode'>
-    """
-    return _EXPLORATION_TYPE[0]
-
-
-class set_exploration_type:
-    """Context manager and decorator setting the exploration type.
-
-    Examples:
-        >>> with set_exploration_type(ExplorationType.RANDOM):
-        ...     exploration_type()
-        <ExplorationType.RANDOM: 'random'>
-    """
-
-    def __init__(self, type: ExplorationType | str) -> None:
-        if isinstance(type, str):
-            try:
-                type = ExplorationType(type.lower())
-            except ValueError as err:
-                names = [t.value for t in ExplorationType]
-                raise ValueError(f"unknown exploration type {type!r}; expected one of {names}") from err
-        if not isinstance(type, ExplorationType):
-            raise TypeError(f"expected an ExplorationType, got {type!r}")
-        self.type = type
-        self._previous: list[ExplorationType | None] = []
-
-    def __enter__(self) -> "set_exploration_type":
-        self._previous.append(_EXPLORATION_TYPE[0])
-        _EXPLORATION_TYPE[0] = self.type
-        return self
-
-    def __exit__(self, *exc) -> None:
-        _EXPLORATION_TYPE[0] = self._previous.pop()
-
-    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_exploration_type(self.type):
-                return fn(*args, **kwargs)
-
-        return wrapper
+# The exploration switch is tensordict's interaction-type switch (as in TorchRL), so that
+# tensordict's probabilistic modules (``ProbabilisticTensorDictModule``) follow it: under
+# ``set_exploration_type(ExplorationType.RANDOM)`` they sample, under ``DETERMINISTIC`` (or
+# ``MODE``/``MEAN``) they take the distribution's deterministic value.
+ExplorationType = InteractionType
+exploration_type = interaction_type
+set_exploration_type = set_interaction_type
 
 
 _LIBRARIES = ("gymnasium", "vmas", "triton", "torchrl")
@@ -295,3 +306,19 @@ def get_available_libraries() -> dict[str, bool]:
         True
     """
     return {name: importlib.util.find_spec(name) is not None for name in _LIBRARIES}
+
+
+_ELSEWHERE = {
+    "check_env_specs": "gpusim.envs.checks",
+    "MarlGroupMapType": "gpusim.envs.libs.marl",
+    "check_marl_grouping": "gpusim.envs.libs.marl",
+}
+
+
+def __getattr__(name: str):
+    """TorchRL's ``torchrl.envs.utils`` names defined in other gpusim modules."""
+    if name in _ELSEWHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module 'gpusim.envs.utils' has no attribute {name!r}")

@@ -32,6 +32,18 @@ class LockMixin:
     _locked: bool
     _lock_parents: list
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The lock graph's weak references cannot be pickled: they are rebuilt on load.
+        state = dict(self.__dict__)
+        state["_lock_parents"] = []
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._locked:  # children are loaded first: link them to this composite again
+            for child in self._nested_composites():
+                child._propagate_lock(True, [weakref.ref(self)])
+
     def _nested_composites(self) -> list[Any]:  # implemented by Composite
         raise NotImplementedError
 

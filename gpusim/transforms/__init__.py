@@ -14,8 +14,13 @@ Examples:
 
 from gpusim.transforms.transform import Transform
 from gpusim.transforms.compose import Compose
-from gpusim.transforms.transformed_env import TransformedEnv
+from gpusim.transforms.transformed_env import (
+    TransformedEnv,
+    auto_unwrap_transformed_env,
+    set_auto_unwrap_transformed_env,
+)
 from gpusim.transforms.step_counter import StepCounter
+from gpusim.transforms.auto_reset import AutoResetEnv, AutoResetTransform
 from gpusim.transforms.reward_sum import Reward2GoTransform, RewardSum, TargetReturn
 from gpusim.transforms.init_tracker import InitTracker
 from gpusim.transforms.cat_frames import CatFrames
@@ -57,6 +62,10 @@ __all__ = [
     "Transform",
     "Compose",
     "TransformedEnv",
+    "auto_unwrap_transformed_env",
+    "set_auto_unwrap_transformed_env",
+    "AutoResetEnv",
+    "AutoResetTransform",
     "StepCounter",
     "RewardSum",
     "TargetReturn",

@@ -22,23 +22,112 @@ Examples:
 
 from __future__ import annotations
 
+import os
+from contextlib import ContextDecorator
 from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from gpusim.envs.common import EnvBase
+from gpusim.envs.common import TRANSFORM_HOOKS, EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.specs import Composite
 from gpusim.transforms.compose import Compose
 from gpusim.transforms.transform import Transform
 
-__all__ = ["TransformedEnv"]
+__all__ = ["TransformedEnv", "auto_unwrap_transformed_env", "set_auto_unwrap_transformed_env"]
+
+#: The environment variable holding the process-wide auto-unwrap setting (read by worker
+#: processes too, which inherit it).
+AUTO_UNWRAP_VAR = "AUTO_UNWRAP_TRANSFORMED_ENV"
+
+
+def _parse_flag(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "y", "on", "t"):
+        return True
+    if lowered in ("0", "false", "no", "n", "off", "f"):
+        return False
+    raise ValueError(f"{AUTO_UNWRAP_VAR} must be a boolean string such as 'True' or 'False', got {value!r}")
+
+
+def auto_unwrap_transformed_env(allow_none: bool = False) -> bool | None:
+    """Whether ``TransformedEnv(transformed_env, t)`` flattens the inner transformed env.
+
+    The setting comes from :class:`set_auto_unwrap_transformed_env` or the
+    ``AUTO_UNWRAP_TRANSFORMED_ENV`` environment variable; unset, it is ``True``.
+
+    Args:
+        allow_none: return ``None`` (instead of the default ``True``) when nothing was set.
+
+    Examples:
+        >>> auto_unwrap_transformed_env()
+        True
+        >>> with set_auto_unwrap_transformed_env(False):
+        ...     auto_unwrap_transformed_env()
+        False
+    """
+    value = os.environ.get(AUTO_UNWRAP_VAR)
+    if value is None:
+        return None if allow_none else True
+    return _parse_flag(value)
+
+
+class set_auto_unwrap_transformed_env(ContextDecorator):
+    """Sets whether a ``TransformedEnv`` built on a ``TransformedEnv`` flattens it (the default
+    of ``TransformedEnv(auto_unwrap=None)``): as a context manager, a decorator, or for the rest
+    of the process with :meth:`set`.
+
+    The setting is kept in the ``AUTO_UNWRAP_TRANSFORMED_ENV`` environment variable, so worker
+    processes started while it is in force see it too.
+
+    Args:
+        mode: ``True``: build the new env on the inner env's base env with the inner transforms
+            first; ``False``: keep the inner ``TransformedEnv`` as the base env.
+
+    Examples:
+        >>> from gpusim import CartPoleEnv, StepCounter
+        >>> inner = TransformedEnv(CartPoleEnv(), StepCounter())
+        >>> with set_auto_unwrap_transformed_env(False):
+        ...     type(TransformedEnv(inner, StepCounter(step_count_key="n")).base_env).__name__
+        'TransformedEnv'
+        >>> type(TransformedEnv(inner, StepCounter(step_count_key="n")).base_env).__name__
+        'CartPoleEnv'
+    """
+
+    def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_auto_unwrap_transformed_env(mode) needs a bool, got {mode!r}")
+        self.mode = mode
+        self._previous: list[str | None] = []
+
+    def set(self) -> None:
+        """Sets the mode for the rest of the process (and the workers it starts)."""
+        os.environ[AUTO_UNWRAP_VAR] = str(self.mode)
+
+    def __enter__(self) -> "set_auto_unwrap_transformed_env":
+        self._previous.append(os.environ.get(AUTO_UNWRAP_VAR))
+        self.set()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        previous = self._previous.pop()
+        if previous is None:
+            os.environ.pop(AUTO_UNWRAP_VAR, None)
+        else:
+            os.environ[AUTO_UNWRAP_VAR] = previous
 
 #: Attribute names never forwarded to the base env (avoids recursion during construction).
 _NO_FALLTHROUGH = frozenset(
-    {"_base_env", "base_env", "transform", "_modules", "_parameters", "_buffers", "__setstate__"}
+    {
+        "_base_env", "base_env", "transform", "__setstate__",
+        # torch.nn.Module's own slots: never the base env's (nn.Module reads them by attribute)
+        "_modules", "_parameters", "_buffers", "_non_persistent_buffers_set", "_backward_pre_hooks",
+        "_backward_hooks", "_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+        "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_state_dict_hooks", "_state_dict_pre_hooks",
+        "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_is_full_backward_hook",
+    }
 )
 
 
@@ -53,14 +142,17 @@ class TransformedEnv(EnvBase):
     """A transformed environment.
 
     Args:
-        env: the base environment (an ``EnvBase``).
+        base_env: the base environment (an ``EnvBase``).
         transform: a transform or ``Compose`` (``None``: an empty ``Compose``). A transform that
             is not a ``Compose`` is wrapped in one; ``env.transform`` is always a ``Compose``.
         cache_specs: keep the transformed specs until the chain changes (``False``: recompute
             them whenever ``input_spec``/``output_spec`` are read, to follow base-env spec
             changes).
-        auto_unwrap: when ``env`` is itself a ``TransformedEnv``, build the new env on its base
-            env with clones of its transforms followed by ``transform`` (one flat env).
+        auto_unwrap: when ``base_env`` is itself a plain ``TransformedEnv`` (not a subclass,
+            and this env is not one either), build the new env on its base env with clones of
+            its transforms followed by ``transform`` (one flat env). ``None`` (default): the
+            global setting, :func:`auto_unwrap_transformed_env` (``True`` unless changed with
+            :class:`set_auto_unwrap_transformed_env`).
 
     Raises:
         TypeError: ``env`` is not an ``EnvBase``, ``transform`` is not a ``Transform``, or an
@@ -86,21 +178,24 @@ class TransformedEnv(EnvBase):
 
     def __init__(
         self,
-        env: EnvBase,
+        base_env: EnvBase,
         transform: Transform | None = None,
         cache_specs: bool = True,
         *,
-        auto_unwrap: bool = True,
+        auto_unwrap: bool | None = None,
         **kwargs: Any,
     ) -> None:
         if kwargs:
             raise TypeError(f"TransformedEnv got unexpected keyword arguments {sorted(kwargs)}")
+        env = base_env
         if not isinstance(env, EnvBase):
-            raise TypeError(f"TransformedEnv needs an EnvBase as env, got {type(env).__name__}")
+            raise TypeError(f"TransformedEnv needs an EnvBase as base_env, got {type(env).__name__}")
         if transform is not None and not isinstance(transform, Transform):
             raise TypeError(f"transform must be a Transform, got {type(transform).__name__}")
         inner: list[Transform] = []
-        if auto_unwrap and isinstance(env, TransformedEnv):
+        if auto_unwrap is None:
+            auto_unwrap = auto_unwrap_transformed_env()
+        if auto_unwrap and type(env) is TransformedEnv and type(self) is TransformedEnv:
             inner = [t.clone() for t in env.transform]
             env = env.base_env
         super().__init__(device=env.device, batch_size=env.batch_size)
@@ -248,7 +343,7 @@ class TransformedEnv(EnvBase):
         try:
             return super().__getattr__(name)
         except AttributeError as err:
-            if name in _NO_FALLTHROUGH or "_base_env" not in self.__dict__:
+            if name in _NO_FALLTHROUGH or name.startswith("__") or "_base_env" not in self.__dict__:
                 raise
             try:
                 return getattr(self.__dict__["_base_env"], name)
@@ -425,8 +520,8 @@ class TransformedEnv(EnvBase):
         self._refresh()
         return self
 
-    def close(self) -> None:
-        """Closes the transforms and the base env.
+    def close(self, *, raise_if_closed: bool = False) -> None:
+        """Closes the transforms and the base env (``raise_if_closed`` is passed to the base env).
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
@@ -436,12 +531,12 @@ class TransformedEnv(EnvBase):
             (True, True)
         """
         self.transform.close()
-        self.base_env.close()
+        self.base_env.close(raise_if_closed=raise_if_closed)
         super().close()
 
     @property
     def is_closed(self) -> bool:
-        """Whether the base env is closed.
+        """Whether the base env is closed (setting it sets the base env's).
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
@@ -450,6 +545,10 @@ class TransformedEnv(EnvBase):
             False
         """
         return self.base_env.is_closed
+
+    @is_closed.setter
+    def is_closed(self, value: bool) -> None:
+        self.base_env.is_closed = value
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The transforms' state (statistics, buffers), as ``torch.nn.Module.state_dict``.
@@ -482,3 +581,6 @@ def _parent_view(base_env: EnvBase, transforms: list[Transform]) -> TransformedE
     env = TransformedEnv(base_env, chain, auto_unwrap=False)
     env.__dict__["_is_parent_view"] = True
     return env
+
+
+TRANSFORM_HOOKS["TransformedEnv"] = TransformedEnv

@@ -24,8 +24,13 @@ def test_terminated_or_truncated_levels():
     )
     assert gs.terminated_or_truncated(td)
     assert td["_reset"].squeeze(-1).tolist() == [False, True]
-    assert ("agents", "_reset") not in td.keys(True, True)  # nothing done there
-    assert not gs.terminated_or_truncated(td.exclude("truncated", "_reset"), key="_r", write_full_false=True)
+    # something is done: every level gets its flags, all False where nothing is done there
+    assert not td["agents", "_reset"].any() and td["agents", "_reset"].shape == (2, 2, 1)
+    quiet = td.exclude("truncated")
+    assert not gs.terminated_or_truncated(quiet)  # nothing done: the keys are removed
+    assert "_reset" not in quiet.keys() and ("agents", "_reset") not in quiet.keys(True, True)
+    assert not gs.terminated_or_truncated(quiet, key="_r", write_full_false=True)
+    assert quiet["_r"].shape == (2, 1) and quiet["agents", "_r"].shape == (2, 2, 1)
     spec = Composite(done=Categorical(2, shape=(2, 1), dtype=torch.bool), shape=(2,))
     td2 = TensorDict({"done": torch.tensor([[True], [False]]), "truncated": torch.ones(2, 1, dtype=torch.bool)}, [2])
     assert gs.terminated_or_truncated(td2, full_done_spec=spec, key="mask")

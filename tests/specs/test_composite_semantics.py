@@ -215,3 +215,18 @@ def test_key_order_nested_first_and_batch_size_alias() -> None:
         Composite(batch_size=(3,), shape=(3,))
     with pytest.raises(TypeError, match="at most one positional"):
         Composite({}, {})
+
+
+def test_locked_graph_survives_pickling():
+    import pickle
+
+    from gpusim.specs import Composite, Unbounded
+
+    spec = Composite(a=Composite(b=Unbounded(shape=(2,)))).lock_()
+    loaded = pickle.loads(pickle.dumps(spec))
+    assert loaded.is_locked and loaded["a"].is_locked
+    with pytest.raises(RuntimeError, match="part of a locked graph"):
+        loaded["a"].unlock_()
+    loaded.unlock_()
+    assert not loaded.is_locked and not loaded["a"].is_locked
+    assert loaded == spec

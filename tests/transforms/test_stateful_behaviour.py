@@ -221,11 +221,13 @@ def test_cat_frames_buffer_preallocated_and_updated_in_place():
 
 # ---------------------------------------------------------------------------------- VecNorm
 def _all_seen(td0, batch):
-    """Every observation fed to VecNorm: the first reset, each step, the reset of done rows."""
+    """Every observation fed to VecNorm: the first reset, each step, the reset of done rows
+    (a non-stop rollout does not reset after its last step, as in TorchRL)."""
     obs = [torch.zeros(batch, 1)]
     for t in range(td0.shape[-1]):
         obs.append(td0["next", "observation"][:, t])
-        obs.append(torch.zeros(int(td0["next", "done"][:, t].sum()), 1))
+        if t < td0.shape[-1] - 1:
+            obs.append(torch.zeros(int(td0["next", "done"][:, t].sum()), 1))
     return torch.cat(obs)
 
 

@@ -23,11 +23,20 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import torch
+from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs.common import EnvBase
-from gpusim.envs.batched._shared import Buffers, KeyPlan, TDBuilder, leaves
+from gpusim.envs.batched._shared import Buffers, KeyPlan, TDBuilder, copy_leaves, leaves
 
 __all__ = ["WorkerRunner"]
+
+
+def _nontensor_values(td: TensorDictBase, keys: list) -> list | None:
+    """The non-tensor entries ``keys`` of ``td`` (``NonTensorData``/``NonTensorStack``
+    objects, ``None`` where missing), or ``None`` without keys."""
+    if not keys:
+        return None
+    return [td.get(key, None) for key in keys]
 
 
 class WorkerRunner:
@@ -40,10 +49,13 @@ class WorkerRunner:
         index: the worker's row in the buffers.
     """
 
-    def __init__(self, env: Any, plan: KeyPlan, buffers: Buffers, index: int) -> None:
+    def __init__(self, env: Any, plan: KeyPlan, buffers: Buffers | None, index: int) -> None:
         self.env = env
         self.plan = plan
         self.index = index
+        self._plain_step = type(env).step is EnvBase.step
+        if buffers is None:  # no buffers: data travels with the commands (step_td, reset_td)
+            return
         self.views = buffers.worker_views(index)
         self._template = buffers.inputs[index]
         self._input_builder = TDBuilder(self._template, plan.input_keys)
@@ -54,7 +66,6 @@ class WorkerRunner:
         self._reset_builders: dict[tuple, TDBuilder] = {}
         self._next_keys = plan.next_keys
         self._reset_out_keys = plan.reset_out_keys
-        self._plain_step = type(env).step is EnvBase.step
 
     def _subset(self, cache: dict, keys: list, views: list, present: tuple):
         builder = cache.get(present)
@@ -64,46 +75,82 @@ class WorkerRunner:
         return builder([views[i] for i in present])
 
     # ------------------------------------------------------------------ env commands
-    def step(self, present: Sequence[int] | None = None) -> None:
+    def step(self, present: Sequence[int] | None = None, extra: dict | None = None) -> list | None:
         """Steps the env on the worker's input row; writes ``"next"`` into the output row.
 
         Args:
             present: indices (in ``plan.input_keys``) of the entries the input holds (``None``:
                 all of them).
+            extra: non-tensor input entries (``{key: NonTensorData}``), set into the input.
+
+        Returns:
+            The non-tensor entries of ``"next"`` (in the order of ``plan.next_nontensor_keys``),
+            or ``None`` when the env has none.
         """
         if present is None:
             td = self._input_builder(self.views.inputs)
         else:
             td = self._subset(self._step_builders, self.plan.input_keys, self.views.inputs, tuple(present))
-        if self._plain_step:  # EnvBase.step minus its batch and action checks (done by the batched env)
-            next_td = self.env._step_output(td)
-        else:
-            next_td = self.env.step(td).get("next")
-        torch._foreach_copy_(self.views.next_out, leaves(next_td, self._next_keys))
+        if extra:
+            for key, value in extra.items():
+                td.set(key, value)
+        next_td = self._step_next(td)
+        copy_leaves(self.views.next_out, leaves(next_td, self._next_keys))
+        return _nontensor_values(next_td, self.plan.next_nontensor_keys)
 
-    def reset(self, present: Sequence[int], kwargs: dict | None = None) -> None:
+    def _step_next(self, td: TensorDictBase) -> TensorDictBase:
+        if self._plain_step:  # EnvBase.step minus its batch and action checks (done by the batched env)
+            return self.env._step_output(td)
+        return self.env.step(td).get("next")
+
+    def reset(self, present: Sequence[int], kwargs: dict | None = None, extra: dict | None = None) -> list | None:
         """Resets the env; ``present`` are the indices (in ``reset_mask_keys + state_keys``)
-        of the input entries to pass (``()``: a full reset without input)."""
+        of the input entries to pass (``()``: a full reset without input); ``extra`` holds
+        non-tensor input entries. Returns the non-tensor entries of the reset output (in the
+        order of ``plan.reset_out_nontensor_keys``), or ``None`` when the env has none."""
         present = tuple(present)
         td = self._subset(self._reset_builders, self._reset_keys, self._reset_views, present) if present else None
+        if extra:
+            if td is None:
+                td = TensorDict({}, batch_size=self.env.batch_size, device=self.env.device)
+            for key, value in extra.items():
+                td.set(key, value)
         out = self.env.reset(td, **(kwargs or {}))
-        torch._foreach_copy_(self.views.reset_out, leaves(out, self._reset_out_keys))
+        copy_leaves(self.views.reset_out, leaves(out, self._reset_out_keys))
+        return _nontensor_values(out, self.plan.reset_out_nontensor_keys)
+
+    def step_td(self, td: TensorDictBase) -> TensorDictBase:
+        """Without buffers: steps the env on ``td`` (the worker's rows); returns ``"next"``.
+        (A shallow copy first: a consolidated tensordict keeps its entries in one storage, and
+        entries added to it later would not travel back through a pipe.)"""
+        return self._step_next(td.copy())
+
+    def reset_td(self, td: TensorDictBase | None, kwargs: dict | None = None) -> TensorDictBase:
+        """Without buffers: resets the env with ``td``; returns the reset data."""
+        return self.env.reset(None if td is None else td.copy(), **(kwargs or {}))
 
     def set_seed(self, seed: int | None, static_seed: bool) -> int | None:
         """Seeds the env; returns the next seed of the chain."""
         return self.env.set_seed(seed, static_seed=static_seed)
 
     # ------------------------------------------------------------------ attribute access
-    def getattr(self, name: str) -> tuple[bool, Any]:
-        """``(is_callable, value)``: callables are not returned (call them with :meth:`call`)."""
-        value = getattr(self.env, name)
+    def _resolve(self, name: str | tuple) -> Any:
+        value = self.env
+        for part in (name,) if isinstance(name, str) else name:
+            value = getattr(value, part)
+        return value
+
+    def getattr(self, name: str | tuple) -> tuple[bool, Any]:
+        """``(is_callable, value)`` of ``env.<name>`` (a tuple: a chain, ``env.a.b``); callables
+        are not returned (call them with :meth:`call`)."""
+        value = self._resolve(name)
         if callable(value):
             return True, None
         return False, value
 
-    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
-        """Calls ``env.<name>(*args, **kwargs)``."""
-        return getattr(self.env, name)(*args, **kwargs)
+    def call(self, name: str | tuple, args: tuple, kwargs: dict) -> Any:
+        """Calls ``env.<name>(*args, **kwargs)`` (a tuple name: a chain, ``env.a.b(...)``)."""
+        return self._resolve(name)(*args, **kwargs)
 
     def close(self) -> None:
         """Closes the env."""

@@ -26,22 +26,49 @@ Examples:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDict, TensorDictBase, is_non_tensor
 
 from gpusim.envs import _keys
 from gpusim.envs._fasttd import fast_get, inner, is_plain, new_td
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs.batched.metadata import EnvMetaData
 
-__all__ = ["KeyPlan", "Buffers", "FlatLayout", "TDBuilder", "leaves", "maybe_leaves"]
+__all__ = ["KeyPlan", "Buffers", "FileBuffers", "FlatLayout", "TDBuilder", "copy_leaves", "leaves", "maybe_leaves", "nontensor_keys"]
 
 
 def _tensor_keys(td: TensorDictBase) -> list[NestedKey]:
     return [_keys.unravel(k) for k, v in td.items(True, True) if isinstance(v, torch.Tensor)]
+
+
+def nontensor_keys(td: TensorDictBase) -> list[NestedKey]:
+    """The keys of the non-tensor leaves (``NonTensorData``/``NonTensorStack``) of ``td``.
+
+    Examples:
+        >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+        >>> td.set_non_tensor(("b", "c"), "text")["a"].shape
+        torch.Size([2])
+        >>> nontensor_keys(td)
+        [('b', 'c')]
+    """
+    out: list = []
+
+    def walk(node: TensorDictBase, prefix: tuple) -> None:
+        for key, value in node.items():
+            if is_non_tensor(value):
+                out.append(_keys.unravel((*prefix, key)))
+            elif isinstance(value, TensorDictBase):
+                walk(value, (*prefix, key))
+
+    walk(td, ())
+    return out
 
 
 @dataclass
@@ -57,6 +84,9 @@ class KeyPlan:
         reset_out_keys: leaves a reset writes (observation, done and state entries).
         next_keys: leaves a step writes under ``"next"``.
         done_levels: the worker's done levels.
+        input_nontensor_keys / reset_out_nontensor_keys / next_nontensor_keys: the non-tensor
+            entries of the inputs and outputs (no buffer holds them: they travel with the
+            commands and answers).
     """
 
     action_keys: list
@@ -67,6 +97,9 @@ class KeyPlan:
     reset_out_keys: list
     next_keys: list
     done_levels: list
+    input_nontensor_keys: list = field(default_factory=list)
+    reset_out_nontensor_keys: list = field(default_factory=list)
+    next_nontensor_keys: list = field(default_factory=list)
 
     @classmethod
     def from_metadata(cls, meta: EnvMetaData) -> "KeyPlan":
@@ -76,17 +109,23 @@ class KeyPlan:
         observation_keys = _keys.leaf_keys(meta.output_spec["full_observation_spec"])
         levels = _keys.done_levels(meta.output_spec["full_done_spec"], meta.batch_size)
         fake = meta.tensordict
-        root_keys = [k for k in _tensor_keys(fake.exclude("next")) if k not in set(action_keys)]
+        root = fake.exclude("next")
+        root_keys = [k for k in _tensor_keys(root) if k not in set(action_keys)]
         next_keys = _tensor_keys(fake.get("next"))
+        root_nontensor = nontensor_keys(root)
+        inputs = _keys.exclusive([*action_keys, *state_keys, *observation_keys])
         return cls(
             action_keys=action_keys,
-            state_keys=state_keys,
+            state_keys=[k for k in state_keys if k not in set(root_nontensor)],
             observation_keys=observation_keys,
-            input_keys=_keys.exclusive([*action_keys, *state_keys, *observation_keys]),
+            input_keys=[k for k in inputs if k not in set(root_nontensor)],
             reset_mask_keys=[level.reset_key for level in levels],
             reset_out_keys=root_keys,
             next_keys=next_keys,
             done_levels=levels,
+            input_nontensor_keys=[k for k in inputs if k in set(root_nontensor)],
+            reset_out_nontensor_keys=[k for k in root_nontensor if k not in set(action_keys)],
+            next_nontensor_keys=nontensor_keys(fake.get("next")),
         )
 
 
@@ -119,8 +158,13 @@ class FlatLayout:
             total += -(-max(nbytes, 1) // _ALIGN) * _ALIGN
         self.nbytes = max(total, _ALIGN)
 
-    def allocate(self, device: torch.device, share_memory: bool) -> torch.Tensor:
-        """A zero-filled byte block (in shared memory when asked, on the CPU)."""
+    def allocate(self, device: torch.device, share_memory: bool, path: str | None = None) -> torch.Tensor:
+        """A zero-filled byte block (in shared memory when asked, on the CPU; in the file
+        ``path``, memory-mapped and shared between processes, when given)."""
+        if path is not None:
+            if torch.device(device).type != "cpu":
+                raise ValueError(f"memory-mapped buffers live on the CPU; the workers' device is {device}")
+            return torch.from_file(path, shared=True, size=self.nbytes, dtype=torch.uint8)
         flat = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
         if share_memory and flat.device.type == "cpu":
             flat.share_memory_()
@@ -136,17 +180,37 @@ def _buffer(
     keys: Sequence[NestedKey],
     tensors: Sequence[torch.Tensor],
     share_memory: bool,
+    path: str | None = None,
 ) -> tuple[TensorDict, torch.Tensor, FlatLayout]:
     """A tensordict with the structure of ``template`` whose leaves ``keys`` are fresh zeros
-    shaped like ``tensors``, all in one (shared) byte block; returns it with the block and its
-    layout."""
+    shaped like ``tensors``, all in one (shared, or memory-mapped in ``path``) byte block;
+    returns it with the block and its layout."""
     device = tensors[0].device if tensors else torch.device("cpu")
     layout = FlatLayout([(t.shape, t.dtype) for t in tensors])
-    flat = layout.allocate(device, share_memory)
-    out = template.empty(recurse=True)
-    for key, value in zip(keys, layout.views(flat)):
-        out.set(key, value)
-    return out, flat, layout
+    flat = layout.allocate(device, share_memory, path)
+    return _fill(template.empty(recurse=True), keys, layout.views(flat)), flat, layout
+
+
+def _fill(structure: TensorDictBase, keys: Sequence[NestedKey], views: Sequence[torch.Tensor]) -> TensorDictBase:
+    for key, value in zip(keys, views):
+        structure.set(key, value)
+    return structure
+
+
+@dataclass
+class FileBuffers:
+    """Memory-mapped buffers as a worker process receives them: each buffer's file, layout,
+    structure and keys (the worker maps the files itself, whatever its start method)."""
+
+    files: list  # [(path, FlatLayout, empty structure, keys)] for inputs, reset_out, next_out
+
+    def open(self, plan: KeyPlan) -> "Buffers":
+        """Maps the files and wraps them as :class:`Buffers`."""
+        tds = []
+        for path, layout, structure, keys in self.files:
+            flat = layout.allocate(torch.device("cpu"), False, path)
+            tds.append(_fill(structure.clone(), keys, layout.views(flat)))
+        return Buffers.from_tensordicts(plan, *tds)
 
 
 class TDBuilder:
@@ -194,6 +258,13 @@ class TDBuilder:
         if self.flat:
             return new_td(dict(zip(self.keys, tensors)), self.batch_size, device)
         return self._build(self._tree, self.batch_size, tensors, device)
+
+
+def copy_leaves(dst: Sequence[torch.Tensor], src: Sequence[torch.Tensor]) -> None:
+    """``torch._foreach_copy_(dst, src)`` (nothing to do for empty lists: an env may have no
+    action, or no state)."""
+    if dst:
+        torch._foreach_copy_(dst, src)
 
 
 def leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> list[torch.Tensor]:
@@ -254,33 +325,45 @@ class Buffers:
     reset_out_leaves: list
     next_leaves: list
     blocks: dict | None = None
+    files: FileBuffers | None = None
 
     @classmethod
     def allocate(
-        cls, plan: KeyPlan, meta: EnvMetaData, num_workers: int, share_memory: bool
+        cls, plan: KeyPlan, meta: EnvMetaData, num_workers: int, share_memory: bool, memmap: bool = False
     ) -> "Buffers":
-        """Zero-filled buffers on the worker device, in shared memory when ``share_memory``."""
+        """Zero-filled buffers on the worker device, in shared memory when ``share_memory``, or
+        in memory-mapped temporary files when ``memmap`` (removed with the buffers)."""
         fake = meta.tensordict.expand(num_workers, *meta.batch_size)
         masks = [
             torch.zeros((num_workers, *_done_shape(meta, level)), dtype=torch.bool, device=meta.device)
             for level in plan.done_levels
         ]
-        inputs, _, _ = _buffer(
-            fake,
-            [*plan.input_keys, *plan.reset_mask_keys],
-            [*leaves(fake, plan.input_keys), *masks],
-            share_memory,
-        )
-        reset_out, reset_flat, reset_layout = _buffer(
-            fake, plan.reset_out_keys, leaves(fake, plan.reset_out_keys), share_memory
-        )
         next_fake = fake.get("next")
-        next_out, next_flat, next_layout = _buffer(
-            next_fake, plan.next_keys, leaves(next_fake, plan.next_keys), share_memory
-        )
+        specs = [
+            (fake, [*plan.input_keys, *plan.reset_mask_keys], [*leaves(fake, plan.input_keys), *masks]),
+            (fake, plan.reset_out_keys, leaves(fake, plan.reset_out_keys)),
+            (next_fake, plan.next_keys, leaves(next_fake, plan.next_keys)),
+        ]
+        folder = tempfile.mkdtemp(prefix="gpusim-buffers-") if memmap else None
+        built, files = [], []
+        for name, (template, keys, tensors) in zip(("inputs", "reset", "next"), specs):
+            path = None if folder is None else os.path.join(folder, name)
+            td, flat, layout = _buffer(template, keys, tensors, share_memory and not memmap, path)
+            built.append((td, flat, layout))
+            files.append((path, layout, template.empty(recurse=True), list(keys)))
+        (inputs, _, _), (reset_out, reset_flat, reset_layout), (next_out, next_flat, next_layout) = built
         out = cls.from_tensordicts(plan, inputs, reset_out, next_out)
         out.blocks = {"reset": (reset_flat, reset_layout), "next": (next_flat, next_layout)}
+        if folder is not None:
+            out.files = FileBuffers(files)
+            weakref.finalize(out, shutil.rmtree, folder, True)
         return out
+
+    def for_worker(self) -> "tuple | FileBuffers":
+        """What a worker process receives: the shared tensordicts, or the memory-mapped files."""
+        if self.files is not None:
+            return self.files
+        return (self.inputs, self.reset_out, self.next_out)
 
     @classmethod
     def from_tensordicts(

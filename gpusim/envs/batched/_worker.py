@@ -4,8 +4,10 @@ Messages are bytes. The hot commands are single bytes: ``b"s"`` steps on every i
 ``b"S"`` steps and resets the env if a row is done; answers ``b"k"`` (no reset) or ``b"r"``
 (reset). Every other command or answer is a pickled tuple (pickles start with ``b"\\x80"``):
 
-* ``("step", present)``, ``("reset", present, kwargs)``, ``("seed", seed, static_seed)``,
-  ``("getattr", name)``, ``("call", name, args, kwargs)``, ``("close",)``;
+* ``("step", present, extra)``, ``("reset", present, kwargs, extra)`` (``extra``: non-tensor
+  inputs), ``("step_td", td)``, ``("reset_td", td, kwargs)`` (without buffers: the data travels
+  in the message and the answer), ``("seed", seed, static_seed)``, ``("getattr", name)``,
+  ``("call", name, args, kwargs)``, ``("close",)``;
 * answers ``("ok", value)`` or ``("error", pickled_exception_or_None, type_name, message,
   traceback)``.
 
@@ -98,13 +100,15 @@ def worker_main(
         conn: the worker end of its pipe.
         factory: a no-argument callable returning the env.
         plan: the batched env's :class:`~gpusim.envs.batched._shared.KeyPlan`.
-        buffers: the shared ``(inputs, reset_out, next_out)`` tensordicts.
+        buffers: the shared ``(inputs, reset_out, next_out)`` tensordicts, the memory-mapped
+            :class:`~gpusim.envs.batched._shared.FileBuffers`, or ``None`` (no buffers: the data
+            travels through the pipe).
         num_threads: torch threads of this worker.
         parent_pid: pid of the main process (the worker exits when it disappears).
         close_fds: pipe ends inherited from the parent (forked workers) to close here.
     """
     from gpusim.envs.batched._runner import WorkerRunner
-    from gpusim.envs.batched._shared import Buffers
+    from gpusim.envs.batched._shared import Buffers, FileBuffers
 
     runner = None
     try:
@@ -115,7 +119,13 @@ def worker_main(
                 pass
         torch.set_num_threads(num_threads)
         env = factory()
-        runner = WorkerRunner(env, plan, Buffers.from_tensordicts(plan, *buffers), index)
+        if buffers is None:
+            exchange = None
+        elif isinstance(buffers, FileBuffers):
+            exchange = buffers.open(plan)
+        else:
+            exchange = Buffers.from_tensordicts(plan, *buffers)
+        runner = WorkerRunner(env, plan, exchange, index)
     except BaseException as err:  # report the failure, then exit
         try:
             conn.send_bytes(_error(err))
@@ -134,11 +144,11 @@ def worker_main(
             data = recv()
             if data == STEP:
                 try:
-                    runner.step(None)
+                    value = runner.step(None)
                 except BaseException as err:
                     send(_error(err))
                     continue
-                send(ACK)
+                send(ACK if value is None else encode(("ok", value)))
                 continue
             message = decode(data)
             command = message[0]
@@ -152,11 +162,13 @@ def worker_main(
                 break
             try:
                 if command == "step":
-                    runner.step(message[1])
-                    value = None
+                    value = runner.step(message[1], message[2])
                 elif command == "reset":
-                    runner.reset(message[1], message[2])
-                    value = None
+                    value = runner.reset(message[1], message[2], message[3])
+                elif command == "step_td":
+                    value = runner.step_td(message[1])
+                elif command == "reset_td":
+                    value = runner.reset_td(message[1], message[2])
                 elif command == "seed":
                     value = runner.set_seed(message[1], message[2])
                 elif command == "getattr":

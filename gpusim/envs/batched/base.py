@@ -29,14 +29,16 @@ import abc
 from typing import Any, Callable, Sequence
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict, TensorDictBase
 
-from gpusim.envs.batched._shared import KeyPlan, TDBuilder, maybe_leaves
+from gpusim.envs.batched._shared import KeyPlan, TDBuilder, copy_leaves, maybe_leaves
 from gpusim.envs.batched.metadata import EnvMetaData, get_env_metadata
 from gpusim.envs.common import EnvBase
-from gpusim.envs.episode import AutoResetMode, ResetMasks
+from gpusim.envs import _partial
+from gpusim.envs.batched import _views
+from gpusim.envs.episode import AutoResetMode, ResetMasks, merge_rows
 
-__all__ = ["BatchedEnvBase"]
+__all__ = ["BatchedEnvBase", "WorkerValues"]
 
 _SPEC_PARTS = (
     ("input_spec", "full_action_spec"),
@@ -47,10 +49,17 @@ _SPEC_PARTS = (
 )
 
 
+class ConfigurationError(ValueError, RuntimeError):
+    """A batched env built with inconsistent arguments (a ``ValueError``, and a
+    ``RuntimeError`` as TorchRL raises)."""
+
+
 def _as_list(value: Any, n: int, what: str, check: Callable[[Any], bool], expected: str) -> list:
     if isinstance(value, (list, tuple)):
         if len(value) != n:
-            raise ValueError(f"{what} has {len(value)} entries but num_workers is {n}")
+            raise ConfigurationError(
+                f"len({what}) and num_workers mismatch: {what} has {len(value)} entries but num_workers is {n}"
+            )
         items = list(value)
     else:
         items = [value] * n
@@ -78,6 +87,22 @@ def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
     return None
 
 
+class WorkerValues(list):
+    """The values of an attribute on every worker (a list, in worker order); attributes of the
+    values are read on the workers too: ``env.nested.value`` is ``[w.nested.value for w in
+    workers]``, and ``env.nested.method()`` calls the method on every worker."""
+
+    def __init__(self, env: "BatchedEnvBase", path: str | tuple, values: list) -> None:
+        super().__init__(values)
+        self._env = env
+        self._path = (path,) if isinstance(path, str) else tuple(path)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._env._worker_attribute((*self._path, name))
+
+
 class BatchedEnvBase(EnvBase):
     """Base of the batched envs: specs from metadata, partial resets, seeds, worker attributes.
 
@@ -95,6 +120,20 @@ class BatchedEnvBase(EnvBase):
         non_blocking: make the device transfers non-blocking.
         num_threads: torch threads of the main process once the workers start (``None``: keep).
         num_sub_threads: torch threads of each worker (default 1).
+        use_buffers: exchange data through preallocated buffers built from the specs
+            (``True``), or send each step's tensordicts as they are (``False``: needed for
+            data whose shape changes, slower). ``None`` (default): buffers unless the specs
+            hold non-tensor entries. With buffers, non-tensor entries travel with the commands.
+        shared_memory: place the buffers in shared memory (``ParallelEnv`` needs shared or
+            memory-mapped buffers; without either, it exchanges data without buffers).
+        memmap: place the buffers in memory-mapped files instead (exclusive with
+            ``shared_memory``).
+        share_individual_td: return lazy stacks of the workers' tensordicts instead of
+            dense tensordicts (``None``: dense).
+        consolidate: accepted for TorchRL compatibility (TorchRL's transfer optimisation
+            without buffers); gpusim pickles the tensordicts as they are.
+        serial_for_single: ``ParallelEnv(1, ..., serial_for_single=True)`` builds a
+            ``SerialEnv`` instead (no worker process for a single env); no effect otherwise.
 
     Attribute access: names the batched env does not have are looked up on the workers and
     return one value per worker (``env.g -> [9.81, 9.81]``); methods return a callable that
@@ -133,6 +172,12 @@ class BatchedEnvBase(EnvBase):
         non_blocking: bool = False,
         num_threads: int | None = None,
         num_sub_threads: int = 1,
+        use_buffers: bool | None = None,
+        shared_memory: bool = True,
+        memmap: bool = False,
+        share_individual_td: bool | None = None,
+        consolidate: bool = True,
+        serial_for_single: bool = False,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
             raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
@@ -159,7 +204,7 @@ class BatchedEnvBase(EnvBase):
         d = self.__dict__
         d["num_workers"] = num_workers
         d["create_env_fn"] = fns
-        d["create_env_kwargs"] = kwargs
+        d["create_env_kwargs"] = [dict(k) for k in kwargs]  # one dict per worker (update_kwargs)
         d["meta_data"] = worker_meta
         d["_worker_device"] = worker_meta.device
         d["_plan"] = KeyPlan.from_metadata(worker_meta)
@@ -170,6 +215,21 @@ class BatchedEnvBase(EnvBase):
         d["_started"] = False
         d["_exchange"] = None
         d["_transfer_event"] = None
+        d["_closed"] = False
+        if shared_memory and memmap:
+            raise ConfigurationError(
+                "memmap and shared memory are mutually exclusive features: pass shared_memory=False with memmap=True"
+            )
+        plan = self._plan
+        has_nontensor = bool(plan.input_nontensor_keys or plan.reset_out_nontensor_keys or plan.next_nontensor_keys)
+        d["shared_memory"] = bool(shared_memory)
+        d["memmap"] = bool(memmap)
+        d["_use_buffers"] = (not has_nontensor) if use_buffers is None else bool(use_buffers)
+        d["share_individual_td"] = bool(share_individual_td)
+        d["consolidate"] = bool(consolidate)
+        d["serial_for_single"] = bool(serial_for_single)
+        d["_nontensor_cache"] = {}
+        d["_last_outputs"] = {}
         expanded = worker_meta.expand(self.batch_size)
         self.input_spec = expanded.input_spec.to(self.device)
         self.output_spec = expanded.output_spec.to(self.device)
@@ -223,6 +283,9 @@ class BatchedEnvBase(EnvBase):
             >>> env.is_started
             True
         """
+        if "_view_parent" in self.__dict__:
+            _views.check_usable(self)
+            return
         if not self._started:
             if self.num_threads is not None:
                 torch.set_num_threads(self.num_threads)
@@ -231,8 +294,29 @@ class BatchedEnvBase(EnvBase):
             self.__dict__["_closed"] = False
 
     def _ensure_started(self) -> None:
-        if not self._started:
+        if "_view_parent" in self.__dict__:
+            _views.check_usable(self)
+        elif not self._started:
             self.start()
+
+    # ------------------------------------------------------------------ indexed views
+    def __getitem__(self, index: Any) -> "BatchedEnvBase":
+        """An env of the same class over the workers ``index`` selects (int, slice, sequence,
+        array or integer tensor); see :mod:`gpusim.envs.batched._views`."""
+        return _views.make_view(self, _views.worker_indices(index, self.num_workers))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise NotImplementedError(
+            f"{type(self).__name__} does not support snapshot writeback (env[i] = other_env): its workers keep "
+            "their own envs; reset or step them instead"
+        )
+
+    def _root_and_workers(self) -> tuple["BatchedEnvBase", list[int] | None]:
+        """The env that holds the workers, and the workers of this env (``None``: all)."""
+        parent = self.__dict__.get("_view_parent")
+        if parent is None:
+            return self, None
+        return parent, self.__dict__["_view_indices"]
 
     @abc.abstractmethod
     def _start_workers(self) -> None:
@@ -242,8 +326,14 @@ class BatchedEnvBase(EnvBase):
     def _shutdown_workers(self) -> None:
         """Stops the workers and releases the buffers (idempotent)."""
 
-    def close(self) -> None:
+    def close(self, *, raise_if_closed: bool = False) -> None:
         """Stops the workers and releases their resources; the env restarts on next use.
+
+        Closing a closed env does nothing (TorchRL raises there by default).
+
+        Args:
+            raise_if_closed: raise a ``RuntimeError`` instead when the env is already closed
+                (and was not restarted since).
 
         Examples:
             >>> from gpusim.envs.batched import SerialEnv
@@ -256,6 +346,9 @@ class BatchedEnvBase(EnvBase):
             >>> env.rollout(2).shape  # restarts
             torch.Size([2, 2])
         """
+        if self.is_closed or "_view_parent" in self.__dict__:  # a view's workers are its parent's
+            super().close(raise_if_closed=raise_if_closed)
+            return
         if self._started:
             try:
                 self._shutdown_workers()
@@ -268,25 +361,38 @@ class BatchedEnvBase(EnvBase):
 
     # ------------------------------------------------------------------ worker commands
     @abc.abstractmethod
-    def _run_step(self, present: tuple | None) -> None:
-        """Every worker steps on its input row (the ``present`` entries of ``plan.input_keys``,
-        ``None``: all) and writes its ``"next"`` row."""
+    def _run_step(self, present: tuple | None, workers: list[int] | None = None, extras: list | None = None) -> list:
+        """Every worker of ``workers`` (``None``: all) steps on its input row (the ``present``
+        entries of ``plan.input_keys``, ``None``: all; its non-tensor ``extras[i]``) and writes
+        its ``"next"`` row; returns their answers (non-tensor outputs or ``None``)."""
 
     @abc.abstractmethod
-    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
-        """The listed workers reset with the ``present`` input entries."""
+    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict, extras: list | None = None) -> list:
+        """The listed workers reset with the ``present`` input entries (and their non-tensor
+        ``extras[i]``); returns their answers (non-tensor outputs or ``None``)."""
 
     @abc.abstractmethod
-    def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
-        """Seeds the workers in order, chaining the seeds; returns the last worker's next seed."""
+    def _run_step_td(self, items: list[tuple[int, TensorDictBase]]) -> list[TensorDictBase]:
+        """Without buffers: worker ``i`` steps on ``td`` for each ``(i, td)``; returns the
+        ``"next"`` tensordicts."""
 
     @abc.abstractmethod
-    def _run_getattr(self, name: str) -> list[tuple[bool, Any]]:
-        """``(is_callable, value)`` of attribute ``name`` on every worker."""
+    def _run_reset_td(self, items: list[tuple[int, TensorDictBase | None]], kwargs: dict) -> list[TensorDictBase]:
+        """Without buffers: worker ``i`` resets with ``td`` for each ``(i, td)``; returns the
+        reset tensordicts."""
 
     @abc.abstractmethod
-    def _run_call(self, name: str, args: tuple, kwargs: dict) -> list:
-        """Calls method ``name`` on every worker."""
+    def _run_set_seed(self, seed: int | None, static_seed: bool, workers: list[int] | None = None) -> int | None:
+        """Seeds the workers (``None``: all) in order, chaining the seeds; returns the last
+        worker's next seed."""
+
+    @abc.abstractmethod
+    def _run_getattr(self, name: str | tuple, workers: list[int] | None = None) -> list[tuple[bool, Any]]:
+        """``(is_callable, value)`` of attribute ``name`` (a tuple: a chain) on the workers."""
+
+    @abc.abstractmethod
+    def _run_call(self, name: str | tuple, args: tuple, kwargs: dict, workers: list[int] | None = None) -> list:
+        """Calls method ``name`` (a tuple: a chain) on the workers."""
 
     # ------------------------------------------------------------------ data movement
     def _output(self, which: str) -> TensorDictBase:
@@ -335,65 +441,206 @@ class BatchedEnvBase(EnvBase):
         return builders[1]
 
     # ------------------------------------------------------------------ EnvBase hooks
+    def _reset_inputs(self, tensordict: TensorDictBase | None, masks: ResetMasks) -> tuple[list, list[int]]:
+        """The reset inputs (resolved ``"_reset"`` masks per worker done level, then state
+        entries; ``None`` where absent) and the workers to reset."""
+        plan = self._plan
+        workers = list(range(self.num_workers))
+        if tensordict is None:
+            return [], workers
+        # the resolved masks: the root one alone when it prevails, else one per nested level
+        by_prefix = {} if masks.root is not None else {
+            lvl.prefix: m for lvl, m in zip(masks.levels, masks.masks) if m is not None
+        }
+        values: list = []
+        for level in plan.done_levels:
+            if masks.root is not None:
+                mask = masks.root if level.prefix == () else None
+            else:
+                mask = by_prefix.get(level.prefix)
+            values.append(None if mask is None else mask.unsqueeze(-1))
+        if masks.root is not None and (not plan.done_levels or plan.done_levels[0].prefix != ()):
+            raise ValueError(
+                f"{type(self).__name__}: a root '_reset' needs a root done level in the worker env; "
+                f"its done levels are {[lvl.prefix for lvl in plan.done_levels]}"
+            )
+        values += [tensordict.get(k, None) for k in plan.state_keys]
+        rows = masks.env_rows()
+        if rows is not None and any(v is not None for v in values[: len(plan.reset_mask_keys)]):
+            # which workers to call is a host decision (this is the CPU fallback)
+            selected = rows.reshape(self.num_workers, -1).any(-1)
+            workers = [i for i, s in enumerate(selected.tolist()) if s]
+        return values, workers
+
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         self._ensure_started()
+        parent, indices = self._root_and_workers()
+        if indices is not None:
+            full, parent_masks = _views.to_parent(self, tensordict, masks)
+            return parent._reset_rows(full, parent_masks, **kwargs)[indices]
         self._wait_transfers()
         plan = self._plan
+        values, workers = self._reset_inputs(tensordict, masks)
+        if not self._use_buffers:
+            return self._reset_without_buffers(tensordict, values, workers, kwargs)
         b = self._exchange
-        workers = list(range(self.num_workers))
-        present: tuple = ()
-        if tensordict is not None:
-            n_masks = len(plan.reset_mask_keys)
-            # the resolved masks: the root one alone when it prevails, else one per nested level
-            by_prefix = {} if masks.root is not None else {
-                lvl.prefix: m for lvl, m in zip(masks.levels, masks.masks) if m is not None
-            }
-            values: list = []
-            for level in plan.done_levels:
-                if masks.root is not None:
-                    mask = masks.root if level.prefix == () else None
-                else:
-                    mask = by_prefix.get(level.prefix)
-                values.append(None if mask is None else mask.unsqueeze(-1))
-            if masks.root is not None and (not plan.done_levels or plan.done_levels[0].prefix != ()):
-                raise ValueError(
-                    f"{type(self).__name__}: a root '_reset' needs a root done level in the worker env; "
-                    f"its done levels are {[lvl.prefix for lvl in plan.done_levels]}"
-                )
-            values += [tensordict.get(k, None) for k in plan.state_keys]
-            present = tuple(i for i, v in enumerate(values) if v is not None)
+        present = tuple(i for i, v in enumerate(values) if v is not None)
+        if present:
             dst = [*b.reset_mask_leaves, *[b.input_leaves[plan.input_keys.index(k)] for k in plan.state_keys]]
-            if present:
-                torch._foreach_copy_([dst[i] for i in present], [values[i] for i in present])
-            rows = masks.env_rows()
-            if rows is not None and any(i < n_masks for i in present):
-                # which workers to call is a host decision (this is the CPU fallback)
-                selected = rows.reshape(self.num_workers, -1).any(-1)
-                workers = [i for i, s in enumerate(selected.tolist()) if s]
-        if workers:
-            self._run_reset(workers, present, kwargs)
-        return self._output("reset")
+            copy_leaves([dst[i] for i in present], [values[i] for i in present])
+        extras = self._nontensor_inputs(tensordict)
+        answers = self._run_reset(workers, present, kwargs, extras) if workers else []
+        out = self._output("reset")
+        self._set_nontensor(out, plan.reset_out_nontensor_keys, workers, answers)
+        return self._maybe_individual(out)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._step_workers(tensordict, None)
+
+    def _step_workers(self, tensordict: TensorDictBase, workers: list[int] | None) -> TensorDictBase:
+        """Steps ``workers`` (``None``: all) on their rows of ``tensordict``; the rows of the
+        other workers in the result are stale and must be replaced by the caller."""
         self._ensure_started()
+        parent, indices = self._root_and_workers()
+        if indices is not None:
+            full, _ = _views.to_parent(self, tensordict)
+            chosen = indices if workers is None else [indices[i] for i in workers]
+            return parent._step_workers(full, chosen)[indices]
         self._wait_transfers()
+        if not self._use_buffers:
+            return self._step_without_buffers(tensordict, workers)
         b = self._exchange
         plan = self._plan
         values = maybe_leaves(tensordict, plan.input_keys)
+        extras = self._nontensor_inputs(tensordict)
         if all(v is not None for v in values):
-            torch._foreach_copy_(b.input_leaves, values)
-            self._run_step(None)
+            copy_leaves(b.input_leaves, values)
+            present = None
         else:
             for key, v in zip(plan.action_keys, values):
                 if v is None:
                     raise KeyError(f"the input tensordict has no action entry {key!r}")
             present = tuple(i for i, v in enumerate(values) if v is not None)
-            torch._foreach_copy_([b.input_leaves[i] for i in present], [values[i] for i in present])
-            self._run_step(present)
-        return self._output("next")
+            copy_leaves([b.input_leaves[i] for i in present], [values[i] for i in present])
+        answers = self._run_step(present, workers, extras)
+        out = self._output("next")
+        self._set_nontensor(out, plan.next_nontensor_keys, range(self.num_workers) if workers is None else workers, answers)
+        return self._maybe_individual(out)
+
+    # ------------------------------------------------------------------ non-tensor entries
+    def _nontensor_inputs(self, tensordict: TensorDictBase | None) -> list[dict] | None:
+        """Per worker, the non-tensor input entries of ``tensordict`` (``None``: none)."""
+        keys = self._plan.input_nontensor_keys
+        if tensordict is None or not keys:
+            return None
+        found = {}
+        for key in keys:
+            value = tensordict.get(key, None)
+            if value is not None:
+                found[key] = value
+        if not found:
+            return None
+        return [{key: value[i] for key, value in found.items()} for i in range(self.num_workers)]
+
+    def _set_nontensor(self, out: TensorDictBase, keys: list, workers, answers: list | None) -> None:
+        """Writes the non-tensor entries the ``workers`` answered into ``out`` (the other
+        workers keep their last values)."""
+        if not keys:
+            return
+        cache = self._nontensor_cache
+        for key_index, key in enumerate(keys):
+            per_worker = cache.setdefault(key, [None] * self.num_workers)
+            for worker, answer in zip(workers, answers or ()):
+                if answer is not None:
+                    per_worker[worker] = answer[key_index]
+            if any(v is None for v in per_worker):
+                continue
+            out.set(key, NonTensorStack(*[v.to(out.device) if out.device is not None else v for v in per_worker]))
+
+    def _maybe_individual(self, out: TensorDictBase) -> TensorDictBase:
+        if self.share_individual_td and not isinstance(out, LazyStackedTensorDict):
+            return LazyStackedTensorDict.lazy_stack(list(out.unbind(0)), 0)
+        return out
+
+    # ------------------------------------------------------------------ without buffers
+    def _step_without_buffers(self, tensordict: TensorDictBase, workers: list[int] | None) -> TensorDictBase:
+        plan = self._plan
+        keys = [*plan.input_keys, *plan.input_nontensor_keys]
+        inputs = tensordict.select(*keys, strict=False)
+        for key in plan.action_keys:
+            if key not in inputs.keys(True, True):
+                raise KeyError(f"the input tensordict has no action entry {key!r}")
+        rows = inputs.unbind(0)
+        chosen = range(self.num_workers) if workers is None else workers
+        results = self._run_step_td([(i, self._to_worker(rows[i])) for i in chosen])
+        last = self._last_outputs.setdefault("next", [None] * self.num_workers)
+        for i, result in zip(chosen, results):
+            last[i] = result
+        return self._stack_outputs(last, "next")
+
+    def _reset_without_buffers(
+        self, tensordict: TensorDictBase | None, values: list, workers: list[int], kwargs: dict
+    ) -> TensorDictBase:
+        plan = self._plan
+        items = []
+        if workers:
+            worker_inputs = [None] * self.num_workers
+            keys = [*plan.reset_mask_keys, *plan.state_keys]
+            present = [(k, v) for k, v in zip(keys, values) if v is not None]
+            extras = [] if tensordict is None else [
+                (k, tensordict.get(k)) for k in plan.input_nontensor_keys if tensordict.get(k, None) is not None
+            ]
+            if present or extras:
+                batch = TensorDict({}, batch_size=self.batch_size, device=self.device)
+                for key, value in [*present, *extras]:
+                    batch.set(key, value)
+                worker_inputs = [self._to_worker(td) for td in batch.unbind(0)]
+            items = [(i, worker_inputs[i]) for i in workers]
+        results = self._run_reset_td(items, kwargs)
+        last = self._last_outputs.setdefault("reset", [None] * self.num_workers)
+        for (i, _), result in zip(items, results):
+            last[i] = result
+        return self._stack_outputs(last, "reset")
+
+    def _to_worker(self, td: TensorDictBase) -> TensorDictBase:
+        if td.device != self._worker_device:
+            td = td.to(self._worker_device)
+        return td
+
+    def _stack_outputs(self, outputs: list, which: str) -> TensorDictBase:
+        """Stacks the workers' last outputs (dense when their structures match, else lazily);
+        workers without output yet contribute the zeros of their specs."""
+        fake = None
+        parts = []
+        for out in outputs:
+            if out is None:
+                if fake is None:
+                    fake = self.meta_data.tensordict
+                    fake = fake.get("next") if which == "next" else fake.exclude("next", *self._plan.action_keys)
+                out = fake.clone()
+            if out.device != self.device:
+                out = out.to(self.device, non_blocking=self.non_blocking)
+            parts.append(out)
+        if self.share_individual_td:
+            return LazyStackedTensorDict.lazy_stack(parts, 0)
+        return LazyStackedTensorDict.maybe_dense_stack(parts, 0)
+
+    def _step_rows(self, tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
+        """Partial step: only the workers with selected rows step (a worker's rows are all
+        selected or all skipped); the skipped workers' rows hold their current data."""
+        per_worker = mask.reshape(self.num_workers, -1)
+        selected = per_worker.any(-1)
+        if not bool((per_worker.all(-1) == selected).all()):
+            raise ValueError(
+                f"{type(self).__name__}.step: the '_step' entry selects part of a worker's rows; a batched "
+                "env steps whole workers (every row of a worker's sub-batch selected, or none)"
+            )
+        workers = [i for i, s in enumerate(selected.tolist()) if s]
+        next_td = self._finish_step(tensordict, self._step_workers(tensordict, workers))
+        return merge_rows(next_td, _partial.skip_next(self, tensordict, clone=False), mask)
 
     def _set_seed(self, seed: int | None) -> None:
         self.set_seed(seed)
@@ -428,7 +675,8 @@ class BatchedEnvBase(EnvBase):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
         self._ensure_started()
-        return self._run_set_seed(seed, static_seed)
+        root, workers = self._root_and_workers()
+        return root._run_set_seed(seed, static_seed, workers)
 
     # ------------------------------------------------------------------ worker attributes
     def __getattr__(self, name: str) -> Any:
@@ -440,16 +688,41 @@ class BatchedEnvBase(EnvBase):
         if not self.__dict__.get("_started", None) and "_plan" not in self.__dict__:
             raise AttributeError(name)
         self._ensure_started()
-        results = self._run_getattr(name)
+        return self._worker_attribute(name)
+
+    def _worker_attribute(self, path: str | tuple) -> Any:
+        """``env.<path>`` on every worker: a :class:`WorkerValues` list, or a callable calling
+        every worker."""
+        root, workers = self._root_and_workers()
+        results = root._run_getattr(path, workers)
+        label = path if isinstance(path, str) else ".".join(path)
         if all(is_callable for is_callable, _ in results):
             def call_workers(*args: Any, **kwargs: Any) -> list:
-                return self._run_call(name, args, kwargs)
+                return root._run_call(path, args, kwargs, workers)
 
-            call_workers.__name__ = name
+            call_workers.__name__ = label
             return call_workers
         if any(is_callable for is_callable, _ in results):
-            raise AttributeError(f"attribute {name!r} is callable on some workers only")
-        return [value for _, value in results]
+            raise AttributeError(f"attribute {label!r} is callable on some workers only")
+        return WorkerValues(self, path, [value for _, value in results])
+
+    def update_kwargs(self, kwargs: dict | Sequence[dict]) -> None:
+        """Updates the keyword arguments of the env factories: one dict for every worker, or a
+        list of ``num_workers`` dicts. They take effect when the workers (re)start.
+
+        Raises:
+            RuntimeError, ValueError: a list whose length is not ``num_workers``.
+        """
+        if isinstance(kwargs, dict):
+            kwargs = [kwargs] * self.num_workers
+        if len(kwargs) != self.num_workers:
+            raise ConfigurationError(
+                f"len(kwargs) and num_workers mismatch: got {len(kwargs)} dicts for {self.num_workers} workers"
+            )
+        for current, new in zip(self.create_env_kwargs, kwargs):
+            if not isinstance(new, dict):
+                raise TypeError(f"update_kwargs takes dicts, got {type(new).__name__}")
+            current.update(new)
 
     def __repr__(self) -> str:
         return (

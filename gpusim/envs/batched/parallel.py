@@ -37,7 +37,7 @@ import torch
 
 from gpusim.envs.batched import _worker
 from gpusim.envs.batched._shared import Buffers
-from gpusim.envs.batched.base import BatchedEnvBase
+from gpusim.envs.batched.base import BatchedEnvBase, ConfigurationError
 from gpusim.envs.batched.env_creator import EnvCreator
 from gpusim.envs.common import EnvBase
 
@@ -140,7 +140,7 @@ def _default_start_method() -> str:
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
-def _stop_processes(procs: list, conns: list, graceful: bool) -> None:
+def _stop_processes(procs: list, conns: list, graceful: bool, timeout: float = _CLOSE_TIMEOUT) -> None:
     """Stops worker processes: a close command first when ``graceful``, then SIGTERM, SIGKILL.
 
     Never raises; safe to call twice (the finalizer of a ``ParallelEnv`` runs it).
@@ -153,7 +153,7 @@ def _stop_processes(procs: list, conns: list, graceful: bool) -> None:
                     conn.send_bytes(payload)
                 except (OSError, ValueError):
                     pass
-        deadline = time.monotonic() + _CLOSE_TIMEOUT
+        deadline = time.monotonic() + timeout
         for proc in procs:
             proc.join(max(0.0, deadline - time.monotonic()))
     for proc in procs:
@@ -178,6 +178,10 @@ def _stop_processes(procs: list, conns: list, graceful: bool) -> None:
     conns.clear()
 
 
+#: ParallelEnv arguments a SerialEnv does not take (dropped by ``serial_for_single``).
+_PARALLEL_ONLY = ("mp_start_method", "daemon", "shutdown_timeout")
+
+
 class ParallelEnv(BatchedEnvBase):
     """Runs ``num_workers`` envs in worker processes, as one env of batch
     ``[num_workers, *sub_batch]``.
@@ -189,8 +193,13 @@ class ParallelEnv(BatchedEnvBase):
             ``"forkserver"``. Fork is never used once CUDA is initialised: a defaulted fork falls
             back to spawn (with a warning), an explicit one raises. Spawned workers receive
             their factory pickled (cloudpickle: lambdas are fine).
-        shared_memory: the exchange buffers live in shared memory (the only mode).
-        memmap: memory-mapped buffers (not supported: ``ValueError`` when ``True``).
+        daemon: start the workers as daemon processes (they then cannot start processes
+            themselves; the workers are stopped at interpreter exit either way).
+        shutdown_timeout: seconds a worker gets to close its env and exit on :meth:`close`
+            before it is terminated, then killed.
+
+    Buffers (``use_buffers``): shared memory (default) or memory-mapped files (``memmap=True,
+    shared_memory=False``); with neither, the data travels through the pipes (no buffers).
 
     The workers start on first use (or :meth:`start`); :meth:`configure_parallel` changes
     their settings before that. :meth:`close` stops them and releases the shared memory; the
@@ -204,6 +213,19 @@ class ParallelEnv(BatchedEnvBase):
         >>> env.close()
     """
 
+    @classmethod
+    def _redirect_construction(cls, args: tuple, kwargs: dict) -> EnvBase | None:
+        """``ParallelEnv(1, ..., serial_for_single=True)`` builds a :class:`SerialEnv`."""
+        if cls is not ParallelEnv or not kwargs.get("serial_for_single", False):
+            return None
+        num_workers = args[0] if args else kwargs.get("num_workers")
+        if num_workers != 1:
+            return None
+        from gpusim.envs.batched.serial import SerialEnv
+
+        serial_kwargs = {k: v for k, v in kwargs.items() if k not in _PARALLEL_ONLY}
+        return SerialEnv(*args, **serial_kwargs)
+
     def __init__(
         self,
         num_workers: int,
@@ -211,18 +233,29 @@ class ParallelEnv(BatchedEnvBase):
         create_env_kwargs: dict | Sequence[dict] | None = None,
         *,
         mp_start_method: str | None = None,
-        shared_memory: bool = True,
-        memmap: bool = False,
+        daemon: bool = True,
+        shutdown_timeout: float = _CLOSE_TIMEOUT,
         **kwargs: Any,
     ) -> None:
         super().__init__(num_workers, create_env_fn, create_env_kwargs, **kwargs)
+        if not isinstance(shutdown_timeout, (int, float)) or not shutdown_timeout >= 0:
+            raise ValueError(f"shutdown_timeout must be a non-negative number of seconds, got {shutdown_timeout!r}")
         self.__dict__["_procs"] = []
         self.__dict__["_conns"] = []
         self.__dict__["_finalizer"] = None
         self.__dict__["_poller"] = None
         self.__dict__["_timeout"] = None
         self.__dict__["mp_start_method"] = None
-        self.configure_parallel(mp_start_method=mp_start_method, shared_memory=shared_memory, memmap=memmap)
+        self.__dict__["daemon"] = bool(daemon)
+        self.__dict__["shutdown_timeout"] = float(shutdown_timeout)
+        if not (self.shared_memory or self.memmap):
+            if kwargs.get("use_buffers"):
+                raise ConfigurationError(
+                    "ParallelEnv(use_buffers=True) needs buffers its workers can see: shared_memory=True "
+                    "or memmap=True"
+                )
+            self.__dict__["_use_buffers"] = False
+        self.configure_parallel(mp_start_method=mp_start_method)
 
     # ------------------------------------------------------------------ configuration
     def configure_parallel(
@@ -296,12 +329,22 @@ class ParallelEnv(BatchedEnvBase):
             self.__dict__["non_blocking"] = bool(non_blocking)
         if pin_memory is not None:
             self.__dict__["pin_memory"] = bool(pin_memory)
-        if shared_memory is not None and not shared_memory:
-            raise ValueError("ParallelEnv only supports shared_memory=True (buffers in shared memory)")
-        if memmap:
-            raise ValueError("ParallelEnv does not support memmap=True; its buffers live in shared memory")
-        if use_buffers is not None and not use_buffers:
-            raise ValueError("ParallelEnv always exchanges data through buffers (use_buffers=True)")
+        shared = self.shared_memory if shared_memory is None else bool(shared_memory)
+        mapped = self.memmap if memmap is None else bool(memmap)
+        if shared and mapped:
+            raise ConfigurationError(
+                "memmap and shared memory are mutually exclusive features: pass shared_memory=False with memmap=True"
+            )
+        self.__dict__["shared_memory"], self.__dict__["memmap"] = shared, mapped
+        if use_buffers is not None:
+            if use_buffers and not (shared or mapped):
+                raise ConfigurationError(
+                    "ParallelEnv(use_buffers=True) needs buffers its workers can see: shared_memory=True "
+                    "or memmap=True"
+                )
+            self.__dict__["_use_buffers"] = bool(use_buffers)
+        elif not (shared or mapped):
+            self.__dict__["_use_buffers"] = False
         return self
 
     def _start_method(self) -> str:
@@ -328,15 +371,20 @@ class ParallelEnv(BatchedEnvBase):
         timeout = _read_timeout()
         method = self._start_method()
         ctx = mp.get_context(method)
-        buffers = Buffers.allocate(self._plan, self.meta_data, self.num_workers, share_memory=True)
-        tds = (buffers.inputs, buffers.reset_out, buffers.next_out)
+        buffers = None
+        tds = None
+        if self._use_buffers:
+            buffers = Buffers.allocate(
+                self._plan, self.meta_data, self.num_workers, share_memory=self.shared_memory, memmap=self.memmap
+            )
+            tds = buffers.for_worker()
         procs: list = []
         conns: list = []
         d = self.__dict__
         d["_procs"], d["_conns"], d["_timeout"] = procs, conns, timeout
         # the finalizer holds the process list, not the env: it runs on garbage collection and
         # at interpreter exit
-        d["_finalizer"] = weakref.finalize(self, _stop_processes, procs, conns, True)
+        d["_finalizer"] = weakref.finalize(self, _stop_processes, procs, conns, True, self.shutdown_timeout)
         try:
             for i in range(self.num_workers):
                 parent_conn, child_conn = ctx.Pipe(duplex=True)
@@ -347,7 +395,7 @@ class ParallelEnv(BatchedEnvBase):
                     target=_worker.worker_main,
                     name=f"gpusim-ParallelEnv-worker-{i}",
                     args=(i, child_conn, factory, self._plan, tds, self.num_sub_threads, os.getpid(), inherited),
-                    daemon=True,
+                    daemon=self.daemon,
                 )
                 proc.start()
                 child_conn.close()
@@ -541,31 +589,49 @@ class ParallelEnv(BatchedEnvBase):
             err = cause = None
 
     # ------------------------------------------------------------------ commands
-    def _run_step(self, present: tuple | None) -> None:
-        workers = range(self.num_workers)
-        if present is None:
+    def _run_step(self, present: tuple | None, workers: list[int] | None = None, extras: list | None = None) -> list:
+        if workers is None:
+            workers = range(self.num_workers)
+        if extras is not None:
+            for i in workers:
+                self._send([i], _worker.encode(("step", present, extras[i])), "step")
+        elif present is None:
             self._send(workers, _worker.STEP, "step")
         else:
-            self._send(workers, _worker.encode(("step", present)), "step")
-        self._gather(workers, "step")
+            self._send(workers, _worker.encode(("step", present, None)), "step")
+        return self._gather(workers, "step")
 
-    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
-        self._send(workers, _worker.encode(("reset", present, kwargs)), "reset")
-        self._gather(workers, "reset")
+    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict, extras: list | None = None) -> list:
+        if extras is not None:
+            for i in workers:
+                self._send([i], _worker.encode(("reset", present, kwargs, extras[i])), "reset")
+        else:
+            self._send(workers, _worker.encode(("reset", present, kwargs, None)), "reset")
+        return self._gather(workers, "reset")
 
-    def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
-        for i in range(self.num_workers):
+    def _run_step_td(self, items: list) -> list:
+        for i, td in items:
+            self._send([i], _worker.encode(("step_td", td)), "step")
+        return self._gather([i for i, _ in items], "step")
+
+    def _run_reset_td(self, items: list, kwargs: dict) -> list:
+        for i, td in items:
+            self._send([i], _worker.encode(("reset_td", td, kwargs)), "reset")
+        return self._gather([i for i, _ in items], "reset")
+
+    def _run_set_seed(self, seed: int | None, static_seed: bool, workers: list[int] | None = None) -> int | None:
+        for i in range(self.num_workers) if workers is None else workers:
             self._send([i], _worker.encode(("seed", seed, static_seed)), "set_seed")
             (seed,) = self._gather([i], "set_seed")
         return seed
 
-    def _run_getattr(self, name: str) -> list[tuple[bool, Any]]:
-        workers = range(self.num_workers)
+    def _run_getattr(self, name: str | tuple, workers: list[int] | None = None) -> list[tuple[bool, Any]]:
+        workers = range(self.num_workers) if workers is None else workers
         self._send(workers, _worker.encode(("getattr", name)), f"getattr({name!r})")
         return self._gather(workers, f"getattr({name!r})")
 
-    def _run_call(self, name: str, args: tuple, kwargs: dict) -> list:
-        workers = range(self.num_workers)
+    def _run_call(self, name: str | tuple, args: tuple, kwargs: dict, workers: list[int] | None = None) -> list:
+        workers = range(self.num_workers) if workers is None else workers
         self._send(workers, _worker.encode(("call", name, args, kwargs)), f"{name}()")
         return self._gather(workers, f"{name}()")
 

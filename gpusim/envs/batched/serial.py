@@ -37,6 +37,14 @@ class SerialEnv(BatchedEnvBase):
         [10.0, 9.81]
     """
 
+    def __init__(self, *args: Any, mp_start_method: str | None = None, **kwargs: Any) -> None:
+        if mp_start_method is not None:
+            raise ValueError(
+                f"SerialEnv runs its envs in this process: mp_start_method={mp_start_method!r} is a ParallelEnv "
+                "option (None is accepted, as TorchRL's SerialEnv does)"
+            )
+        super().__init__(*args, **kwargs)
+
     def _start_workers(self) -> None:
         envs = []
         try:
@@ -51,7 +59,11 @@ class SerialEnv(BatchedEnvBase):
             for env in envs:
                 env.close()
             raise
-        buffers = Buffers.allocate(self._plan, self.meta_data, self.num_workers, share_memory=False)
+        buffers = None
+        if self._use_buffers:
+            buffers = Buffers.allocate(
+                self._plan, self.meta_data, self.num_workers, share_memory=self.shared_memory, memmap=self.memmap
+            )
         self.__dict__["_exchange"] = buffers
         self.__dict__["_runners"] = [
             WorkerRunner(env, self._plan, buffers, i) for i, env in enumerate(envs)
@@ -75,22 +87,34 @@ class SerialEnv(BatchedEnvBase):
         return [runner.env for runner in self.__dict__["_runners"]]
 
     # ------------------------------------------------------------------ commands
-    def _run_step(self, present: tuple | None) -> None:
-        for runner in self.__dict__["_runners"]:
-            runner.step(present)
-
-    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict) -> None:
+    def _run_step(self, present: tuple | None, workers: list[int] | None = None, extras: list | None = None) -> list:
         runners = self.__dict__["_runners"]
-        for i in workers:
-            runners[i].reset(present, kwargs)
+        chosen = range(len(runners)) if workers is None else workers
+        return [runners[i].step(present, None if extras is None else extras[i]) for i in chosen]
 
-    def _run_set_seed(self, seed: int | None, static_seed: bool) -> int | None:
-        for runner in self.__dict__["_runners"]:
+    def _run_reset(self, workers: list[int], present: tuple, kwargs: dict, extras: list | None = None) -> list:
+        runners = self.__dict__["_runners"]
+        return [runners[i].reset(present, kwargs, None if extras is None else extras[i]) for i in workers]
+
+    def _run_step_td(self, items: list) -> list:
+        runners = self.__dict__["_runners"]
+        return [runners[i].step_td(td) for i, td in items]
+
+    def _run_reset_td(self, items: list, kwargs: dict) -> list:
+        runners = self.__dict__["_runners"]
+        return [runners[i].reset_td(td, kwargs) for i, td in items]
+
+    def _chosen(self, workers: list[int] | None) -> list:
+        runners = self.__dict__["_runners"]
+        return runners if workers is None else [runners[i] for i in workers]
+
+    def _run_set_seed(self, seed: int | None, static_seed: bool, workers: list[int] | None = None) -> int | None:
+        for runner in self._chosen(workers):
             seed = runner.set_seed(seed, static_seed)
         return seed
 
-    def _run_getattr(self, name: str) -> list[tuple[bool, Any]]:
-        return [runner.getattr(name) for runner in self.__dict__["_runners"]]
+    def _run_getattr(self, name: str | tuple, workers: list[int] | None = None) -> list[tuple[bool, Any]]:
+        return [runner.getattr(name) for runner in self._chosen(workers)]
 
-    def _run_call(self, name: str, args: tuple, kwargs: dict) -> list:
-        return [runner.call(name, args, kwargs) for runner in self.__dict__["_runners"]]
+    def _run_call(self, name: str | tuple, args: tuple, kwargs: dict, workers: list[int] | None = None) -> list:
+        return [runner.call(name, args, kwargs) for runner in self._chosen(workers)]

@@ -41,13 +41,14 @@ from gpusim.envs._fasttd import new_td as _new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
-from gpusim.envs.libs.gym_backend import import_gymnasium
+from gpusim.envs.libs.gym_backend import gym_backend, import_gymnasium, set_gym_backend
 from gpusim.envs.libs.gym_info import BaseInfoDictReader, default_info_dict_reader
 from gpusim.envs.libs.gym_specs import GymLeaf, is_image_space, read_leaves, space_to_spec, write_actions
 from gpusim.envs.libs.gym_vector import VectorAdapter
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
-__all__ = ["GymWrapper", "GymEnv"]
+# TorchRL's torchrl.envs.libs.gym also gives the backend switch
+__all__ = ["GymWrapper", "GymEnv", "gym_backend", "set_gym_backend"]
 
 _SKIP_INFO = ("final_obs", "final_info", "final_observation", "episode")
 
@@ -478,8 +479,8 @@ class GymWrapper(EnvBase):
             self._env.reset(seed=seed)
         self._action_space.seed(seed)
 
-    def close(self) -> None:
-        """Closes the gymnasium env.
+    def close(self, *, raise_if_closed: bool = False) -> None:
+        """Closes the gymnasium env (closing it again does nothing unless ``raise_if_closed``).
 
         Examples:
             >>> env = GymEnv("CartPole-v1")
@@ -493,7 +494,7 @@ class GymWrapper(EnvBase):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 env.close()
-        super().close()
+        super().close(raise_if_closed=raise_if_closed)
 
 
 class GymEnv(GymWrapper):

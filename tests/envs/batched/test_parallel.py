@@ -143,8 +143,8 @@ def test_configure_parallel_and_start_methods(monkeypatch):
         env.configure_parallel(mp_start_method="teleport")
     with pytest.raises(ValueError, match="memmap"):
         env.configure_parallel(memmap=True)
-    with pytest.raises(ValueError, match="shared_memory"):
-        ParallelEnv(2, CountingEnv, shared_memory=False)
+    with pytest.raises(ValueError, match="shared_memory"):  # buffers the workers cannot see
+        ParallelEnv(2, CountingEnv, shared_memory=False, use_buffers=True)
     env.reset()
     try:
         with pytest.raises(RuntimeError, match="before the ParallelEnv starts"):
