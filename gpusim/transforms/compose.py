@@ -137,6 +137,12 @@ class Compose(Transform):
             tensordict = t._inv_call(tensordict)
         return tensordict
 
+    def _inverse_exports(self) -> list:
+        keys = []
+        for t in self.transforms:
+            keys.extend(k for k in t._inverse_exports() if k not in keys)
+        return keys
+
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec):
         for t in self.transforms:

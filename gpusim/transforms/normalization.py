@@ -127,8 +127,8 @@ class ObservationNorm(_Affine):
         >>> from gpusim.envs.native import PendulumEnv
         >>> from gpusim.transforms import TransformedEnv
         >>> env = TransformedEnv(PendulumEnv(batch_size=[16]), ObservationNorm(in_keys=["observation"]))
-        >>> env.transform[0].init_stats(num_iter=50, reduce_dim=(0, 1), cat_dim=1)
-        >>> env.transform[0].loc.shape
+        >>> env.transform.init_stats(num_iter=50, reduce_dim=(0, 1), cat_dim=1)
+        >>> env.transform.loc.shape
         torch.Size([3])
     """
 

@@ -238,6 +238,15 @@ class Transform(nn.Module):
         """
         return bool(self.in_keys_inv) or type(self)._inv_call is not Transform._inv_call
 
+    def _inverse_exports(self) -> list[NestedKey]:
+        """Keys the inverse writes that the caller's data keeps after a step (default: none).
+
+        ``TransformedEnv`` steps the base env on a shallow copy of the input; an inverse that
+        moves an action to the state spec (e.g. ``ActionDiscretizer`` with another
+        ``out_action_key``) lists it here so that the env copies it back into the step's input.
+        """
+        return []
+
     def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Inverse transform on a shallow copy of ``tensordict`` (the input is never written)."""
         return self._inv_call(tensordict.clone(False))

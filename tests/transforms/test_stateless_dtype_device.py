@@ -26,7 +26,7 @@ def _float_leaves(td):
 @pytest.mark.parametrize("batch", BATCHES)
 def test_double_to_float_auto_keys(batch):
     env = TransformedEnv(VectorEnv(batch, dtype=torch.float64), DoubleToFloat())
-    t = env.transform[0]
+    t = env.transform
     assert set(t.in_keys) == {"observation", "bounded", ("nested", "obs"), "reward", "state"}
     assert set(t.in_keys_inv) == {"action", "state"}
     # every float spec the outside sees is float32, bounds included
@@ -107,7 +107,7 @@ def test_cast_of_a_key_with_another_dtype_raises_when_attached():
 @pytest.mark.parametrize("batch", BATCHES)
 def test_device_cast_cpu_roundtrip(batch):
     env = TransformedEnv(VectorEnv(batch), DeviceCastTransform("cpu"))
-    assert env.device == torch.device("cpu") and env.transform[0].orig_device == torch.device("cpu")
+    assert env.device == torch.device("cpu") and env.transform.orig_device == torch.device("cpu")
     td = env.rollout(3)
     assert td.device == torch.device("cpu")
 

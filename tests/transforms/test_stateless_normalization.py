@@ -54,7 +54,7 @@ def test_observation_norm_values_and_bounds(batch, standard_normal):
 
 def test_observation_norm_default_keys_are_the_present_ones():
     env = TransformedEnv(VectorEnv((2,)), ObservationNorm(1.0, 2.0))
-    assert env.transform[0].in_keys == ["observation"]
+    assert env.transform.in_keys == ["observation"]
 
 
 def test_observation_norm_tensor_stats_broadcast_per_feature():
@@ -89,7 +89,7 @@ def test_observation_norm_inverse_reaches_base_env(batch, standard_normal):
 def test_init_stats_standardizes(batch, standard_normal):
     torch.manual_seed(0)
     env = TransformedEnv(VectorEnv(batch), ObservationNorm(in_keys=["observation"], standard_normal=standard_normal))
-    t = env.transform[0]
+    t = env.transform
     assert not t.initialized
     nb = len(batch)
     t.init_stats(num_iter=40, reduce_dim=tuple(range(nb + 1)), cat_dim=nb)
@@ -102,7 +102,7 @@ def test_init_stats_standardizes(batch, standard_normal):
 
 def test_init_stats_keep_dims_and_errors():
     env = TransformedEnv(VectorEnv((4,)), ObservationNorm(in_keys=["observation"], standard_normal=True))
-    t = env.transform[0]
+    t = env.transform
     with pytest.raises(ValueError, match="cat_dim 2"):
         t.init_stats(5, reduce_dim=(0, 1), cat_dim=2)
     with pytest.raises(ValueError, match="num_iter"):
