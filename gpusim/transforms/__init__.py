@@ -48,3 +48,4 @@ from gpusim.transforms.loggers import CSVLogger, Logger
 from gpusim.transforms.recorders import TensorDictRecorder, VideoRecorder
 from gpusim.transforms.action_maps import ActionScaling, FlattenAction
 from gpusim.transforms.action_discretizer import ActionDiscretizer
+from gpusim.transforms.reward_ops import LineariseRewards, SignTransform, SuccessReward

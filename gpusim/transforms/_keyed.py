@@ -101,6 +101,26 @@ class KeyedTransform(Transform):
             sub[out_key] = spec
         return output_spec
 
+    def _spec_of_keys(self, spec: TensorSpec | Composite) -> TensorSpec | Composite:
+        """A leaf spec: its image (as the first ``in_key``'s); a Composite: the image of every
+        ``in_key`` it holds written to the ``out_key`` (the composite is returned)."""
+        if not isinstance(spec, Composite):
+            return self._transform_leaf_spec(spec, self.in_keys[0] if self.in_keys else "")
+        keys = set(spec.keys(True, True))
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            if in_key in keys:
+                spec[out_key] = self._transform_leaf_spec(spec[in_key], in_key)
+        return spec
+
+    def transform_observation_spec(self, observation_spec: TensorSpec | Composite) -> TensorSpec | Composite:
+        """The spec(s) of the forward keys in an observation spec: a leaf spec or a Composite
+        (TorchRL's calling convention; attached to an env, ``transform_output_spec`` is used)."""
+        return self._spec_of_keys(observation_spec)
+
+    def transform_reward_spec(self, reward_spec: TensorSpec | Composite) -> TensorSpec | Composite:
+        """The spec(s) of the forward keys in a reward spec (a leaf spec or a Composite)."""
+        return self._spec_of_keys(reward_spec)
+
     def _check_prefix(self, sub: Composite, key: NestedKey, spec: TensorSpec) -> None:
         """Raises ``ValueError`` when the new spec of ``key`` no longer starts with the batch
         dims of the composite holding it (e.g. a dim op that reached into the batch dims)."""
