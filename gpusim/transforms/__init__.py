@@ -49,3 +49,5 @@ from gpusim.transforms.recorders import TensorDictRecorder, VideoRecorder
 from gpusim.transforms.action_maps import ActionScaling, FlattenAction
 from gpusim.transforms.action_discretizer import ActionDiscretizer
 from gpusim.transforms.reward_ops import LineariseRewards, SignTransform, SuccessReward
+from gpusim.transforms import functional
+from gpusim.transforms.functional import cat_frames, rgb_to_grayscale

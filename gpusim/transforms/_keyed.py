@@ -3,8 +3,9 @@
 A keyed transform applies one tensor function to each ``in_key`` (written to the matching
 ``out_key``) of the data that comes out of the env, and optionally an inverse tensor function to
 the data that goes into it. It transforms the specs of those keys with the same tensor function
-(see :func:`~gpusim.transforms._spec_utils.map_leaf`), and checks that its keys exist when it is
-attached to an env, raising a ``KeyError`` that names the missing key.
+(see :func:`~gpusim.transforms._spec_utils.map_leaf`). As in TorchRL, keys the env does not have
+leave the specs alone when the transform is attached; data that lacks them raises a ``KeyError``
+naming the key at the first step (reset outputs may lack them).
 
 Inverse keys follow TorchRL's documented convention: ``in_keys_inv`` are the names the inner
 (base) env expects, ``out_keys_inv`` the names seen from outside the transformed env (default:
@@ -32,7 +33,7 @@ import torch
 
 from gpusim.envs._keys import NestedKey, as_tuple
 from gpusim.specs import Composite, TensorSpec
-from gpusim.transforms._spec_utils import INPUT_SPECS, OUTPUT_SPECS, drop_leaf, fmt_key, map_leaf, require_keys
+from gpusim.transforms._spec_utils import INPUT_SPECS, OUTPUT_SPECS, drop_leaf, find_keys, fmt_key, map_leaf
 from gpusim.transforms.transform import Transform
 
 __all__ = ["KeyedTransform"]
@@ -90,11 +91,12 @@ class KeyedTransform(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         """Maps the spec of every ``in_key`` into its ``out_key`` (same sub-composite).
 
-        Raises:
-            KeyError: an ``in_key`` is not in the observation, reward or done specs.
+        Keys that are not in the observation, reward or done specs are skipped.
         """
-        found = require_keys(output_spec, self._forward_spec_names, self.in_keys, self._name)
+        found = find_keys(output_spec, self._forward_spec_names, self.in_keys)
         for in_key, out_key in zip(self.in_keys, self.out_keys):
+            if in_key not in found:  # TorchRL's behaviour: keys the env lacks are left alone
+                continue
             sub = output_spec[found[in_key]]
             spec = self._transform_leaf_spec(sub[in_key], in_key)
             self._check_prefix(sub, in_key, spec)
@@ -154,11 +156,12 @@ class KeyedTransform(Transform):
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         """Replaces the inner spec of every ``in_key_inv`` by the outer spec at ``out_key_inv``.
 
-        Raises:
-            KeyError: an ``in_key_inv`` is not in the action or state specs.
+        Keys that are not in the action or state specs are skipped.
         """
-        found = require_keys(input_spec, INPUT_SPECS, self.in_keys_inv, self._name, "in_keys_inv")
+        found = find_keys(input_spec, INPUT_SPECS, self.in_keys_inv)
         for inner, outer in zip(self.in_keys_inv, self.out_keys_inv):
+            if inner not in found:
+                continue
             sub = input_spec[found[inner]]
             spec = self._inv_transform_leaf_spec(sub[inner], inner)
             self._check_prefix(sub, inner, spec)

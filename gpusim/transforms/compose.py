@@ -137,6 +137,11 @@ class Compose(Transform):
             tensordict = t._inv_call(tensordict)
         return tensordict
 
+    def set_missing_tolerance(self, mode: bool = False) -> None:
+        super().set_missing_tolerance(mode)
+        for t in self.transforms:
+            t.set_missing_tolerance(mode)
+
     def _inverse_exports(self) -> list:
         keys = []
         for t in self.transforms:

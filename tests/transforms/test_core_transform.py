@@ -64,10 +64,13 @@ def test_apply_transform_default_raises_naming_the_class():
         Transform(in_keys=["a"])(TensorDict({"a": torch.zeros(1)}, [1]))
 
 
-def test_forward_applies_to_present_keys_only():
+def test_forward_rejects_absent_keys_unless_tolerant():
     t = AddConst(1.0, in_keys=["a", "missing"], out_keys=["b", "c"])
+    with pytest.raises(KeyError, match="'missing'"):
+        t(TensorDict({"a": torch.zeros(2)}, [2]))
+    t.set_missing_tolerance(True)
     td = t(TensorDict({"a": torch.zeros(2)}, [2]))
-    assert torch.equal(td["b"], torch.ones(2)) and "c" not in td.keys()
+    assert torch.equal(td["b"], torch.ones(2)) and "c" not in td.keys() and t.missing_tolerance
 
 
 def test_inv_never_writes_into_its_input():

@@ -185,7 +185,8 @@ def test_cat_frames_online_equals_offline(padding):
         return td
 
     td_on = online.rollout(12, p1, break_when_any_done=False)
-    td_off = CatFrames(3, dim=-1, in_keys=["observation"], out_keys=["stack"], **kw)(base.rollout(12, p2, break_when_any_done=False))
+    offline = CatFrames(3, dim=-1, in_keys=["observation", ("next", "observation")], out_keys=["stack", ("next", "stack")], **kw)
+    td_off = offline(base.rollout(12, p2, break_when_any_done=False))
     assert td_on["next", "done"].any()  # episodes restart inside the data
     assert torch.equal(td_on["stack"], td_off["stack"])
     assert torch.equal(td_on["next", "stack"], td_off["next", "stack"])
@@ -194,7 +195,8 @@ def test_cat_frames_online_equals_offline(padding):
 def test_cat_frames_specs_and_image_dim():
     env = TransformedEnv(StatelessCounter(batch_size=(2,)), CatFrames(4, dim=-1, in_keys=["observation"]))
     assert env.observation_spec["observation"].shape == (2, 4)
-    img = TensorDict({"pixels": torch.arange(2 * 3 * 1 * 2 * 2.0).reshape(2, 3, 1, 2, 2)}, [2, 3])
+    img = TensorDict({"pixels": torch.arange(2 * 3 * 1 * 2 * 2.0).reshape(2, 3, 1, 2, 2)}, [2, 3], names=[None, "time"])
+    img["next", "done"] = torch.zeros(2, 3, 1, dtype=torch.bool)
     pix = img["pixels"].clone()
     out = CatFrames(2, dim=-3)(img)
     assert out["pixels"].shape == (2, 3, 2, 2, 2)
@@ -211,12 +213,12 @@ def test_cat_frames_specs_and_image_dim():
 def test_cat_frames_buffer_preallocated_and_updated_in_place():
     t = CatFrames(2, dim=-1, in_keys=["observation"])
     env = TransformedEnv(StatelessCounter(batch_size=(3,)), t)
-    buf = t._cat_buffer_0
+    buf = t._cat_buffers_observation
     assert buf.shape == (3, 2)
     td = env.rollout(3, _const_policy(1))
-    assert t._cat_buffer_0 is buf  # same storage after steps and resets
+    assert t._cat_buffers_observation is buf  # same storage after steps and resets
     assert torch.equal(buf, td["next", "observation"][:, -1])
-    assert t.clone()._cat_buffer_0 is buf
+    assert t.clone()._cat_buffers_observation is buf
 
 
 # ---------------------------------------------------------------------------------- VecNorm
