@@ -51,3 +51,4 @@ from gpusim.transforms.action_discretizer import ActionDiscretizer
 from gpusim.transforms.reward_ops import LineariseRewards, SignTransform, SuccessReward
 from gpusim.transforms import functional
 from gpusim.transforms.functional import cat_frames, rgb_to_grayscale
+from gpusim.transforms.tensor_ops import Hash, Stack, UnaryTransform
