@@ -136,7 +136,7 @@ def test_positive_dims_count_from_the_tensor_outside_an_env_and_after_the_batch_
     td = TensorDict({"x": torch.zeros(2, 1, 3)}, [2])
     assert SqueezeTransform(1, in_keys=["x"], allow_positive_dim=True)(td.clone())["x"].shape == (2, 3)
     assert SqueezeTransform(0, in_keys=["x"], allow_positive_dim=True)(td.clone())["x"].shape == (2, 1, 3)  # size 2: kept
-    assert UnsqueezeTransform(0, in_keys=["x"], allow_positive_dim=True)(td.clone())["x"].shape == (1, 2, 1, 3)
+    assert UnsqueezeTransform(0, in_keys=["x"], allow_positive_dim=True)(TensorDict({"x": torch.zeros(2, 3)}, []))["x"].shape == (1, 2, 3)
     inv = SqueezeTransform(1, in_keys_inv=["x"], allow_positive_dim=True).inv(TensorDict({"x": torch.zeros(2, 3)}, [2]))
     assert inv["x"].shape == (2, 1, 3)
     env = TransformedEnv(VectorEnv((2,)), UnsqueezeTransform(0, in_keys=["observation"], allow_positive_dim=True))
