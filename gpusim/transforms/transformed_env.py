@@ -165,7 +165,8 @@ class TransformedEnv(EnvBase):
         self.__dict__["_output_spec"] = output_spec
         self.__dict__["_input_spec"] = input_spec
         self.__dict__["_batch_size"] = torch.Size(transform.transform_env_batch_size(base.batch_size))
-        self.__dict__["_device"] = torch.device(transform.transform_env_device(base.device))
+        device = transform.transform_env_device(base.device)
+        self.__dict__["_device"] = None if device is None else torch.device(device)  # None: mixed devices
         self.__dict__["_needs_inv"] = _needs_inverse(transform)
         self.__dict__["_inv_exports"] = transform._inverse_exports()
         self._cache.clear()
