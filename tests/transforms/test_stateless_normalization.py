@@ -103,16 +103,24 @@ def test_init_stats_standardizes(batch, standard_normal):
 def test_init_stats_keep_dims_and_errors():
     env = TransformedEnv(VectorEnv((4,)), ObservationNorm(in_keys=["observation"], standard_normal=True))
     t = env.transform
-    with pytest.raises(ValueError, match="cat_dim 2"):
+    with pytest.raises(ValueError, match="cat_dim=2"):
         t.init_stats(5, reduce_dim=(0, 1), cat_dim=2)
+    with pytest.raises(ValueError, match="cat_dim must be specified"):
+        t.init_stats(5, reduce_dim=(0, 1))
     with pytest.raises(ValueError, match="num_iter"):
         t.init_stats(0)
-    t.init_stats(5, reduce_dim=(0, 1, 2), keep_dims=(-1,))
+    t.init_stats(5, reduce_dim=(0, 1, 2), cat_dim=1, keep_dims=(-1,))
     assert t.loc.shape == (1,)
     with pytest.raises(RuntimeError, match="already initialized"):
         t.init_stats(5)
     with pytest.raises(RuntimeError, match="parent env"):
         ObservationNorm(in_keys=["observation"]).init_stats(5)
+    with pytest.raises(RuntimeError, match="multiple in_keys"):
+        ObservationNorm(in_keys=["observation", "bounded"]).init_stats(5)
+    first, second = ObservationNorm(in_keys=["observation"]), ObservationNorm(in_keys=["observation"])
+    TransformedEnv(VectorEnv((4,)), first).append_transform(second)
+    with pytest.raises(RuntimeError, match="right order"):
+        second.init_stats(5)
 
 
 def test_uninitialized_observation_norm_fails_on_use_naming_init_stats():
