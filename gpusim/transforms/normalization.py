@@ -159,6 +159,8 @@ class ObservationNorm(_Affine):
                 raise ValueError("ObservationNorm: out_keys cannot be given without in_keys")
             in_keys = ["observation", "pixels"]
         super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)
+        if self._default_keys:  # "observation" and/or "pixels": whichever the data has
+            self.set_missing_tolerance(True)
         loc_t = _as_param(loc, "loc", "ObservationNorm")
         scale_t = _as_param(scale, "scale", "ObservationNorm")
         if loc_t is None and scale_t is not None:
