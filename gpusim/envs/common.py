@@ -1155,15 +1155,27 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def _input_checks(self) -> tuple[list, list]:
         """``[(key, shape, dtype)]`` of the action leaves and ``[key]`` of the state leaves."""
         spec = self.full_action_spec
-        actions = [(k, spec[k].shape, spec[k].dtype) for k in self.action_keys]
+        actions = self._action_checks()
         states = [k for k in self.state_keys if k not in set(self.action_keys)]
         return actions, states
+
+    def _action_checks(self) -> list[tuple]:
+        """``[(key, shape, dtype, squeezed)]`` of the action leaves; ``squeezed`` is the other
+        shape the spec's own samples take (TorchRL's ``MultiCategorical`` with
+        ``remove_singleton`` and shape ``[1]`` drops the last dim) or ``None``."""
+        spec = self.full_action_spec
+        out = []
+        for k in self.action_keys:
+            leaf = spec[k]
+            squeezes = getattr(leaf, "_squeezes", None)
+            out.append((k, leaf.shape, leaf.dtype, leaf.shape[:-1] if squeezes is not None and squeezes() else None))
+        return out
 
     def _check_inputs(self, tensordict: TensorDictBase) -> None:
         actions, states = self._input_checks
         name = type(self).__name__
         lead = tensordict.batch_size if not self.batch_size and tensordict.batch_size else None
-        for key, shape, dtype in actions:
+        for key, shape, dtype, squeezed in actions:
             if lead is not None:  # a batch-unlocked env fed a batch: the rows lead the spec shape
                 shape = lead + shape
             value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
@@ -1172,7 +1184,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     f"{name}.step: the input has no action entry {_keys.fmt(key)} (expected shape {list(shape)}, "
                     f"dtype {dtype}); write one first, e.g. env.rand_action(td) or a policy"
                 )
-            if value.shape != shape:
+            if value.shape != shape and (squeezed is None or lead is not None or value.shape != squeezed):
                 raise ValueError(
                     f"{name}.step: the action {_keys.fmt(key)} has shape {list(value.shape)}, expected {list(shape)} "
                     "(the action spec's shape)"

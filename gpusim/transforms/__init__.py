@@ -57,6 +57,11 @@ from gpusim.transforms.pixels import CenterCrop, GrayScale, Resize, ToTensorImag
 from gpusim.transforms.rl_models import KLRewardTransform, R3MTransform, VC1Transform, VIPRewardTransform, VIPTransform
 from gpusim.transforms.loggers import CSVLogger, Logger
 from gpusim.transforms.recorders import TensorDictRecorder, VideoRecorder
+from gpusim.transforms.action_maps import ActionScaling, FlattenAction
+from gpusim.transforms.action_discretizer import ActionDiscretizer
+from gpusim.transforms.reward_ops import LineariseRewards, SignTransform, SuccessReward
+from gpusim.transforms import functional
+from gpusim.transforms.tensor_ops import Hash, Stack, UnaryTransform
 
 __all__ = [
     "Transform",
@@ -113,4 +118,13 @@ __all__ = [
     "Logger",
     "TensorDictRecorder",
     "VideoRecorder",
+    "ActionScaling",
+    "FlattenAction",
+    "ActionDiscretizer",
+    "LineariseRewards",
+    "SignTransform",
+    "SuccessReward",
+    "Hash",
+    "Stack",
+    "UnaryTransform",
 ]

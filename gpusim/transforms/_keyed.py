@@ -3,8 +3,9 @@
 A keyed transform applies one tensor function to each ``in_key`` (written to the matching
 ``out_key``) of the data that comes out of the env, and optionally an inverse tensor function to
 the data that goes into it. It transforms the specs of those keys with the same tensor function
-(see :func:`~gpusim.transforms._spec_utils.map_leaf`), and checks that its keys exist when it is
-attached to an env, raising a ``KeyError`` that names the missing key.
+(see :func:`~gpusim.transforms._spec_utils.map_leaf`). As in TorchRL, keys the env does not have
+leave the specs alone when the transform is attached; data that lacks them raises a ``KeyError``
+naming the key at the first step (reset outputs may lack them).
 
 Inverse keys follow TorchRL's documented convention: ``in_keys_inv`` are the names the inner
 (base) env expects, ``out_keys_inv`` the names seen from outside the transformed env (default:
@@ -32,7 +33,7 @@ import torch
 
 from gpusim.envs._keys import NestedKey, as_tuple
 from gpusim.specs import Composite, TensorSpec
-from gpusim.transforms._spec_utils import INPUT_SPECS, OUTPUT_SPECS, drop_leaf, fmt_key, map_leaf, require_keys
+from gpusim.transforms._spec_utils import INPUT_SPECS, OUTPUT_SPECS, drop_leaf, find_keys, fmt_key, map_leaf
 from gpusim.transforms.transform import Transform
 
 __all__ = ["KeyedTransform"]
@@ -106,14 +107,13 @@ class KeyedTransform(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         """Maps the spec of every ``in_key`` into its ``out_key`` (same sub-composite).
 
+        Keys that are not in the observation, reward or done specs are skipped.
+
         Args:
             output_spec: the env's ``output_spec`` (unlocked).
 
         Returns:
             ``output_spec`` with the ``out_key`` specs.
-
-        Raises:
-            KeyError: an ``in_key`` is not in the observation, reward or done specs.
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
@@ -124,18 +124,36 @@ class KeyedTransform(Transform):
             >>> double = RewardScaling(loc=0.0, scale=2.0, in_keys=["observation"])
             >>> double.transform_output_spec(spec)["full_observation_spec"]["observation"].high
             tensor([9.6000,    inf, 0.8378,    inf])
-            >>> RewardScaling(loc=0.0, scale=2.0, in_keys=["pixels"]).transform_output_spec(spec)
-            Traceback (most recent call last):
-            ...
-            KeyError: "RewardScaling: in_keys entry 'pixels' is not in the env's specs (full_observation_spec, full_reward_spec, full_done_spec); available keys: 'done', 'observation', 'reward', 'terminated'"
         """
-        found = require_keys(output_spec, self._forward_spec_names, self.in_keys, self._name)
+        found = find_keys(output_spec, self._forward_spec_names, self.in_keys)
         for in_key, out_key in zip(self.in_keys, self.out_keys):
+            if in_key not in found:  # TorchRL's behaviour: keys the env lacks are left alone
+                continue
             sub = output_spec[found[in_key]]
             spec = self._transform_leaf_spec(sub[in_key], in_key)
             self._check_prefix(sub, in_key, spec)
             sub[out_key] = spec
         return output_spec
+
+    def _spec_of_keys(self, spec: TensorSpec | Composite) -> TensorSpec | Composite:
+        """A leaf spec: its image (as the first ``in_key``'s); a Composite: the image of every
+        ``in_key`` it holds written to the ``out_key`` (the composite is returned)."""
+        if not isinstance(spec, Composite):
+            return self._transform_leaf_spec(spec, self.in_keys[0] if self.in_keys else "")
+        keys = set(spec.keys(True, True))
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            if in_key in keys:
+                spec[out_key] = self._transform_leaf_spec(spec[in_key], in_key)
+        return spec
+
+    def transform_observation_spec(self, observation_spec: TensorSpec | Composite) -> TensorSpec | Composite:
+        """The spec(s) of the forward keys in an observation spec: a leaf spec or a Composite
+        (TorchRL's calling convention; attached to an env, ``transform_output_spec`` is used)."""
+        return self._spec_of_keys(observation_spec)
+
+    def transform_reward_spec(self, reward_spec: TensorSpec | Composite) -> TensorSpec | Composite:
+        """The spec(s) of the forward keys in a reward spec (a leaf spec or a Composite)."""
+        return self._spec_of_keys(reward_spec)
 
     def _check_prefix(self, sub: Composite, key: NestedKey, spec: TensorSpec) -> None:
         """Raises ``ValueError`` when the new spec of ``key`` no longer starts with the batch
@@ -170,14 +188,13 @@ class KeyedTransform(Transform):
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         """Replaces the inner spec of every ``in_key_inv`` by the outer spec at ``out_key_inv``.
 
+        Keys that are not in the action or state specs are skipped.
+
         Args:
             input_spec: the env's ``input_spec`` (unlocked).
 
         Returns:
             ``input_spec`` with the outer specs.
-
-        Raises:
-            KeyError: an ``in_key_inv`` is not in the action or state specs.
 
         Examples:
             >>> from gpusim.envs.native import PendulumEnv
@@ -187,8 +204,10 @@ class KeyedTransform(Transform):
             >>> spec["full_action_spec"]["action"].dtype  # what the transformed env accepts
             torch.float64
         """
-        found = require_keys(input_spec, INPUT_SPECS, self.in_keys_inv, self._name, "in_keys_inv")
+        found = find_keys(input_spec, INPUT_SPECS, self.in_keys_inv)
         for inner, outer in zip(self.in_keys_inv, self.out_keys_inv):
+            if inner not in found:
+                continue
             sub = input_spec[found[inner]]
             spec = self._inv_transform_leaf_spec(sub[inner], inner)
             self._check_prefix(sub, inner, spec)

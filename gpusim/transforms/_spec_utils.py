@@ -41,6 +41,7 @@ __all__ = [
     "fmt_key",
     "locate",
     "require_keys",
+    "find_keys",
     "drop_leaf",
     "map_leaf",
     "check_finite_number",
@@ -90,6 +91,16 @@ def require_keys(
                 f"({', '.join(names)}); available keys: {', '.join(available)}"
             )
         found[key] = name
+    return found
+
+
+def find_keys(container: Composite, names: Sequence[str], keys: Iterable[NestedKey]) -> dict:
+    """Maps every key found to the sub-composite that holds it (absent keys are left out)."""
+    found = {}
+    for key in keys:
+        name = locate(container, names, key)
+        if name is not None:
+            found[key] = name
     return found
 
 

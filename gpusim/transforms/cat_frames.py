@@ -7,9 +7,13 @@ env device when the specs are built and updated in place: a step shifts the new 
 ``padding_value`` and puts the frame last), reading the ``"_reset"`` masks of the input. The
 observation written is a fresh copy of the buffer, so stored rollouts never alias it.
 
-Offline (``forward`` on stored data of shape ``[*B, T]``, time last), the same windows are
-built for every time step at once, restarted after each ``("next", done)``; root and ``"next"``
-entries are both processed, and the result equals what the env would have produced.
+Offline (``forward``/``unfolding`` on stored data ``[*B, T]``; the time dim is the one named
+``"time"``, else the last), the same windows are built for every step at once
+(:func:`gpusim.transforms.functional.frame_windows`), restarted after each ``("next", done)``.
+Every in_key is one series: list ``("next", key)`` next to ``key`` to process both (the
+``"next"`` windows then start from the root frame, as in the env). ``future=True`` builds
+forward windows ``[t, ..., t + N - 1]`` instead (offline only) and ``mask_key`` writes which
+slots were padded.
 
 Examples:
     >>> from gpusim.envs.native import CartPoleEnv
@@ -22,6 +26,7 @@ Examples:
 
 from __future__ import annotations
 
+import warnings
 from typing import Sequence
 
 import torch
@@ -33,6 +38,7 @@ from gpusim.kernels import cat_frames_update, masked_fill_rows_, select
 from gpusim.kernels.cat_frames import refill_rows_cpu_
 from gpusim.specs import Bounded, Composite, Unbounded
 from gpusim.transforms._levels import default_levels, done_levels_of, mask_at, reset_mask_for, tget, tset
+from gpusim.transforms.functional import frame_windows
 from gpusim.transforms.transform import Transform
 
 __all__ = ["CatFrames"]
@@ -71,6 +77,9 @@ class CatFrames(Transform):
         reset_key: a ``"_reset"`` key to read instead of the parent's done levels.
         done_key: the done entry that ends trajectories offline (default ``"done"``, read under
             ``"next"``).
+        future: offline only: windows of the ``N`` upcoming frames ``[t, ..., t + N - 1]``
+            (padded at the trajectory end).
+        mask_key: offline only: where to write the ``[*B, T, N]`` mask of padded slots.
 
     Raises:
         ValueError: ``dim >= 0``, ``N < 1`` or an unknown ``padding``.
@@ -102,11 +111,16 @@ class CatFrames(Transform):
         as_inverse: bool = False,
         reset_key: NestedKey | None = None,
         done_key: NestedKey | None = None,
+        future: bool = False,
+        mask_key: NestedKey | None = None,
     ) -> None:
         if isinstance(N, bool) or not isinstance(N, int) or N < 1:
             raise ValueError(f"CatFrames N must be an int >= 1, got {N!r}")
         if isinstance(dim, bool) or not isinstance(dim, int) or dim >= 0:
-            raise ValueError(f"CatFrames dim must be a negative int (batch-size independent), got {dim!r}")
+            raise ValueError(
+                f"CatFrames: dim must be < 0 to accommodate for tensordict of different batch-sizes (negative dims "
+                f"are batch-size invariant), got {dim!r}"
+            )
         if padding not in _PADDINGS:
             raise ValueError(f"CatFrames padding must be one of {_PADDINGS}, got {padding!r}")
         if in_keys is None:
@@ -121,6 +135,8 @@ class CatFrames(Transform):
         self.padding = padding
         self.padding_value = padding_value
         self.as_inverse = as_inverse
+        self.future = bool(future)
+        self.mask_key = None if mask_key is None else _keys.unravel(mask_key)
         self.reset_key = None if reset_key is None else _keys.unravel(reset_key)
         self.done_key = "done" if done_key is None else _keys.unravel(done_key)
         self.__dict__["_levels"] = None
@@ -133,18 +149,30 @@ class CatFrames(Transform):
         obs_spec = output_spec["full_observation_spec"]
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
             if in_key not in obs_spec.keys(True, True):
-                raise KeyError(
-                    f"CatFrames: in_key {in_key!r} is not an observation key of the parent env "
-                    f"(observation keys: {_keys.leaf_keys(obs_spec)})"
-                )
+                continue  # TorchRL's behaviour: a key the env lacks leaves the specs alone
             spec = obs_spec[in_key]
             out_spec = _cat_spec(spec, self.N, self.dim, self.padding, self.padding_value)
             obs_spec[out_key] = out_spec
             self._ensure_buffer(i, out_spec.shape, out_spec.dtype, out_spec.device)
         return output_spec
 
+    def transform_observation_spec(self, observation_spec):
+        """The stacked spec of every in_key of ``observation_spec`` (a Composite, or a leaf taken
+        as the first in_key's)."""
+        from gpusim.specs import Composite
+
+        if not isinstance(observation_spec, Composite):
+            return _cat_spec(observation_spec, self.N, self.dim, self.padding, self.padding_value)
+        keys = set(observation_spec.keys(True, True))
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            if in_key in keys:
+                spec = observation_spec[in_key]
+                observation_spec[out_key] = _cat_spec(spec, self.N, self.dim, self.padding, self.padding_value)
+        return observation_spec
+
     def _buffer_name(self, i: int) -> str:
-        return f"_cat_buffer_{i}"
+        """``_cat_buffers_<in_key>`` (TorchRL's attribute names)."""
+        return f"_cat_buffers_{self.in_keys[i]}"
 
     def _ensure_buffer(self, i: int, shape, dtype, device) -> tuple[torch.Tensor, bool]:
         """The buffer of key ``i`` (allocated when missing or mismatched; ``True`` if new)."""
@@ -199,13 +227,23 @@ class CatFrames(Transform):
             [0.0]
         """
         for name, buf in self._buffers.items():
-            if name.startswith("_cat_buffer_"):
+            if name.startswith("_cat_buffers_"):
                 buf.zero_()
 
     # ------------------------------------------------------------------ env hooks
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _check_online(self) -> None:
         if self.as_inverse:
-            return tensordict_reset
+            raise RuntimeError(
+                "CatFrames as inverse is not supported as a transform for environments, only for replay buffers."
+            )
+        if self.future or self.mask_key is not None:
+            raise RuntimeError(
+                "CatFrames(future=True) and CatFrames(mask_key=...) are only available offline (forward/unfolding "
+                "on stored trajectories): an env step has no future frames and builds no padding mask"
+            )
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        self._check_online()
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
             frame = tget(tensordict_reset, in_key)
             if frame is None:
@@ -226,15 +264,16 @@ class CatFrames(Transform):
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        if self.as_inverse:
-            return next_tensordict
+        self._check_online()
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
             frame = tget(next_tensordict, in_key)
             if frame is None:
+                if not self.missing_tolerance:
+                    raise self._missing(in_key, next_tensordict)
                 continue
             buf, new = self._buffer_for(i, frame)
-            if new:  # stepped before any reset: start from the padding
-                buf.copy_(self._refill(frame))
+            if new:  # stepped before any reset: older slots hold padding_value (TorchRL's behaviour)
+                buf.fill_(self.padding_value)
             tset(next_tensordict, 
                 out_key, cat_frames_update(buf, frame, None, self.dim, self.padding, float(self.padding_value))
             )
@@ -242,7 +281,7 @@ class CatFrames(Transform):
 
     # ------------------------------------------------------------------ offline
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Stacks frames of stored trajectories ``[*B, T]`` (time last), root and ``"next"``.
+        """Stacks frames of stored trajectories ``[*B, T]`` (time last), root and ``"next"`` (see :meth:`unfolding`).
 
         The windows restart after every ``("next", done_key)``, as they would in the env.
 
@@ -265,7 +304,7 @@ class CatFrames(Transform):
         """
         if self.as_inverse:
             return tensordict
-        return self._unfold(tensordict, self.in_keys, self.out_keys)
+        return self.unfolding(tensordict)
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         """Shifts the frames of ``next_tensordict`` into the buffers (a step without root)."""
@@ -279,60 +318,106 @@ class CatFrames(Transform):
             return tensordict
         return self._unfold(tensordict, self.in_keys_inv, self.out_keys_inv)
 
-    def _unfold(self, tensordict: TensorDictBase, in_keys, out_keys) -> TensorDictBase:
+    def unfolding(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The windows of every in_key of stored trajectories, written to the out_keys.
+
+        The time dim is the batch dim named ``"time"`` (else the last one, with a warning);
+        trajectories end at every ``("next", done_key)`` (required, except with ``future=True``
+        where a missing entry means one trajectory per row).
+
+        Raises:
+            ValueError: data without batch dims.
+            KeyError: no ``("next", done_key)`` entry (history windows).
+            NotImplementedError: ``future=True`` with a ``("next", key)`` in_key next to ``key``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"obs": torch.arange(4.0).view(1, 4, 1),
+            ...                  ("next", "done"): torch.tensor([[[False], [True], [False], [False]]])}, [1, 4])
+            >>> CatFrames(2, -1, in_keys=["obs"], out_keys=["s"]).unfolding(td.refine_names(None, "time"))["s"][0]
+            tensor([[0., 0.],
+                    [0., 1.],
+                    [2., 2.],
+                    [2., 3.]])
+        """
+        return self._unfold(tensordict, self.in_keys, self.out_keys)
+
+    def _time_dim(self, tensordict: TensorDictBase) -> int:
         if tensordict.batch_dims < 1:
-            raise ValueError("CatFrames offline needs data with a time dimension (batch_dims >= 1)")
-        tdim = tensordict.batch_dims - 1
-        T = tensordict.batch_size[tdim]
-        device = tensordict.device
+            raise ValueError(
+                "CatFrames cannot process unbatched tensordict instances: stored trajectories need a time "
+                "dim (name it 'time', e.g. td.refine_names(None, 'time'))"
+            )
+        names = tensordict.names
+        if "time" in names:
+            return names.index("time")
+        warnings.warn(
+            "CatFrames: no batch dim of the data is named 'time'; the last batch dim is taken as the time "
+            "dim (name it, e.g. td.refine_names(..., 'time'), to silence this warning)",
+            UserWarning,
+            stacklevel=3,
+        )
+        return tensordict.batch_dims - 1
+
+    def _unfold(self, tensordict: TensorDictBase, in_keys, out_keys) -> TensorDictBase:
+        tdim = self._time_dim(tensordict)
+        batch = tensordict.batch_size
+        T = batch[tdim]
         done = tensordict.get(_keys.unravel(("next", self.done_key)), None)
-        ar = torch.arange(T, device=device)
-        if done is not None:
-            d = done.reshape(*tensordict.batch_size, -1).any(-1)
+        device = tensordict.device
+        if done is None:
+            if not self.future:
+                raise KeyError(
+                    f"CatFrames.unfolding needs the {('next', self.done_key)} entry to delimit trajectories "
+                    "(or future=True, which takes every row as one trajectory)"
+                )
+            first = tget(tensordict, in_keys[0])
+            d = torch.zeros(batch, dtype=torch.bool, device=None if first is None else first.device)
+        else:
+            d = done.reshape(*batch, -1).any(-1)
+        t = torch.arange(T, device=d.device).reshape(T, *([1] * (len(batch) - tdim - 1)))
+        if self.future:  # the last step of each step's trajectory
+            ends = d.clone()
+            ends.select(tdim, T - 1).fill_(True)
+            idx = torch.where(ends, t, torch.full_like(t, T - 1))
+            bound = idx.flip(tdim).cummin(tdim).values.flip(tdim)
+            n_pad = (t + self.N - 1 - bound).clamp_min(0)
+        else:  # the first step of each step's trajectory
             starts = torch.zeros_like(d)
             starts.narrow(tdim, 1, T - 1).copy_(d.narrow(tdim, 0, T - 1))
             starts.select(tdim, 0).fill_(True)
-            idx = ar.reshape(T, *([1] * (d.ndim - tdim - 1))).expand_as(d)
-            ep_start = torch.where(starts, idx, torch.zeros_like(idx)).cummax(tdim).values
-        else:
-            shape = list(tensordict.batch_size)
-            ep_start = torch.zeros(shape, dtype=torch.long, device=device)
+            bound = torch.where(starts, t, torch.zeros_like(t)).cummax(tdim).values
+            n_pad = (self.N - 1 - (t - bound)).clamp_min(0)
+        # windows are computed with the time dim last among the batch dims
+        n_pad_last = n_pad.movedim(tdim, -1)
+        if self.mask_key is not None:
+            k = torch.arange(self.N, device=n_pad.device)
+            pad = n_pad_last.unsqueeze(-1)
+            mask = k > (self.N - 1 - pad) if self.future else k < pad
+            tset(tensordict, self.mask_key, mask.movedim(-2, tdim))
+        pairs = dict(zip(in_keys, out_keys))
         for in_key, out_key in zip(in_keys, out_keys):
-            root = tget(tensordict, in_key)
-            nxt = tensordict.get(_keys.unravel(("next", in_key)), None)
-            if root is not None:
-                tset(tensordict, out_key, self._windows(root, None, ep_start, tdim))
-            if nxt is not None:
-                tset(tensordict, _keys.unravel(("next", out_key)), self._windows(nxt, root, ep_start, tdim))
+            x = tget(tensordict, in_key)
+            if x is None:
+                continue
+            tin = _keys.as_tuple(in_key)
+            root = None
+            if tin[0] == "next" and _keys.unravel(tin[1:]) in pairs:
+                if self.future:
+                    raise NotImplementedError(
+                        "CatFrames(future=True) does not support a ('next', key) in_key next to key: the one-step "
+                        "offset between them only applies to history windows"
+                    )
+                root = tget(tensordict, _keys.unravel(tin[1:]))
+            x_last = x.movedim(tdim, len(batch) - 1)
+            root_last = None if root is None else root.movedim(tdim, len(batch) - 1)
+            out = frame_windows(
+                x_last, self.N, self.dim, len(batch) - 1, n_pad_last, self.padding, self.padding_value,
+                future=self.future, root=root_last,
+            )
+            tset(tensordict, out_key, out.movedim(len(batch) - 1, tdim))
         return tensordict
-
-    def _windows(self, x: torch.Tensor, root: torch.Tensor | None, ep_start: torch.Tensor, tdim: int) -> torch.Tensor:
-        """Windows of ``N`` frames ending at every t; ``root`` given: ``x`` is the "next" series
-        and the frame before an episode's first next-frame is ``root`` at the episode start."""
-        T = x.shape[tdim]
-        extra = x.ndim - ep_start.ndim
-
-        def expand(idx: torch.Tensor) -> torch.Tensor:
-            return idx.reshape(*idx.shape, *([1] * extra)).expand_as(x)
-
-        def gather(src: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-            return torch.gather(src, tdim, expand(idx))
-
-        t = torch.arange(T, device=x.device).reshape(T, *([1] * (ep_start.ndim - tdim - 1)))
-        first = gather(root if root is not None else x, ep_start)
-        frames = []
-        for k in range(self.N - 1, -1, -1):
-            j = t - k
-            valid = expand(j >= ep_start)
-            value = gather(x, torch.maximum(j.expand_as(ep_start), ep_start))
-            if self.padding == "same":
-                pad = first
-            else:
-                pad = torch.full_like(x, self.padding_value)
-                if root is not None:
-                    pad = torch.where(expand(j == ep_start - 1), first, pad)
-            frames.append(torch.where(valid, value, pad))
-        return torch.cat(frames, self.dim)
 
     def __repr__(self) -> str:
         keys = self.in_keys_inv if self.as_inverse else self.in_keys

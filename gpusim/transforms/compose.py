@@ -199,6 +199,17 @@ class Compose(Transform):
             tensordict = t._inv_call(tensordict)
         return tensordict
 
+    def set_missing_tolerance(self, mode: bool = False) -> None:
+        super().set_missing_tolerance(mode)
+        for t in self.transforms:
+            t.set_missing_tolerance(mode)
+
+    def _inverse_exports(self) -> list:
+        keys = []
+        for t in self.transforms:
+            keys.extend(k for k in t._inverse_exports() if k not in keys)
+        return keys
+
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         for t in self.transforms:

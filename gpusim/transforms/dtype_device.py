@@ -229,7 +229,8 @@ class DeviceCastTransform(Transform):
 
     Without keys the whole data moves: outputs to ``device``, inputs (and the input of
     ``reset``) back to ``orig_device``, and the transformed env reports ``device``. With keys,
-    only those entries move (and the env keeps its device). This is the device boundary of a
+    only those entries move: the data then has no single device, and the env reports ``None``
+    (TorchRL's behaviour). This is the device boundary of a
     CPU-backed env: one transfer per step, at the edge.
 
     Args:
@@ -283,14 +284,22 @@ class DeviceCastTransform(Transform):
     def _inv_apply_transform(self, state: torch.Tensor) -> torch.Tensor:
         return self._move(state, self.orig_device)
 
+    @staticmethod
+    def _mixed(tensordict: TensorDictBase, device) -> TensorDictBase:
+        """Entries moved to another device leave the data without a single device."""
+        if device is not None and tensordict.device is not None and tensordict.device != device:
+            tensordict.clear_device_()
+        return tensordict
+
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         if self._whole:
             return self._move(next_tensordict, self.device)
-        return super()._call(next_tensordict)
+        return super()._call(self._mixed(next_tensordict, self.device))
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._whole:
             return self._move(tensordict, self.orig_device)
+        self._mixed(tensordict, self.orig_device)
         for inner, outer in zip(self.in_keys_inv, self.out_keys_inv):
             value = tensordict.get(outer, None)
             if value is not None:
@@ -302,8 +311,10 @@ class DeviceCastTransform(Transform):
             return self._move(tensordict, self.orig_device)
         return tensordict
 
-    def transform_env_device(self, device: torch.device) -> torch.device:
-        return self.device if self._whole else device
+    def transform_env_device(self, device: torch.device | None) -> torch.device | None:
+        """The cast device for a whole-env cast; ``None`` (mixed devices) for a cast of some keys
+        (TorchRL's behaviour)."""
+        return self.device if self._whole else None
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         if self.orig_device is None and output_spec.device is not None:

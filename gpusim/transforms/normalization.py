@@ -25,6 +25,7 @@ import torch
 from gpusim.envs._keys import NestedKey
 from gpusim.specs import Binary, Bounded, Composite, TensorSpec, Unbounded
 from gpusim.transforms._keyed import KeyedTransform
+from gpusim.transforms.transform import Transform
 from gpusim.transforms._spec_utils import (
     check_finite_number,
     fmt_key,
@@ -58,6 +59,12 @@ def _as_bounded(spec: TensorSpec) -> TensorSpec:
     return spec
 
 
+def _chain_before(t: Transform) -> list:
+    """The transforms that come before ``t`` in its env (empty without one)."""
+    found = t._preceding()
+    return [] if found is None else found[1]
+
+
 class _Affine(KeyedTransform):
     """``x * scale + loc`` (or ``(x - loc) / scale`` with ``standard_normal``), inverse included."""
 
@@ -74,8 +81,8 @@ class _Affine(KeyedTransform):
         loc, scale = self.loc, self.scale
         if loc is None or scale is None:
             raise RuntimeError(
-                f"{self._name}: loc and scale are not initialized; pass them to the constructor or "
-                "call init_stats()"
+                f"{self._name}: Loc/Scale have not been initialized. Either pass in values in the constructor "
+                "or call the init_stats method"
             )
         if self.standard_normal:
             return (obs - loc) / scale
@@ -84,7 +91,10 @@ class _Affine(KeyedTransform):
     def _inv_apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         loc, scale = self.loc, self.scale
         if loc is None or scale is None:
-            raise RuntimeError(f"{self._name}: loc and scale are not initialized")
+            raise RuntimeError(
+                f"{self._name}: Loc/Scale have not been initialized. Either pass in values in the constructor "
+                "or call the init_stats method"
+            )
         if self.standard_normal:
             return obs * scale + loc
         return (obs - loc) / scale
@@ -127,8 +137,8 @@ class ObservationNorm(_Affine):
         >>> from gpusim.envs.native import PendulumEnv
         >>> from gpusim.transforms import TransformedEnv
         >>> env = TransformedEnv(PendulumEnv(batch_size=[16]), ObservationNorm(in_keys=["observation"]))
-        >>> env.transform[0].init_stats(num_iter=50, reduce_dim=(0, 1), cat_dim=1)
-        >>> env.transform[0].loc.shape
+        >>> env.transform.init_stats(num_iter=50, reduce_dim=(0, 1), cat_dim=1)
+        >>> env.transform.loc.shape
         torch.Size([3])
     """
 
@@ -149,6 +159,8 @@ class ObservationNorm(_Affine):
                 raise ValueError("ObservationNorm: out_keys cannot be given without in_keys")
             in_keys = ["observation", "pixels"]
         super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)
+        if self._default_keys:  # "observation" and/or "pixels": whichever the data has
+            self.set_missing_tolerance(True)
         loc_t = _as_param(loc, "loc", "ObservationNorm")
         scale_t = _as_param(scale, "scale", "ObservationNorm")
         if loc_t is None and scale_t is not None:
@@ -214,8 +226,10 @@ class ObservationNorm(_Affine):
                 to get ``[C, 1, 1]`` statistics of images).
 
         Raises:
-            RuntimeError: no parent env, or the statistics are already set.
-            ValueError: ``num_iter < 1`` or ``cat_dim`` not among ``reduce_dim``.
+            RuntimeError: no parent env, the statistics are already set, several in_keys and no
+                ``key``, or an ObservationNorm before this one is not initialized.
+            ValueError: ``num_iter < 1``, ``cat_dim`` not among ``reduce_dim``, or no ``cat_dim``
+                with several ``reduce_dim``.
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
@@ -229,18 +243,41 @@ class ObservationNorm(_Affine):
             >>> bool(obs.mean((0, 1)).abs().max() < 0.5), bool((obs.std((0, 1)) - 1).abs().max() < 0.5)
             (True, True)
         """
-        if self.initialized:
-            raise RuntimeError("ObservationNorm.init_stats: loc and scale are already initialized")
         if not isinstance(num_iter, int) or num_iter < 1:
             raise ValueError(f"ObservationNorm.init_stats: num_iter must be a positive int, got {num_iter!r}")
         dims = (reduce_dim,) if isinstance(reduce_dim, int) else tuple(reduce_dim)
         if cat_dim is None:
-            cat_dim = dims[0]
+            if not isinstance(reduce_dim, int):
+                raise ValueError(
+                    f"ObservationNorm.init_stats: cat_dim must be specified if reduce_dim is not an integer "
+                    f"(reduce_dim={reduce_dim})"
+                )
+            cat_dim = reduce_dim
         if cat_dim not in dims:
-            raise ValueError(f"ObservationNorm.init_stats: cat_dim {cat_dim} must be one of reduce_dim {dims}")
+            raise ValueError(
+                f"ObservationNorm.init_stats: cat_dim must be part of or equal to reduce_dim, got cat_dim={cat_dim}, "
+                f"reduce_dim={reduce_dim}"
+            )
+        if self.initialized:
+            raise RuntimeError(f"ObservationNorm.init_stats: Loc/Scale are already initialized: ({self.loc}, {self.scale})")
+        if len(self.in_keys) > 1 and key is None:
+            raise RuntimeError(
+                "ObservationNorm.init_stats: Transform has multiple in_keys but no specific key was passed as an "
+                f"argument (in_keys={self.in_keys}); pass key="
+            )
         parent = self.parent
         if parent is None:
-            raise RuntimeError("ObservationNorm.init_stats needs a parent env: attach the transform to an env first")
+            raise RuntimeError(
+                "ObservationNorm.init_stats: Cannot initialize the transform if parent env is not defined "
+                "(attach it to an env first)"
+            )
+        for t in _chain_before(self):
+            if isinstance(t, ObservationNorm) and not t.initialized:
+                raise RuntimeError(
+                    "ObservationNorms need to be initialized in the right order."
+                    "Trying to initialize an ObservationNorm while a parent ObservationNorm transform is still "
+                    "uninitialized"
+                )
         if key is None:
             key = self.in_keys[0]
         data = parent.rollout(num_iter, break_when_any_done=False).get(key)

@@ -3,7 +3,7 @@
 
 Dims are negative (counted from the end, so the same transform works for any batch size)
 unless ``allow_positive_dim=True``, in which case ``0`` is the first dim after the env's batch
-dims. A dim op that would reach into the batch dims is rejected when the transform is attached.
+dims in an env, and the first dim of the tensor outside one (TorchRL's behaviour). A dim op that would reach into the batch dims is rejected when the transform is attached.
 Specs are reshaped the same way (``Bounded`` bounds included; ``Categorical``/``Binary`` values
 are kept).
 
@@ -67,20 +67,31 @@ class _DimTransform(KeyedTransform):
     def _inv_apply_transform(self, state: torch.Tensor) -> torch.Tensor:
         return self._inverse(state, self._spec_batch_dims)
 
+    def _batch_dims(self, tensordict: TensorDictBase) -> int:
+        """Where positive dims start: after the env's batch dims in an env, after the data's own
+        batch dims of env-shaped data; data outside an env counts them from dim 0 (TorchRL)."""
+        if self.container is not None:
+            return tensordict.batch_dims
+        return 0
+
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
-        bd = next_tensordict.batch_dims
+        bd = self._batch_dims(next_tensordict)
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             value = next_tensordict.get(in_key, None)
             if value is not None:
                 next_tensordict.set(out_key, self._forward(value, bd))
+            elif not self.missing_tolerance:
+                raise self._missing(in_key, next_tensordict)
         return next_tensordict
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        bd = tensordict.batch_dims
+        bd = self._batch_dims(tensordict)
         for inner, outer in zip(self.in_keys_inv, self.out_keys_inv):
             value = tensordict.get(outer, None)
             if value is not None:
                 tensordict.set(inner, self._inverse(value, bd))
+            elif inner == outer and not self.missing_tolerance:
+                raise self._missing(outer, tensordict)
         return tensordict
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:

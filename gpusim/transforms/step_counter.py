@@ -2,9 +2,11 @@
 
 The count lives in the tensordict (``step_count``, one per done level, shape of that level's
 ``done``): a reset writes 0 (the base env's partial-reset merge keeps the count of the rows that
-are not reset), a step writes ``count + 1``. With ``max_steps``, ``truncated = count >=
-max_steps OR the env's own truncated``, and (``update_done=True``) ``done |= truncated``. Nested
-(MARL) done levels count independently.
+are not reset; without an env the transform keeps them itself), a step writes ``count + 1``.
+With ``max_steps``, ``truncated = count >= max_steps OR the env's own truncated`` (added to the
+done spec if missing) and (``update_done=True``) ``done |= truncated``; without ``max_steps`` no
+``truncated`` entry is added (TorchRL's behaviour). Nested (MARL) done levels count
+independently.
 
 Examples:
     >>> import gpusim as gs
@@ -21,7 +23,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs import _keys
 from gpusim.specs import Bounded, Categorical, Composite
-from gpusim.transforms._levels import done_levels_of, tget, tset
+from gpusim.transforms._levels import default_levels, done_levels_of, reset_mask_for, tget, tset
 from gpusim.transforms.transform import Transform
 
 __all__ = ["StepCounter"]
@@ -107,13 +109,14 @@ class StepCounter(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         plan = self._level_plan(output_spec)
         self.__dict__["_plan"] = plan
+        self.__dict__["_levels"] = done_levels_of(output_spec)
         done_spec = output_spec["full_done_spec"]
         obs_spec = output_spec["full_observation_spec"]
         devices = []
         for count_key, trunc_key, done_key, shape in plan:
             device = done_spec[done_key].device
             devices.append(device)
-            if trunc_key not in done_spec.keys(True, True):
+            if self.max_steps is not None and trunc_key not in done_spec.keys(True, True):
                 done_spec[trunc_key] = Categorical(2, shape=shape, dtype=torch.bool, device=device)
             obs_spec[count_key] = self._count_spec(shape, device)
         self.__dict__["_devices"] = devices
@@ -135,11 +138,18 @@ class StepCounter(Transform):
 
     # ------------------------------------------------------------------ data
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        levels = self.__dict__.get("_levels") or default_levels(tensordict_reset.batch_size)
         for count_key, trunc_key, done_key, shape in self._get_plan(tensordict_reset):
             done = tget(tensordict_reset, done_key)
             device = tensordict_reset.device if done is None else done.device
-            tset(tensordict_reset, count_key, torch.zeros(shape, dtype=torch.int64, device=device))
-            if tget(tensordict_reset, trunc_key) is None:
+            count = torch.zeros(shape, dtype=torch.int64, device=device)
+            prev = tget(tensordict, count_key) if tensordict is not None else None
+            rows = reset_mask_for(tensordict, count_key, levels, tensordict_reset.batch_size)
+            if prev is not None and rows is not None:  # rows not reset keep their count (also without an env)
+                rows = rows.reshape(*rows.shape, *([1] * (count.ndim - rows.ndim)))
+                count = torch.where(rows, count, prev.to(torch.int64))
+            tset(tensordict_reset, count_key, count)
+            if self.max_steps is not None and tget(tensordict_reset, trunc_key) is None:
                 tset(tensordict_reset, trunc_key, torch.zeros(shape, dtype=torch.bool, device=device))
         return tensordict_reset
 
@@ -159,9 +169,8 @@ class StepCounter(Transform):
                 truncated = hit if truncated is None else truncated | hit
                 if self.update_done and done is not None:
                     tset(next_tensordict, done_key, done | hit)
-            elif truncated is None:
-                truncated = torch.zeros_like(count, dtype=torch.bool)
-            tset(next_tensordict, trunc_key, truncated)
+            if truncated is not None:  # without max_steps, only the env's own truncated (TorchRL's behaviour)
+                tset(next_tensordict, trunc_key, truncated)
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -123,6 +123,7 @@ class Transform(nn.Module):
         super().__init__()
         self.__dict__["_container"] = None
         self.__dict__["_parent_cache"] = None
+        self.__dict__["_missing_tolerance"] = False
         self.in_keys = in_keys
         self.out_keys = out_keys
         self.in_keys_inv = in_keys_inv
@@ -215,21 +216,49 @@ class Transform(nn.Module):
             "_apply_transform (or _call/_step/_reset)"
         )
 
+    @property
+    def missing_tolerance(self) -> bool:
+        """Whether absent keys are skipped (``True``) or raise a ``KeyError`` (the default)."""
+        return self.__dict__.get("_missing_tolerance", False)
+
+    def set_missing_tolerance(self, mode: bool = False) -> None:
+        """Skip (``True``) or reject (``False``) data that lacks an ``in_key``."""
+        self.__dict__["_missing_tolerance"] = bool(mode)
+
+    def _missing(self, key: NestedKey, tensordict: TensorDictBase) -> KeyError:
+        return KeyError(
+            f"{type(self).__name__}: {key!r} not found in the data (keys: "
+            f"{sorted(map(str, tensordict.keys(True, True)))[:20]}); set_missing_tolerance(True) skips absent keys"
+        )
+
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
-        """Applies ``_apply_transform`` to every present ``in_key`` and writes ``out_key``."""
+        """Applies ``_apply_transform`` to every ``in_key`` and writes ``out_key``; an absent
+        ``in_key`` raises a ``KeyError`` unless :attr:`missing_tolerance` is set."""
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             value = next_tensordict.get(in_key, None)
             if value is not None:
                 next_tensordict.set(out_key, self._apply_transform(value))
+            elif not self.missing_tolerance:
+                raise self._missing(in_key, next_tensordict)
         return next_tensordict
+
+    def _tolerant_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """``_call`` that skips absent keys (reset outputs may lack step-only entries)."""
+        mode = self.missing_tolerance
+        self.set_missing_tolerance(True)
+        try:
+            return self._call(tensordict)
+        finally:
+            self.set_missing_tolerance(mode)
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         """Transforms the ``"next"`` data of a step (``tensordict`` is the root input)."""
         return self._call(next_tensordict)
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        """Transforms the output of a reset (``tensordict`` is the input, with its ``"_reset"``)."""
-        return self._call(tensordict_reset)
+        """Transforms the output of a reset (``tensordict`` is the input, with its ``"_reset"``);
+        default: ``_call`` that skips absent keys."""
+        return self._tolerant_call(tensordict_reset)
 
     def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
         """Preprocesses the input of ``reset`` before the base env resets (default: identity)."""
@@ -271,6 +300,8 @@ class Transform(nn.Module):
             value = tensordict.get(out_key, None)
             if value is not None:
                 tensordict.set(in_key, self._inv_apply_transform(value))
+            elif in_key == out_key and not self.missing_tolerance:
+                raise self._missing(out_key, tensordict)
         return tensordict
 
     def _has_inverse(self) -> bool:
@@ -280,6 +311,15 @@ class Transform(nn.Module):
         the answer depends on the instance (e.g. an ``_inv_call`` that is a no-op unless enabled).
         """
         return bool(self.in_keys_inv) or type(self)._inv_call is not Transform._inv_call
+
+    def _inverse_exports(self) -> list[NestedKey]:
+        """Keys the inverse writes that the caller's data keeps after a step (default: none).
+
+        ``TransformedEnv`` steps the base env on a shallow copy of the input; an inverse that
+        moves an action to the state spec (e.g. ``ActionDiscretizer`` with another
+        ``out_action_key``) lists it here so that the env copies it back into the step's input.
+        """
+        return []
 
     def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Inverse transform on a shallow copy of ``tensordict`` (the input is never written).

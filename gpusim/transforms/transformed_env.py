@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from contextlib import ContextDecorator
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -33,6 +33,7 @@ from torch import nn
 from gpusim.envs.common import TRANSFORM_HOOKS, EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.specs import Composite
+from gpusim.transforms._levels import tget, tset
 from gpusim.transforms.compose import Compose
 from gpusim.transforms.transform import Transform
 
@@ -131,6 +132,33 @@ _NO_FALLTHROUGH = frozenset(
 )
 
 
+class _CallableTransform(Transform):
+    """A function on tensordicts used as a transform (forward only; specs unchanged)."""
+
+    def __init__(self, fn: Callable[[TensorDictBase], TensorDictBase]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        out = self.fn(next_tensordict)
+        return next_tensordict if out is None else out
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._call(tensordict)
+
+    def __repr__(self) -> str:
+        return f"_CallableTransform({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+def _as_transform(transform: Any, where: str) -> Transform | None:
+    """``transform`` itself, a callable wrapped as a transform, or ``None``; raises on others."""
+    if transform is None or isinstance(transform, Transform):
+        return transform
+    if callable(transform):
+        return _CallableTransform(transform)
+    raise TypeError(f"{where}: expected a Transform or a callable on tensordicts, got {type(transform).__name__}")
+
+
 def _needs_inverse(t: Transform) -> bool:
     """Whether ``t`` (or a member of a ``Compose``) does anything on the inverse path."""
     if isinstance(t, Compose):
@@ -143,8 +171,9 @@ class TransformedEnv(EnvBase):
 
     Args:
         base_env: the base environment (an ``EnvBase``).
-        transform: a transform or ``Compose`` (``None``: an empty ``Compose``). A transform that
-            is not a ``Compose`` is wrapped in one; ``env.transform`` is always a ``Compose``.
+        transform: a transform, a ``Compose`` or a callable on tensordicts (``None``: an empty
+            ``Compose``). ``env.transform`` is the object given (a single transform is not
+            wrapped); ``append_transform``/``insert_transform`` turn it into a ``Compose``.
         cache_specs: keep the transformed specs until the chain changes (``False``: recompute
             them whenever ``input_spec``/``output_spec`` are read, to follow base-env spec
             changes).
@@ -179,10 +208,13 @@ class TransformedEnv(EnvBase):
     def __init__(
         self,
         base_env: EnvBase,
-        transform: Transform | None = None,
+        transform: Transform | Callable[[TensorDictBase], TensorDictBase] | None = None,
         cache_specs: bool = True,
         *,
         auto_unwrap: bool | None = None,
+        device: torch.device | str | None = None,
+        spec_locked: bool = True,
+        run_type_checks: bool = False,
         **kwargs: Any,
     ) -> None:
         if kwargs:
@@ -190,34 +222,44 @@ class TransformedEnv(EnvBase):
         env = base_env
         if not isinstance(env, EnvBase):
             raise TypeError(f"TransformedEnv needs an EnvBase as base_env, got {type(env).__name__}")
-        if transform is not None and not isinstance(transform, Transform):
-            raise TypeError(f"transform must be a Transform, got {type(transform).__name__}")
+        transform = _as_transform(transform, "TransformedEnv")
+        if device is not None and torch.device(device) != env.device:
+            env = env.to(device)
         inner: list[Transform] = []
         if auto_unwrap is None:
             auto_unwrap = auto_unwrap_transformed_env()
         if auto_unwrap and type(env) is TransformedEnv and type(self) is TransformedEnv:
-            inner = [t.clone() for t in env.transform]
+            current = env.transform
+            inner = [t.clone() for t in current] if type(current) is Compose else [current.clone()]
             env = env.base_env
-        super().__init__(device=env.device, batch_size=env.batch_size)
+        super().__init__(
+            device=env.device, batch_size=env.batch_size, spec_locked=spec_locked, run_type_checks=run_type_checks
+        )
         self.__dict__["_base_env"] = env
         self.__dict__["_cache_specs"] = cache_specs
         self.__dict__["_needs_inv"] = False
+        self.__dict__["_inv_exports"] = []
         self.__dict__["_batch_locked"] = env.batch_locked
         if inner:
-            transform = Compose(*inner, *([] if transform is None else [transform]))
+            more = [] if transform is None else (list(transform) if type(transform) is Compose else [transform])
+            if type(transform) is Compose:
+                for t in more:
+                    t._detach_container()
+            transform = Compose(*inner, *more)
         self._install_transform(transform)
 
     # ------------------------------------------------------------------ construction
     def _install_transform(self, transform: Transform | None) -> None:
+        """Makes ``transform`` the env's transform (``None``: an empty ``Compose``); a single
+        transform stays itself (``env.transform is t``), as in TorchRL."""
         if transform is None:
             transform = Compose()
-        elif not isinstance(transform, Compose):
-            transform = Compose(transform)
         old = self.__dict__.get("_modules", {}).get("transform")
-        transform.set_container(self)
-        if old is not None and old is not transform:
+        if old is not None and old is not transform and old.__dict__["_container"] is self:
             old._detach_container()
+        transform.set_container(self)
         self.add_module("transform", transform)
+        transform.eval()  # transforms added to an env are in eval mode (TorchRL's behaviour)
         self._refresh()
 
     def _post_init(self) -> None:
@@ -238,8 +280,10 @@ class TransformedEnv(EnvBase):
         self.__dict__["_output_spec"] = output_spec
         self.__dict__["_input_spec"] = input_spec
         self.__dict__["_batch_size"] = torch.Size(transform.transform_env_batch_size(base.batch_size))
-        self.__dict__["_device"] = torch.device(transform.transform_env_device(base.device))
+        device = transform.transform_env_device(base.device)
+        self.__dict__["_device"] = None if device is None else torch.device(device)  # None: mixed devices
         self.__dict__["_needs_inv"] = _needs_inverse(transform)
+        self.__dict__["_inv_exports"] = transform._inverse_exports()
         self._cache.clear()
         if self._spec_locked:
             self._lock_specs()
@@ -355,21 +399,31 @@ class TransformedEnv(EnvBase):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "transform" and "_base_env" in self.__dict__:
-            if not isinstance(value, Transform):
-                raise TypeError(f"transform must be a Transform, got {type(value).__name__}")
-            self._install_transform(value)
+            self._install_transform(_as_transform(value, "TransformedEnv.transform"))
             return
         super().__setattr__(name, value)
 
     # ------------------------------------------------------------------ chain edits
-    def append_transform(self, transform: Transform) -> "TransformedEnv":
-        """Appends ``transform`` to the chain (specs are recomputed); returns ``self``.
+    def _as_compose(self) -> Compose:
+        """The transform as a ``Compose`` (a single transform becomes the first member)."""
+        current = self.transform
+        if isinstance(current, Compose):
+            return current
+        current._detach_container()
+        chain = Compose(current)
+        self._install_transform(chain)
+        return chain
+
+    def append_transform(self, transform: Transform | Callable[[TensorDictBase], TensorDictBase]) -> "TransformedEnv":
+        """Appends ``transform`` (or a callable on tensordicts) to the chain; returns ``self``.
+
+        A single transform becomes a ``Compose`` of it and the new one. Specs are recomputed.
 
         Args:
             transform: the transform (it must not belong to another environment).
 
         Raises:
-            TypeError: ``transform`` is not a ``Transform``.
+            TypeError: ``transform`` is neither a ``Transform`` nor a callable.
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
@@ -378,20 +432,21 @@ class TransformedEnv(EnvBase):
             >>> env.done_keys
             ['done', 'terminated', 'truncated']
         """
-        if not isinstance(transform, Transform):
-            raise TypeError(f"append_transform takes a Transform, got {type(transform).__name__}")
-        self.transform.append(transform)
+        transform = _as_transform(transform, "append_transform")
+        if transform is None:
+            raise TypeError("append_transform takes a Transform or a callable, got None")
+        self._as_compose().append(transform)
         return self
 
-    def insert_transform(self, index: int, transform: Transform) -> "TransformedEnv":
+    def insert_transform(self, index: int, transform: Transform | Callable[[TensorDictBase], TensorDictBase]) -> "TransformedEnv":
         """Inserts ``transform`` at ``index`` of the chain (specs are recomputed); returns ``self``.
 
         Args:
             index: the position in the chain (negative indices count from the end).
-            transform: the transform.
+            transform: the transform (or a callable on tensordicts).
 
         Raises:
-            TypeError: ``transform`` is not a ``Transform``.
+            TypeError: ``transform`` is neither a ``Transform`` nor a callable.
             IndexError: ``index`` out of range.
 
         Examples:
@@ -401,21 +456,29 @@ class TransformedEnv(EnvBase):
             >>> [type(t).__name__ for t in env.transform]
             ['InitTracker', 'StepCounter']
         """
-        if not isinstance(transform, Transform):
-            raise TypeError(f"insert_transform takes a Transform, got {type(transform).__name__}")
-        self.transform.insert(index, transform)
+        transform = _as_transform(transform, "insert_transform")
+        if transform is None:
+            raise TypeError("insert_transform takes a Transform or a callable, got None")
+        self._as_compose().insert(index, transform)
         return self
 
     # ------------------------------------------------------------------ env hooks
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         transform = self.transform
         td_in = transform.inv(tensordict) if self._needs_inv else tensordict
+        for key in self._inv_exports:  # inverse outputs that the caller's data records
+            tensordict.set(key, td_in.get(key))
         next_tensordict = self.base_env._step_output(td_in)
         return transform._step(tensordict, next_tensordict)
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # the base env completed its output; transforms write complete data
         next_td = self._step(tensordict)
+        for key in self._echo_state_keys:  # state entries of the transforms (the base env echoes its own)
+            if tget(next_td, key) is None:
+                value = tget(tensordict, key)
+                if value is not None:
+                    tset(next_td, key, value)
         if self.run_type_checks:
             self._type_check(next_td)
         return next_td
@@ -426,8 +489,7 @@ class TransformedEnv(EnvBase):
         as ``step_count`` may be missing: the transforms start it)."""
         cached = self._cache.get("_input_checks")
         if cached is None:
-            spec = self.full_action_spec
-            actions = [(k, spec[k].shape, spec[k].dtype) for k in self.action_keys]
+            actions = self._action_checks()
             own = set(self.state_keys)
             states = [k for k in self.base_env._input_checks[1] if k in own]
             cached = self._cache["_input_checks"] = (actions, states)

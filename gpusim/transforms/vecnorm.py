@@ -16,8 +16,8 @@ With ``decay=1.0`` this is the exact running mean and the biased (population) st
 of every value seen. ``eps`` floors the variance (so the std is at least ``sqrt(eps)``). The
 batch dims reduced over are the env's batch dims (per-agent statistics are kept for nested MARL
 keys). A reset adds the values of the reset rows only (read from the ``"_reset"`` masks,
-without decay) and normalizes; a frozen transform (``freeze()``, or ``eval()`` mode) only
-normalizes.
+without decay) and normalizes; a frozen transform (``freeze()``) only normalizes. The module's
+train/eval mode does not matter (transforms added to an env are in eval mode, as in TorchRL).
 
 Sharing: :meth:`VecNorm.build_td_for_shared_vecnorm` builds a statistics TensorDict in shared
 memory; every ``VecNorm(shared_td=td)`` (in this process or in workers) updates the same
@@ -321,7 +321,7 @@ class VecNorm(Transform):
         return self
 
     def _updating(self) -> bool:
-        return self.training and not self.frozen
+        return not self.frozen
 
     def _stats_for(self, key: NestedKey, x: torch.Tensor, batch_ndim: int):
         stats = self.__dict__["_stats"]

@@ -13,7 +13,7 @@ from tensordict import TensorDict
 
 import gpusim as gs
 from gpusim.envs.common import EnvBase
-from gpusim.specs import Bounded, Categorical, Composite, Unbounded
+from gpusim.specs import Bounded, Categorical, Composite, MultiCategorical, Unbounded
 
 
 def test_cartpole_action_with_an_extra_dim_is_rejected_not_broadcast():
@@ -182,3 +182,32 @@ def test_checks_follow_a_changed_action_spec():
     env.action_spec = Categorical(2, shape=(2,), dtype=torch.int32)
     with pytest.raises(TypeError, match="expected torch.int32"):
         env.step(td.clone().set("action", torch.zeros(2, dtype=torch.long)))
+
+
+class _SingletonMultiCategoricalEnv(EnvBase):
+    """Unbatched, with a MultiCategorical action of shape [1] (whose samples drop the dim)."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_spec = Composite(obs=Unbounded((1,)))
+        self.action_spec = MultiCategorical([3])
+
+    def _reset(self, td):
+        return TensorDict({"obs": torch.zeros(1), "done": torch.zeros(1, dtype=torch.bool)}, [])
+
+    def _step(self, td):
+        obs = td["action"].reshape(1).float()
+        return TensorDict({"obs": obs, "reward": obs.clone(), "done": torch.zeros(1, dtype=torch.bool)}, [])
+
+    def _set_seed(self, seed):
+        pass
+
+
+def test_singleton_multicategorical_accepts_its_own_samples_and_nothing_else():
+    env = _SingletonMultiCategoricalEnv()
+    assert env.action_spec.rand().shape == ()  # TorchRL's remove_singleton
+    td = env.rand_step(env.reset())  # the spec's own (squeezed) sample steps
+    assert td["next", "obs"].shape == (1,)
+    env.step(env.reset().set("action", torch.ones(1, dtype=torch.long)))  # the full shape too
+    with pytest.raises(ValueError, match=r"'action' has shape \[1, 1\], expected \[1\]"):
+        env.step(env.reset().set("action", torch.ones(1, 1, dtype=torch.long)))

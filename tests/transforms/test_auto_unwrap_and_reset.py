@@ -83,7 +83,7 @@ class _Loop(gs.EnvBase):
 
 def test_auto_reset_kwarg():
     env = _Loop(3, auto_reset=True)
-    assert isinstance(env, gs.AutoResetEnv) and isinstance(env.transform[0], gs.AutoResetTransform)
+    assert isinstance(env, gs.AutoResetEnv) and isinstance(env.transform, gs.AutoResetTransform)
     policy = lambda td: td.set("action", torch.ones(1, dtype=torch.long))  # noqa: E731
     r = env.rollout(10, policy, break_when_any_done=False)
     done = r["next", "done"].squeeze(-1)

@@ -64,10 +64,13 @@ def test_apply_transform_default_raises_naming_the_class():
         Transform(in_keys=["a"])(TensorDict({"a": torch.zeros(1)}, [1]))
 
 
-def test_forward_applies_to_present_keys_only():
+def test_forward_rejects_absent_keys_unless_tolerant():
     t = AddConst(1.0, in_keys=["a", "missing"], out_keys=["b", "c"])
+    with pytest.raises(KeyError, match="'missing'"):
+        t(TensorDict({"a": torch.zeros(2)}, [2]))
+    t.set_missing_tolerance(True)
     td = t(TensorDict({"a": torch.zeros(2)}, [2]))
-    assert torch.equal(td["b"], torch.ones(2)) and "c" not in td.keys()
+    assert torch.equal(td["b"], torch.ones(2)) and "c" not in td.keys() and t.missing_tolerance
 
 
 def test_inv_never_writes_into_its_input():
@@ -80,7 +83,7 @@ def test_inv_never_writes_into_its_input():
 
 def test_clone_has_no_parent_and_shares_buffers():
     env = TransformedEnv(StatelessCounter(batch_size=[2]), AddConst(1.0, in_keys=["observation"]))
-    t = env.transform[0]
+    t = env.transform  # a single transform is not wrapped (TorchRL's behaviour)
     assert t.parent is not None
     c = t.clone()
     assert c.parent is None and c.container is None
@@ -97,7 +100,7 @@ def test_reusing_a_transform_with_a_parent_raises_clone_works():
     with pytest.raises(RuntimeError, match="clone"):
         TransformedEnv(StatelessCounter(batch_size=[2]), third)
     env2 = TransformedEnv(StatelessCounter(batch_size=[2]), third.clone())
-    assert env2.transform[0].parent is not None
+    assert env2.transform.parent is not None
 
 
 def test_parent_is_the_env_up_to_the_transform():
@@ -180,7 +183,7 @@ def test_transformed_env_inherits_batch_device_and_keeps_contract(batch):
     env = TransformedEnv(base, AddConst(1.0, in_keys=["observation"], out_keys=["o"]))
     assert env.batch_size == base.batch_size and env.device == base.device
     assert env.auto_reset_mode is base.auto_reset_mode and env.functional_step is base.functional_step
-    assert isinstance(env.transform, Compose)
+    assert isinstance(env.transform, AddConst) and env.transform.container is env
     check_env_specs(env)
     # the base env's specs are not modified
     assert "o" not in base.observation_keys
@@ -201,7 +204,7 @@ def test_auto_unwrap_flattens_and_shares_buffers():
     inner = TransformedEnv(StatelessCounter(batch_size=[2]), AddConst(1.0, in_keys=["observation"], out_keys=["a"]))
     outer = TransformedEnv(inner, StepCounter())
     assert outer.base_env is inner.base_env
-    assert len(outer.transform) == 2 and outer.transform[0].calls is inner.transform[0].calls
+    assert len(outer.transform) == 2 and outer.transform[0].calls is inner.transform.calls
     nested = TransformedEnv(inner, StepCounter(), auto_unwrap=False)
     assert nested.base_env is inner
     check_env_specs(nested)
@@ -216,7 +219,7 @@ def test_set_seed_returns_next_seed_and_seeds_transforms():
     env = TransformedEnv(StatelessCounter(batch_size=[2]), Seeded())
     base_next = StatelessCounter(batch_size=[2]).set_seed(3)
     out = env.set_seed(3)
-    assert env.transform[0].seen == base_next and out == base_next + 1
+    assert env.transform.seen == base_next and out == base_next + 1
     with pytest.raises(TypeError):
         env.set_seed("3")
 
@@ -224,7 +227,10 @@ def test_set_seed_returns_next_seed_and_seeds_transforms():
 def test_transform_setter_and_kwargs_rejected():
     env = TransformedEnv(StatelessCounter(batch_size=[2]))
     env.transform = StepCounter()
-    assert isinstance(env.transform, Compose) and "step_count" in env.observation_keys
+    assert isinstance(env.transform, StepCounter) and "step_count" in env.observation_keys
+    env.append_transform(lambda td: td)  # a callable becomes a transform; the chain a Compose
+    assert isinstance(env.transform, Compose) and len(env.transform) == 2
+    assert env.transform[0].container is env and not env.transform.training  # eval mode in an env
     with pytest.raises(TypeError, match="unexpected"):
         TransformedEnv(StatelessCounter(), bogus=1)
     with pytest.raises(TypeError):
@@ -233,9 +239,9 @@ def test_transform_setter_and_kwargs_rejected():
 
 def test_to_moves_buffers_and_state_dict_holds_transform_state():
     env = TransformedEnv(StatelessCounter(batch_size=[2]), AddConst(1.0, in_keys=["observation"]))
-    assert "transform.transforms.0.calls" in env.state_dict()
+    assert "transform.calls" in env.state_dict()
     env.to("cpu")
-    assert env.device == torch.device("cpu") and env.transform[0].calls.device.type == "cpu"
+    assert env.device == torch.device("cpu") and env.transform.calls.device.type == "cpu"
 
 
 def test_transformed_native_env_keeps_the_seeded_reset_stream():

@@ -129,5 +129,6 @@ def test_channels_checked_when_attached():
     # GrayScale on channels-last uint8 images: dim -3 is H (6), not channels
     with pytest.raises(ValueError, match="got 6"):
         TransformedEnv(PixelEnv((2,), H=H, W=W), GrayScale())
-    with pytest.raises(KeyError, match="'rgb'"):
-        TransformedEnv(PixelEnv((2,), H=H, W=W), Resize(4, in_keys=["rgb"]))
+    env = TransformedEnv(PixelEnv((2,), H=H, W=W), Resize(4, in_keys=["rgb"]))  # absent keys: specs unchanged
+    with pytest.raises(KeyError, match="'rgb'"):  # ... and the first step names the key
+        env.rand_step(env.reset())

@@ -43,7 +43,7 @@ def test_video_recorder_records_every_frame_of_a_rollout(batch):
     logger = ListLogger()
     env = TransformedEnv(PixelEnv(batch, H=H, W=W), VideoRecorder(logger, "run", skip=1, make_grid=False, fps=7))
     td = env.rollout(4, break_when_any_done=False)
-    env.transform[0].dump()
+    env.transform.dump()
     (name, video, step, kwargs) = logger.videos[0]
     assert name == "run" and step == 0 and kwargs == {"fps": 7}
     # the reset frame, then one frame per step
@@ -52,7 +52,7 @@ def test_video_recorder_records_every_frame_of_a_rollout(batch):
     if not batch:
         expected = expected.unsqueeze(0)
     assert video.dtype == torch.uint8 and torch.equal(video, expected)
-    assert env.transform[0].frames["pixels"] == []  # dump forgets the frames
+    assert env.transform.frames["pixels"] == []  # dump forgets the frames
 
 
 @pytest.mark.parametrize("batch", [(7,), (3, 4)])
@@ -60,7 +60,7 @@ def test_video_recorder_grid_for_batched_envs(batch):
     logger = ListLogger()
     env = TransformedEnv(PixelEnv(batch, H=H, W=W), VideoRecorder(logger, "grid", skip=1))
     td = env.rollout(2, break_when_any_done=False)
-    env.transform[0].dump()
+    env.transform.dump()
     video = logger.videos[0][1]
     first = td["pixels"][..., 0, :, :, :].movedim(-1, -3).reshape(-1, 3, H, W)
     assert video.shape[:2] == (1, 3)
@@ -71,11 +71,11 @@ def test_video_recorder_skip_defaults_and_counts():
     logger = ListLogger()
     single = TransformedEnv(PixelEnv((), H=H, W=W), VideoRecorder(logger, "s"))
     single.rollout(6, break_when_any_done=False)
-    single.transform[0].dump()
+    single.transform.dump()
     assert logger.videos[-1][1].shape[1] == 1 + 3  # reset + every 2nd of 6 steps
     batched = TransformedEnv(PixelEnv((2,), H=H, W=W), VideoRecorder(logger, "b"))
     batched.rollout(6, break_when_any_done=False)
-    batched.transform[0].dump()
+    batched.transform.dump()
     assert logger.videos[-1][1].shape[1] == 1 + 6
 
 
@@ -96,7 +96,7 @@ def test_video_recorder_partial_resets_are_not_frames():
     logger = ListLogger()
     env = TransformedEnv(PixelEnv((3,), H=H, W=W), VideoRecorder(logger, "p", skip=1, make_grid=False))
     env.rollout(12, break_when_any_done=False)  # done after 5 steps: auto-resets happen
-    env.transform[0].dump()
+    env.transform.dump()
     assert logger.videos[0][1].shape[1] == 1 + 12
 
 
@@ -125,7 +125,7 @@ def test_csv_logger_files(tmp_path, fmt):
     logger = CSVLogger("exp", log_dir=tmp_path, video_format=fmt, video_fps=12)
     env = TransformedEnv(PixelEnv((2,), H=H, W=W), VideoRecorder(logger, "vid", skip=1))
     env.rollout(3, break_when_any_done=False)
-    path = env.transform[0].dump()
+    path = env.transform.dump()
     assert path == tmp_path / "exp" / "videos" / f"vid_0.{fmt}"
     video = torch.load(path, weights_only=True) if fmt == "pt" else torch.from_numpy(np.load(path))
     assert video.dtype == torch.uint8 and video.shape[:2] == (1, 4)

@@ -185,7 +185,8 @@ def test_cat_frames_online_equals_offline(padding):
         return td
 
     td_on = online.rollout(12, p1, break_when_any_done=False)
-    td_off = CatFrames(3, dim=-1, in_keys=["observation"], out_keys=["stack"], **kw)(base.rollout(12, p2, break_when_any_done=False))
+    offline = CatFrames(3, dim=-1, in_keys=["observation", ("next", "observation")], out_keys=["stack", ("next", "stack")], **kw)
+    td_off = offline(base.rollout(12, p2, break_when_any_done=False))
     assert td_on["next", "done"].any()  # episodes restart inside the data
     assert torch.equal(td_on["stack"], td_off["stack"])
     assert torch.equal(td_on["next", "stack"], td_off["next", "stack"])
@@ -194,7 +195,8 @@ def test_cat_frames_online_equals_offline(padding):
 def test_cat_frames_specs_and_image_dim():
     env = TransformedEnv(StatelessCounter(batch_size=(2,)), CatFrames(4, dim=-1, in_keys=["observation"]))
     assert env.observation_spec["observation"].shape == (2, 4)
-    img = TensorDict({"pixels": torch.arange(2 * 3 * 1 * 2 * 2.0).reshape(2, 3, 1, 2, 2)}, [2, 3])
+    img = TensorDict({"pixels": torch.arange(2 * 3 * 1 * 2 * 2.0).reshape(2, 3, 1, 2, 2)}, [2, 3], names=[None, "time"])
+    img["next", "done"] = torch.zeros(2, 3, 1, dtype=torch.bool)
     pix = img["pixels"].clone()
     out = CatFrames(2, dim=-3)(img)
     assert out["pixels"].shape == (2, 3, 2, 2, 2)
@@ -211,12 +213,12 @@ def test_cat_frames_specs_and_image_dim():
 def test_cat_frames_buffer_preallocated_and_updated_in_place():
     t = CatFrames(2, dim=-1, in_keys=["observation"])
     env = TransformedEnv(StatelessCounter(batch_size=(3,)), t)
-    buf = t._cat_buffer_0
+    buf = t._cat_buffers_observation
     assert buf.shape == (3, 2)
     td = env.rollout(3, _const_policy(1))
-    assert t._cat_buffer_0 is buf  # same storage after steps and resets
+    assert t._cat_buffers_observation is buf  # same storage after steps and resets
     assert torch.equal(buf, td["next", "observation"][:, -1])
-    assert t.clone()._cat_buffer_0 is buf
+    assert t.clone()._cat_buffers_observation is buf
 
 
 # ---------------------------------------------------------------------------------- VecNorm
@@ -239,7 +241,7 @@ def test_vecnorm_decay_one_is_exact_running_mean_and_biased_std():
     torch.manual_seed(0)
     td0 = base.rollout(15, break_when_any_done=False)
     seen = _all_seen(td0, 5)
-    vn = env.transform[0]
+    vn = env.transform
     torch.testing.assert_close(vn.loc["observation"], seen.mean(0))
     torch.testing.assert_close(vn.scale["observation"], seen.std(0, unbiased=False))
     # the last normalized observation uses the statistics after that step's update
@@ -247,22 +249,20 @@ def test_vecnorm_decay_one_is_exact_running_mean_and_biased_std():
     assert last.shape == (5, 1) and torch.isfinite(last).all()
 
 
-def test_vecnorm_state_dict_roundtrip_freeze_and_eval():
+def test_vecnorm_state_dict_roundtrip_and_freeze():
     env = TransformedEnv(StatelessCounter(batch_size=(4,), max_count=3), VecNorm(in_keys=["observation"]))
     env.rollout(5, break_when_any_done=False)
-    vn = env.transform[0]
+    vn = env.transform
     sd = env.state_dict()
     fresh = TransformedEnv(StatelessCounter(batch_size=(4,), max_count=3), VecNorm(in_keys=["observation"]))
     fresh.load_state_dict(sd)
-    assert torch.equal(fresh.transform[0].stats["observation_sum"], vn.stats["observation_sum"])
+    assert torch.equal(fresh.transform.stats["observation_sum"], vn.stats["observation_sum"])
     stats = vn.stats.clone()
     vn.freeze()
     env.rollout(3, break_when_any_done=False)
     assert (vn.stats == stats).all()
-    vn.unfreeze().eval()
-    env.rollout(3, break_when_any_done=False)
-    assert (vn.stats == stats).all()
-    vn.train()
+    vn.unfreeze()
+    assert not vn.training  # added to an env: eval mode, which does not freeze the statistics
     env.rollout(2, break_when_any_done=False)
     assert not (vn.stats == stats).all()
     frozen = vn.frozen_copy()
@@ -292,7 +292,7 @@ def test_vecnorm_shared_statistics_across_envs_and_processes():
     proc.join(30)
     assert proc.exitcode == 0
     assert shared["observation_count"].item() == 12.0 and shared["observation_sum"].item() == 6.0
-    assert a.transform[0].stats["observation_count"].item() == 12.0
+    assert a.transform.stats["observation_count"].item() == 12.0
     with pytest.raises(ValueError, match="reward_sum"):
         VecNorm(in_keys=["reward"], shared_td=shared)
 

@@ -40,5 +40,5 @@ def test_compiled_step_and_maybe_reset_matches_eager():
         torch.testing.assert_close(out_c["next", "episode_reward"], out_e["next", "episode_reward"])
     assert saw_done
     # the buffers and statistics were updated in place by the compiled graph too
-    torch.testing.assert_close(env_c.transform[3]._cat_buffer_0, env_e.transform[3]._cat_buffer_0)
+    torch.testing.assert_close(env_c.transform[3]._cat_buffers_observation, env_e.transform[3]._cat_buffers_observation)
     torch.testing.assert_close(env_c.transform[4].stats, env_e.transform[4].stats)

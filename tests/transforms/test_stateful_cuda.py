@@ -60,4 +60,4 @@ def test_cuda_matches_cpu(batch):
                 else:
                     assert torch.equal(got, want), (t, k)
     assert envs["cuda"].transform[6].stats["observation_sum"].is_cuda
-    assert envs["cuda"].transform[3]._cat_buffer_0.is_cuda
+    assert envs["cuda"].transform[3]._cat_buffers_observation.is_cuda

@@ -159,5 +159,5 @@ def test_check_env_specs_recorders(kind, batch, tmp_path):
 @pytest.mark.parametrize("batch", [(1,), (1000,)], ids=["B1", "B1000"])
 def test_check_env_specs_init_stats(batch):
     env = TransformedEnv(_vec(batch), ObservationNorm(in_keys=["observation"]))
-    env.transform[0].init_stats(5, reduce_dim=(0, 1))
+    env.transform.init_stats(5, reduce_dim=(0, 1), cat_dim=1)
     check_env_specs(env)

@@ -26,7 +26,7 @@ def _float_leaves(td):
 @pytest.mark.parametrize("batch", BATCHES)
 def test_double_to_float_auto_keys(batch):
     env = TransformedEnv(VectorEnv(batch, dtype=torch.float64), DoubleToFloat())
-    t = env.transform[0]
+    t = env.transform
     assert set(t.in_keys) == {"observation", "bounded", ("nested", "obs"), "reward", "state"}
     assert set(t.in_keys_inv) == {"action", "state"}
     # every float spec the outside sees is float32, bounds included
@@ -107,17 +107,25 @@ def test_cast_of_a_key_with_another_dtype_raises_when_attached():
 @pytest.mark.parametrize("batch", BATCHES)
 def test_device_cast_cpu_roundtrip(batch):
     env = TransformedEnv(VectorEnv(batch), DeviceCastTransform("cpu"))
-    assert env.device == torch.device("cpu") and env.transform[0].orig_device == torch.device("cpu")
+    assert env.device == torch.device("cpu") and env.transform.orig_device == torch.device("cpu")
     td = env.rollout(3)
     assert td.device == torch.device("cpu")
 
 
-def test_device_cast_keys_mode_keeps_env_device_and_moves_only_keys():
+def test_device_cast_keys_mode_moves_only_keys_and_leaves_the_env_without_a_device():
     t = DeviceCastTransform("cpu", in_keys=["observation"], in_keys_inv=["action"])
     env = TransformedEnv(VectorEnv((2,)), t)
-    assert env.device == torch.device("cpu")
+    assert env.device is None  # mixed devices (TorchRL's behaviour)
     assert env.observation_spec["observation"].device == torch.device("cpu")
-    env.rollout(2)
+    td = env.rollout(2)
+    assert td["next", "observation"].device == torch.device("cpu")
+    from gpusim.envs.checks import check_env_specs
+
+    check_env_specs(env)
+    out = DeviceCastTransform("cpu:1", "cpu:0", in_keys=["a"], out_keys=["b"])._call(
+        TensorDict({"a": torch.zeros(())}, [], device="cpu:0")
+    )
+    assert out.device is None
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -56,7 +56,7 @@ def test_cat_tensors_bounded_parts_keep_bounds_and_del_keys_false(batch):
 
 def test_cat_tensors_auto_keys_and_unsqueeze_if_oor():
     env = TransformedEnv(VectorEnv((4,)), CatTensors())
-    assert env.transform[0].in_keys == ["bounded", ("nested", "obs"), "observation"]
+    assert env.transform.in_keys == ["bounded", ("nested", "obs"), "observation"]
     assert env.observation_spec["observation_vector"].shape == (4, 7)
     t = CatTensors(["a", "b"], out_key="ab", unsqueeze_if_oor=True)
     out = t(TensorDict({"a": torch.zeros(5), "b": torch.ones(5, 2)}, [5]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tensordict import TensorDict
 
 from gpusim.specs import Bounded, Categorical
 from gpusim.transforms import (
@@ -124,9 +125,22 @@ def test_bad_dims_raise_at_construction(make, match):
         (lambda: SqueezeTransform(-1, in_keys=["observation"]), "not a dim of size 1"),
         (lambda: UnsqueezeTransform(-3, in_keys=["observation"]), "batch dims"),
         (lambda: UnsqueezeTransform(-5, in_keys=["observation"]), "'observation'"),
-        (lambda: UnsqueezeTransform(-1, in_keys=["nope"]), "'nope'"),
     ],
 )
 def test_bad_dims_raise_when_attached(make, match):
     with pytest.raises((ValueError, KeyError), match=match):
         TransformedEnv(VectorEnv((2,)), make())
+
+
+def test_positive_dims_count_from_the_tensor_outside_an_env_and_after_the_batch_inside():
+    td = TensorDict({"x": torch.zeros(2, 1, 3)}, [2])
+    assert SqueezeTransform(1, in_keys=["x"], allow_positive_dim=True)(td.clone())["x"].shape == (2, 3)
+    assert SqueezeTransform(0, in_keys=["x"], allow_positive_dim=True)(td.clone())["x"].shape == (2, 1, 3)  # size 2: kept
+    assert UnsqueezeTransform(0, in_keys=["x"], allow_positive_dim=True)(TensorDict({"x": torch.zeros(2, 3)}, []))["x"].shape == (1, 2, 3)
+    inv = SqueezeTransform(1, in_keys_inv=["x"], allow_positive_dim=True).inv(TensorDict({"x": torch.zeros(2, 3)}, [2]))
+    assert inv["x"].shape == (2, 1, 3)
+    env = TransformedEnv(VectorEnv((2,)), UnsqueezeTransform(0, in_keys=["observation"], allow_positive_dim=True))
+    assert env.observation_spec["observation"].shape == (2, 1, 3)
+    assert env.rollout(2)["next", "observation"].shape == (2, 2, 1, 3)
+    with pytest.raises(KeyError, match="'y'"):
+        SqueezeTransform(-1, in_keys=["y"])(td.clone())

@@ -144,7 +144,7 @@ def test_env_creator_shares_vecnorm_statistics_through_serial_env():
     env.rollout(4, break_when_any_done=False)
     # 2 workers x (1 reset + 4 steps) rows, all counted in the creator's shared statistics
     assert stats["observation_count"].item() == pytest.approx(10.0)
-    vecnorms = [w.transform[0] for w in env._envs]
+    vecnorms = [w.transform for w in env._envs]
     assert all(v.stats["observation_count"].data_ptr() == stats["observation_count"].data_ptr() for v in vecnorms)
 
 
@@ -158,7 +158,7 @@ def test_shared_state_needs_the_same_module_structure():
 def test_shared_counter_transform_is_a_plain_transform():
     env = TransformedEnv(CountingEnv(), SharedCounter())
     env.rollout(2, break_when_any_done=False)
-    assert env.transform[0].calls.item() == 2
+    assert env.transform.calls.item() == 2
 
 
 def test_metadata_constructor_validates_its_arguments():
