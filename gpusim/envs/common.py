@@ -827,7 +827,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             compile: run ``policy + step_and_maybe_reset`` through ``torch.compile(fullgraph=True)``
                 (a dict is forwarded to :meth:`compile`); non-stop rollouts only
                 (``break_when_any_done=False``), without callback or ``set_truncated``. The
-                compiled function is cached on the env for this policy.
+                compiled function is cached on the env for this policy. To continue where a
+                compiled rollout ended, pass ``auto_reset=False,
+                tensordict=env.compile(policy).last_root()`` (same options as ``compile``): the
+                episodes go on, nothing is recompiled.
 
         Returns:
             A tensordict of shape ``[*batch_size, T]`` whose last dim is named ``"time"``.
@@ -840,16 +843,17 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             raise ValueError("break_when_any_done and break_when_all_done cannot both be True")
         if compile:
             bad = {
-                "break_when_any_done": break_when_any_done,
-                "break_when_all_done": bool(break_when_all_done),
+                "break_when_any_done=True": break_when_any_done,
+                "break_when_all_done=True": bool(break_when_all_done),
                 "callback": callback is not None,
-                "set_truncated": set_truncated,
+                "set_truncated=True": set_truncated,
             }
             bad = [name for name, value in bad.items() if value]
             if bad:
                 raise ValueError(
-                    f"rollout(compile=True) runs non-stop rollouts only: unset {bad} "
-                    "(and pass break_when_any_done=False)"
+                    "rollout(compile=True) runs non-stop rollouts only (finished episodes are reset "
+                    f"inside the compiled loop), so it cannot take {', '.join(bad)}: call "
+                    f"env.rollout({max_steps}, policy, compile=True, break_when_any_done=False)"
                 )
             runner = self.compile(policy, **(compile if isinstance(compile, dict) else {}))
             return runner(max_steps, tensordict=tensordict, auto_reset=auto_reset)
@@ -925,9 +929,17 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """A compiled ``policy + step_and_maybe_reset`` loop, cached per policy and options.
 
         The returned :class:`~gpusim.envs.compiled.CompiledRollout` is called as
-        ``runner(max_steps)`` for a ``[*B, T]`` rollout, or ``runner.step(td)`` for one compiled
-        step. Keyword arguments are those of ``CompiledRollout`` (``steps_per_call``, ``mode``,
-        ``torch.compile`` options).
+        ``runner(max_steps)`` for a ``[*B, T]`` rollout, ``runner.run(max_steps, root)`` for
+        ``(data, next_root)`` (continue by passing ``next_root`` back), or ``runner.step(td)``
+        for one compiled step. Keyword arguments are those of ``CompiledRollout``
+        (``steps_per_call``, ``mode``, ``verbose``, ``torch.compile`` options).
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[4], seed=0)
+            >>> runner = env.compile(verbose=False)
+            >>> env.compile(verbose=False) is runner
+            True
         """
         from gpusim.envs.compiled import CompiledRollout
 
