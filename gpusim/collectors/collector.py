@@ -3,7 +3,8 @@ on gpusim envs, from an eager or a compiled engine.
 
 The collector steps one batched env with a policy ``frames_per_batch`` frames at a time and
 yields the data laid out like ``env.rollout``'s (``[*batch_size, T]``, last dim ``"time"``) plus
-TorchRL's ``("collector", "traj_ids")``. Episodes carry over from one batch to the next (unless
+TorchRL's ``("collector", "traj_ids")``, collected under ``torch.no_grad()`` as TorchRL's
+collectors do. Episodes carry over from one batch to the next (unless
 ``reset_at_each_iter``). The policy is called as it is at each batch: a training loop that
 updates its weights in place (an optimizer step) is read by the next batch, in both engines.
 
@@ -90,12 +91,29 @@ def _takes_tensordict(module: nn.Module) -> bool:
     return isinstance(ann, type) and issubclass(ann, TensorDictBase)
 
 
+def _tensor_in_keys(module: nn.Module, env: EnvBase) -> list:
+    """The observation keys a tensor-to-tensor module reads: its forward's required argument
+    names when they are all observation keys (TorchRL's rule), else ``"observation"`` for a
+    module of one argument."""
+    params = inspect.signature(module.forward).parameters
+    required = [n for n, p in params.items() if p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD]
+    obs = {k for k in env.observation_keys if isinstance(k, str)}
+    if required and set(required) <= obs:
+        return required
+    if len(required) == 1 and "observation" in obs:
+        return ["observation"]
+    raise TypeError(
+        f"policy {type(module).__name__} takes tensors {required}, which are not observation keys of the env "
+        f"{sorted(map(str, env.observation_keys))}: wrap it in a TensorDictModule with its in_keys/out_keys"
+    )
+
+
 def _as_policy(policy: Any, env: EnvBase) -> Callable[[TensorDictBase], TensorDictBase] | None:
     if policy is None or isinstance(policy, TensorDictModuleBase):
         return policy
     if isinstance(policy, nn.Module) and not _takes_tensordict(policy):
         # a tensor-to-tensor module: read the observations, write the actions
-        return TensorDictModule(policy, in_keys=list(env.observation_keys), out_keys=list(env.action_keys))
+        return TensorDictModule(policy, in_keys=_tensor_in_keys(policy, env), out_keys=list(env.action_keys))
     if not callable(policy):
         raise TypeError(f"policy must be a callable reading and writing a tensordict (or None), got {type(policy).__name__}")
     return policy
@@ -118,8 +136,9 @@ class Collector:
             ``frames_per_batch / batch_size.numel()``) or a callable that returns one.
         policy: a callable reading and writing a tensordict (a ``TensorDictModule``, a
             ``ProbabilisticTensorDictSequential``, a function); an ``nn.Module`` whose forward
-            takes tensors is wrapped to read the observations and write the actions. ``None``:
-            uniform random actions.
+            takes tensors is wrapped in a ``TensorDictModule`` writing the actions and reading
+            the observation keys its arguments are named after (TorchRL's rule), or
+            ``"observation"`` when it takes one tensor. ``None``: uniform random actions.
 
     Keyword Args:
         frames_per_batch: frames (env steps summed over the batch) per yielded batch; rounded up
@@ -143,7 +162,7 @@ class Collector:
         track_traj_ids: write ``("collector", "traj_ids")`` (unique per trajectory, the same
             across batches for a trajectory that spans them).
         compile: ``False`` (eager engine), ``True`` or a dict (compiled engine). Dict keys:
-            ``steps_per_call`` (steps fused per compiled call; default 4 up to 64 envs, else 1,
+            ``steps_per_call`` (steps fused per compiled call; default 2 up to 64 envs, else 1,
             reduced to a divisor of ``T``), ``mode`` (``torch.compile`` mode; default
             ``"reduce-overhead"`` on CUDA), ``verbose`` (compile start/end lines), and other
             ``torch.compile`` options.
@@ -303,7 +322,7 @@ class Collector:
         if self._root is None:
             self._root = env.reset()
         random_batch = self._frames < self.init_random_frames
-        with set_interaction_type(self.exploration_type), set_exploration_type(self.exploration_type.value):
+        with torch.no_grad(), set_interaction_type(self.exploration_type), set_exploration_type(self.exploration_type.value):
             if random_batch:
                 data, self._root = self._eager(self._root, env.rand_action)
             elif self.compiled:

@@ -1,0 +1,61 @@
+"""PPO on CartPole-v1 with gpusim's Collector (eager, or ``--compile`` for the compiled engine).
+
+Run in full (``python examples/ppo_cartpole.py [--compile]``) it reaches CartPole's bar: a mean
+return of at least 475 over 20 evaluation episodes (deterministic policy). ``--smoke`` runs two
+tiny iterations (what CI does).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _ppo import Actor, PPOConfig, common_args, evaluate, mlp, train  # noqa: E402
+
+import gpusim as gs  # noqa: E402
+
+BAR = 475.0
+
+#: the hyperparameters (also used by benchmarks/bench_training.py)
+CONFIG = PPOConfig(num_envs=64, steps=32, total_frames=300_000, epochs=4, minibatches=4, lr=2.5e-3, gamma=0.99, lam=0.95, clip=0.2, ent_coef=0.0)
+
+
+def make_agent(seed: int) -> tuple[Actor, torch.nn.Module]:
+    torch.manual_seed(seed)
+    actor = Actor(mlp(4, 2, out_std=0.01), discrete=True)
+    critic = mlp(4, 1, out_std=1.0)
+    return actor, critic
+
+
+def main(argv=None) -> float:
+    args = common_args(__doc__.splitlines()[0], CONFIG.total_frames).parse_args(argv)
+    torch.set_num_threads(args.threads)
+    cfg = CONFIG
+    if args.smoke:
+        cfg = PPOConfig(**{**cfg.__dict__, "num_envs": 8, "steps": 8, "total_frames": 2 * 8 * 8})
+    else:
+        cfg = PPOConfig(**{**cfg.__dict__, "total_frames": args.total_frames})
+    actor, critic = make_agent(args.seed)
+    env = gs.make("CartPole-v1", num_envs=cfg.num_envs, seed=args.seed)
+    collector = gs.Collector(env, actor, frames_per_batch=cfg.num_envs * cfg.steps, total_frames=cfg.total_frames, compile=args.compile)
+    start = time.perf_counter()
+    train(collector, actor, critic, cfg, log_every=1 if args.smoke else 5)
+    elapsed = time.perf_counter() - start
+    compile_s = collector._runner.compile_seconds if collector._runner is not None else 0.0
+    collector.shutdown()
+    returns = evaluate(gs.make("CartPole-v1", num_envs=20, seed=args.seed + 1000), actor, 500)
+    mean = float(returns.mean())
+    verdict = "reached" if mean >= BAR else "not reached"
+    print(
+        f"CartPole-v1 PPO ({'compiled' if args.compile else 'eager'}): {cfg.total_frames} frames in {elapsed:.0f} s "
+        f"(compile {compile_s:.0f} s); evaluation mean return over 20 episodes {mean:.1f} (bar {BAR:.0f}: {verdict})"
+    )
+    return mean
+
+
+if __name__ == "__main__":
+    main()
