@@ -40,6 +40,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import warnings
@@ -322,7 +323,7 @@ class Collector:
         if self._root is None:
             self._root = env.reset()
         random_batch = self._frames < self.init_random_frames
-        with torch.no_grad(), set_interaction_type(self.exploration_type), set_exploration_type(self.exploration_type.value):
+        with torch.no_grad(), set_interaction_type(self.exploration_type), self._gpusim_exploration():
             if random_batch:
                 data, self._root = self._eager(self._root, env.rand_action)
             elif self.compiled:
@@ -343,6 +344,12 @@ class Collector:
         if self.postproc is not None:
             data = self.postproc(data)
         return data
+
+    def _gpusim_exploration(self) -> Any:
+        """gpusim's own exploration switch, set alongside tensordict's (it has no ``median``)."""
+        names = {t.value for t in ExplorationType}
+        value = self.exploration_type.value
+        return set_exploration_type(value) if value in names else contextlib.nullcontext()
 
     def __iter__(self) -> Iterator[TensorDictBase]:
         while self.total_frames < 0 or self._frames < self.total_frames:
@@ -399,6 +406,16 @@ class Collector:
         Raises:
             KeyError: a weight of the policy is missing from the source (named).
             TypeError: the policy is not an ``nn.Module`` and weights were given.
+
+        Examples:
+            >>> import torch
+            >>> import gpusim as gs
+            >>> from tensordict.nn import TensorDictModule
+            >>> policy = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+            >>> collector = gs.Collector(gs.make("Pendulum-v1", num_envs=2), policy, frames_per_batch=4)
+            >>> collector.update_policy_weights_({"module.weight": torch.zeros(1, 3), "module.bias": torch.ones(1)})
+            >>> collector.next()["action"].unique().tolist()
+            [1.0]
         """
         if policy_or_weights is None or policy_or_weights is self.policy:
             return
@@ -435,7 +452,15 @@ class Collector:
         self._root = None
 
     def shutdown(self, close_env: bool = True) -> None:
-        """Releases the compiled graph and (``close_env``) closes the env. Later batches raise."""
+        """Releases the compiled graph and (``close_env``) closes the env. Later batches raise.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> collector = gs.Collector(gs.make("CartPole-v1", num_envs=2), frames_per_batch=4)
+            >>> collector.shutdown()
+            >>> collector.env.is_closed
+            True
+        """
         self._closed = True
         self._runner = None
         self._root = None

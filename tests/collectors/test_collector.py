@@ -303,6 +303,8 @@ def test_bad_arguments_raise_clear_errors():
         Collector(env, frames_per_batch=4, max_frames_per_traj=3)
     with pytest.raises(TypeError, match="frames_per_batch"):
         Collector(env)
+    median = Collector(env, _balance, frames_per_batch=4, exploration_type="median")  # tensordict's, not gpusim's
+    assert median.exploration_type is InteractionType.MEDIAN and median.next().shape == torch.Size([2, 2])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Collector(env, frames_per_batch=4, total_frames=8)  # exact multiples: no warning
