@@ -234,6 +234,33 @@ def evaluate(env: gs.EnvBase, actor: nn.Module, max_steps: int, reward_key="rewa
     return (reward * before_end).sum(1)
 
 
+def sized(cfg: PPOConfig, args: argparse.Namespace, smoke_envs: int, smoke_steps: int) -> PPOConfig:
+    """The config for this run: two tiny iterations with ``--smoke``, else ``--total-frames``."""
+    if args.smoke:
+        return dataclasses.replace(cfg, num_envs=smoke_envs, steps=smoke_steps, total_frames=2 * smoke_envs * smoke_steps)
+    return dataclasses.replace(cfg, total_frames=args.total_frames)
+
+
+def run(title: str, args, cfg: PPOConfig, env: gs.EnvBase, actor: Actor, critic: nn.Module, score: Callable[[], torch.Tensor], bar: float, what: str, **train_kwargs) -> float:
+    """Trains with a ``gs.Collector`` (``--compile``: the compiled engine), scores the actor
+    (``score()``: one value per evaluation episode) and prints the result line."""
+    collector = gs.Collector(env, actor, frames_per_batch=cfg.num_envs * cfg.steps, total_frames=cfg.total_frames, compile=args.compile)
+    start = time.perf_counter()
+    train(collector, actor, critic, cfg, log_every=1 if args.smoke else 5, **train_kwargs)
+    elapsed = time.perf_counter() - start
+    compile_s = collector._runner.compile_seconds if collector._runner is not None else 0.0
+    collector.shutdown()
+    scores = score()
+    mean = float(scores.mean())
+    verdict = "reached" if mean >= bar else "not reached"
+    engine = "compiled" if args.compile else "eager"
+    print(
+        f"{title} ({engine}): {collector.frames} frames in {elapsed:.0f} s (compile {compile_s:.0f} s); evaluation mean "
+        f"{what} {mean:.2f} over {scores.numel()} episodes (bar {bar}: {verdict})"
+    )
+    return mean
+
+
 def common_args(description: str, total_frames: int) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--compile", action="store_true", help="the compiled collector engine")

@@ -15,14 +15,13 @@ collisions included. ``--smoke`` runs two tiny iterations (what CI does).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ppo import Actor, Keys, PPOConfig, common_args, mlp, train  # noqa: E402
+from _ppo import Actor, Keys, PPOConfig, common_args, mlp, run, sized  # noqa: E402
 
 import gpusim as gs  # noqa: E402
 
@@ -80,11 +79,7 @@ def evaluate(actor: Actor, num_envs: int, seed: int) -> torch.Tensor:
 def main(argv=None) -> float:
     args = common_args(__doc__.splitlines()[0], CONFIG.total_frames).parse_args(argv)
     torch.set_num_threads(args.threads)
-    cfg = CONFIG
-    if args.smoke:
-        cfg = PPOConfig(**{**cfg.__dict__, "num_envs": 4, "steps": 10, "total_frames": 2 * 4 * 10})
-    else:
-        cfg = PPOConfig(**{**cfg.__dict__, "total_frames": args.total_frames})
+    cfg = sized(CONFIG, args, smoke_envs=4, smoke_steps=10)
     torch.manual_seed(args.seed)
     env = make_env(cfg.num_envs, args.seed)
     n_obs = env.full_observation_spec[KEYS.obs].shape[-1]
@@ -92,19 +87,9 @@ def main(argv=None) -> float:
     actor = Actor(mlp(n_obs, n_act, hidden=128, out_std=0.01), discrete=False, n_act=n_act, obs_key=KEYS.obs,
                   action_key=KEYS.action, log_prob_key=KEYS.log_prob, init_log_std=-0.5)
     critic = CentralCritic(n_obs, N_AGENTS)
-    collector = gs.Collector(env, actor, frames_per_batch=cfg.num_envs * cfg.steps, total_frames=cfg.total_frames, compile=args.compile)
-    start = time.perf_counter()
-    train(collector, actor, critic, cfg, keys=KEYS, critic_obs=joint_obs, log_every=1 if args.smoke else 5)
-    elapsed = time.perf_counter() - start
-    collector.shutdown()
-    normalized = evaluate(actor, 64 if not args.smoke else 4, args.seed + 1000)
-    mean = float(normalized.mean())
-    verdict = "reached" if mean >= BAR else "not reached"
-    print(
-        f"VMAS navigation MAPPO ({N_AGENTS} agents): {cfg.total_frames} frames in {elapsed:.0f} s; evaluation mean "
-        f"normalized return {mean:.2f} over {normalized.numel()} episodes (bar {BAR}: {verdict})"
-    )
-    return mean
+    score = lambda: evaluate(actor, 4 if args.smoke else 64, args.seed + 1000)  # noqa: E731
+    title = f"VMAS navigation MAPPO ({N_AGENTS} agents)"
+    return run(title, args, cfg, env, actor, critic, score, BAR, "normalized return", keys=KEYS, critic_obs=joint_obs)
 
 
 if __name__ == "__main__":

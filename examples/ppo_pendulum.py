@@ -8,13 +8,12 @@ iterations (what CI does).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ppo import Actor, PPOConfig, common_args, evaluate, mlp, train  # noqa: E402
+from _ppo import Actor, PPOConfig, common_args, evaluate, mlp, run, sized  # noqa: E402
 
 import gpusim as gs  # noqa: E402
 
@@ -29,28 +28,13 @@ CONFIG = PPOConfig(
 def main(argv=None) -> float:
     args = common_args(__doc__.splitlines()[0], CONFIG.total_frames).parse_args(argv)
     torch.set_num_threads(args.threads)
-    cfg = CONFIG
-    if args.smoke:
-        cfg = PPOConfig(**{**cfg.__dict__, "num_envs": 8, "steps": 8, "total_frames": 2 * 8 * 8})
-    else:
-        cfg = PPOConfig(**{**cfg.__dict__, "total_frames": args.total_frames})
+    cfg = sized(CONFIG, args, smoke_envs=8, smoke_steps=8)
     torch.manual_seed(args.seed)
     actor = Actor(mlp(3, 1, out_std=0.01), discrete=False, n_act=1, init_log_std=0.0)
     critic = mlp(3, 1, out_std=1.0)
     env = gs.make("Pendulum-v1", num_envs=cfg.num_envs, seed=args.seed)
-    collector = gs.Collector(env, actor, frames_per_batch=cfg.num_envs * cfg.steps, total_frames=cfg.total_frames, compile=args.compile)
-    start = time.perf_counter()
-    train(collector, actor, critic, cfg, log_every=1 if args.smoke else 10)
-    elapsed = time.perf_counter() - start
-    collector.shutdown()
-    returns = evaluate(gs.make("Pendulum-v1", num_envs=20, seed=args.seed + 1000), actor, 200)
-    mean = float(returns.mean())
-    verdict = "reached" if mean >= BAR else "not reached"
-    print(
-        f"Pendulum-v1 PPO ({'compiled' if args.compile else 'eager'}): {cfg.total_frames} frames in {elapsed:.0f} s; "
-        f"evaluation mean return over 20 episodes {mean:.1f} (bar {BAR:.0f}: {verdict})"
-    )
-    return mean
+    score = lambda: evaluate(gs.make("Pendulum-v1", num_envs=20, seed=args.seed + 1000), actor, 200)  # noqa: E731
+    return run("Pendulum-v1 PPO", args, cfg, env, actor, critic, score, BAR, "return")
 
 
 if __name__ == "__main__":
