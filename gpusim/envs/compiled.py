@@ -139,7 +139,8 @@ def _canonical(root: TensorDictBase) -> tuple[tuple, pytree.TreeSpec]:
         sub = root.get(prefix)
         canon.set(prefix, TensorDict({}, batch_size=sub.batch_size, device=sub.device))
     for key in keys:
-        canon.set(key, root.get(key))
+        value = root.get(key)
+        canon.set(key, value.view(value.shape))  # a tensor object of its own even where leaves alias
     leaves, spec = pytree.tree_flatten(canon)
     by_id = {id(canon.get(k)): k for k in keys}
     order = tuple(by_id[id(leaf)] for leaf in leaves)

@@ -134,3 +134,18 @@ def test_default_steps_per_call_and_divisors():
     assert collector._compiled_runner().steps_per_call == 3  # the largest divisor of T=9 up to 4
     with pytest.raises(ValueError, match="steps_per_call must be a positive int, got 0"):
         CompiledRollout(env, steps_per_call=0)
+
+
+def test_layout_order_depends_on_the_key_set_only():
+    from gpusim.envs.compiled import _canonical
+
+    flag = torch.zeros(2, 1, dtype=torch.bool)
+    one = TensorDict({"b": torch.zeros(2), "done": flag, "terminated": flag, "g": {"z": torch.ones(2, 3, 1), "y": torch.ones(2, 3)}}, [2])
+    one["g"].batch_size = [2, 3]
+    other = TensorDict({"g": {"y": torch.ones(2, 3), "z": torch.ones(2, 3, 1)}, "terminated": flag.clone(), "b": torch.zeros(2), "done": flag}, [2])
+    other["g"].batch_size = [2, 3]
+    keys, spec = _canonical(one)
+    assert keys == _canonical(other)[0]
+    assert sorted(map(str, keys)) == sorted(map(str, ["b", "done", ("g", "y"), ("g", "z"), "terminated"]))
+    rebuilt = torch.utils._pytree.tree_unflatten([other.get(k) for k in keys], spec)
+    assert rebuilt["g"].batch_size == torch.Size([2, 3]) and rebuilt.get(("g", "z")).shape == (2, 3, 1)
