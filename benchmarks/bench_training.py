@@ -10,8 +10,11 @@ includes its compilation, which is also reported apart.
 * gpusim eager / compiled: ``gs.Collector(gs.make("CartPole-v1", num_envs=N), actor, compile=...)``.
 * gymnasium: ``CartPoleVectorEnv`` (numpy, autoreset on the next step: the reset steps are left
   out of the loss), the actor called on ``torch.from_numpy`` observations each step.
-* torchrl: ``torchrl.collectors.Collector(GymEnv("CartPole-v1", num_envs=N,
-  categorical_action_encoding=True), actor)``.
+* torchrl: ``torchrl.collectors.Collector(GymWrapper(gym.make_vec("CartPole-v1", num_envs=N,
+  vectorization_mode="sync"), categorical_action_encoding=True), actor)``: TorchRL's batched
+  gymnasium env in one process (``GymEnv(num_envs=N)`` starts N worker processes, and TorchRL
+  0.14.1's ``GymWrapper`` cannot wrap gymnasium's numpy ``CartPoleVectorEnv``: it reads an
+  ``autoreset_mode`` attribute that env lacks).
 
 Throughput (``--throughput``): env-steps/s of collecting ``[N, T]`` batches with the actor
 sampling actions in the loop (no training), after a warm-up batch (and the compilation).
@@ -185,10 +188,14 @@ def train_gymnasium(num_envs, seed, max_frames) -> Result:
 
 # ---------------------------------------------------------------------------- torchrl
 def torchrl_batches(num_envs, actor, cfg, seed, total_frames=-1):
+    import gymnasium as gym
     from torchrl.collectors import Collector as TorchRLCollector
-    from torchrl.envs import GymEnv
+    from torchrl.envs import GymWrapper
 
-    env = GymEnv("CartPole-v1", num_envs=num_envs, categorical_action_encoding=True)
+    # GymEnv(num_envs=N) starts N worker processes (gymnasium's AsyncVectorEnv): 4096 processes
+    # at 4096 envs. TorchRL's batched GymEnv over gymnasium's in-process SyncVectorEnv instead:
+    vec = gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="sync")
+    env = GymWrapper(vec, categorical_action_encoding=True)
     env.set_seed(seed)
     return TorchRLCollector(
         env, actor, frames_per_batch=num_envs * cfg.steps, total_frames=total_frames, auto_register_policy_transforms=False
