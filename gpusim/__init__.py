@@ -15,9 +15,11 @@ Examples:
     torch.Size([8, 3])
 """
 
+from gpusim import collectors as _collectors
 from gpusim import envs as _envs
 from gpusim import specs as _specs
 from gpusim import transforms as _transforms
+from gpusim.collectors import *  # noqa: F401,F403
 from gpusim.envs import *  # noqa: F401,F403
 from gpusim.envs.batched import *  # noqa: F401,F403
 from gpusim.envs.libs import *  # noqa: F401,F403
@@ -53,6 +55,7 @@ def _public(module) -> list[str]:
 
 __all__ = sorted(
     {
+        *_public(_collectors),
         *_public(_specs),
         *_public(_envs),
         *_public(_transforms),

@@ -1,7 +1,8 @@
 """The policy of a rollout: tensordict policies are used as they are (their output is merged
 into the input when they return a new tensordict); a ``torch.nn.Module`` that is not a
 tensordict module reads observation tensors and returns the action tensor (as TorchRL
-accepts).
+accepts), unless its ``forward`` takes one tensordict (a parameter named ``tensordict`` or
+``td``, or annotated as a tensordict).
 
 Examples:
     >>> import torch
@@ -62,12 +63,31 @@ def _tensor_policy(env: "EnvBase", module: Callable, forward: Callable) -> Calla
     return policy
 
 
+def _takes_tensordict(fn: Callable) -> bool:
+    """Whether ``fn`` takes one tensordict: one positional parameter named ``tensordict`` or
+    ``td``, or annotated as a tensordict."""
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return False
+    if len(params) != 1:
+        return False
+    annotation = params[0].annotation
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return params[0].name in ("tensordict", "td") or "TensorDict" in text
+
+
 def rollout_policy(env: "EnvBase", policy: Any) -> Callable[[TensorDictBase], TensorDictBase]:
     """The callable ``rollout`` uses for ``policy`` (``td -> td`` with the action written in):
     a ``torch.nn.Module`` that is not a tensordict module is called on observation tensors;
     anything else is called on the tensordict."""
     if isinstance(policy, nn.Module) and not isinstance(policy, TensorDictModuleBase):
-        return _tensor_policy(env, policy, policy.forward)
+        if not _takes_tensordict(policy.forward):
+            return _tensor_policy(env, policy, policy.forward)
     return _merge_output(policy)
 
 

@@ -1527,7 +1527,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             compile: run ``policy + step_and_maybe_reset`` through ``torch.compile(fullgraph=True)``
                 (a dict is forwarded to :meth:`compile`); non-stop rollouts only
                 (``break_when_any_done=False``), without callback or ``set_truncated``. The
-                compiled function is cached on the env for this policy.
+                compiled function is cached on the env for this policy. To continue where a
+                compiled rollout ended, pass ``auto_reset=False,
+                tensordict=env.compile(policy).last_root()`` (same options as ``compile``): the
+                episodes go on, nothing is recompiled.
 
         Returns:
             A tensordict of shape ``[*batch_size, T]`` whose last dim is named ``"time"``.
@@ -1569,8 +1572,8 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             raise ValueError("break_when_any_done and break_when_all_done cannot both be True")
         if compile:
             bad = {
-                "break_when_any_done": break_when_any_done,
-                "break_when_all_done": bool(break_when_all_done),
+                "break_when_any_done=True": break_when_any_done,
+                "break_when_all_done=True": bool(break_when_all_done),
                 "callback": callback is not None,
                 "set_truncated": set_truncated,
                 "actions": actions is not None,
@@ -1579,8 +1582,9 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             bad = [name for name, value in bad.items() if value]
             if bad:
                 raise ValueError(
-                    f"rollout(compile=True) runs non-stop rollouts only: unset {bad} "
-                    "(and pass break_when_any_done=False)"
+                    "rollout(compile=True) runs non-stop rollouts only (finished episodes are reset "
+                    f"inside the compiled loop), so it cannot take {', '.join(bad)}: call "
+                    f"env.rollout({max_steps}, policy, compile=True, break_when_any_done=False)"
                 )
             runner = self.compile(policy, **(compile if isinstance(compile, dict) else {}))
             return runner(max_steps, tensordict=tensordict, auto_reset=auto_reset)
@@ -1685,9 +1689,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """A compiled ``policy + step_and_maybe_reset`` loop, cached per policy and options.
 
         The returned :class:`~gpusim.envs.compiled.CompiledRollout` is called as
-        ``runner(max_steps)`` for a ``[*B, T]`` rollout, or ``runner.step(td)`` for one compiled
-        step. Keyword arguments are those of ``CompiledRollout`` (``steps_per_call``, ``mode``,
-        ``torch.compile`` options). Nothing is compiled until the runner is first called.
+        ``runner(max_steps)`` for a ``[*B, T]`` rollout, ``runner.run(max_steps, root)`` for
+        ``(data, next_root)`` (continue by passing ``next_root`` back), or ``runner.step(td)``
+        for one compiled step. Keyword arguments are those of ``CompiledRollout``
+        (``steps_per_call``, ``mode``, ``verbose``, ``torch.compile`` options). Nothing is
+        compiled until the runner is first called.
 
         Args:
             policy: callable reading and writing a tensordict (``None``: random actions).
@@ -1697,16 +1703,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             The cached :class:`~gpusim.envs.compiled.CompiledRollout` for this policy and options.
 
         Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim import CartPoleEnv
             >>> env = CartPoleEnv(batch_size=[4], seed=0)
-            >>> runner = env.compile()
-            >>> runner is env.compile(), runner.steps_per_call  # cached; small batches fuse 16 steps
-            (True, 16)
-
-            Running it compiles (tens of seconds on a CPU, hence skipped here):
-
-            >>> runner(32).shape  # doctest: +SKIP
-            torch.Size([4, 32])
+            >>> runner = env.compile(verbose=False)
+            >>> env.compile(verbose=False) is runner
+            True
         """
         from gpusim.envs.compiled import CompiledRollout
 

@@ -2,10 +2,22 @@
 ``torch.compile(fullgraph=True)``, writing into a preallocated time-major buffer.
 
 The tensordicts live only at the edges: the compiled function takes and returns flat tuples of
-tensors (the root leaves, in a key order fixed once) and writes each step's data into views of
-a ``[T, *B, ...]`` buffer, so the per-call work outside the graph is a handful of pointer
-copies. Several steps can be fused in one call (``steps_per_call``) to amortize the call cost at
-small batch. On CUDA, ``mode="reduce-overhead"`` adds CUDA graphs on top.
+tensors (the root leaves, in a key order fixed once per set of keys) and writes each step's data
+into views of a ``[T, *B, ...]`` buffer, so the per-call work outside the graph is a handful of
+pointer copies. Several steps can be fused in one call (``steps_per_call``) to amortize the call
+cost at small batch. On CUDA, ``mode="reduce-overhead"`` adds CUDA graphs on top (the graph then
+returns each call's steps and the runner copies them into the buffer).
+
+Rollouts continue: a runner remembers the data layout of each set of root keys it has seen
+(which keys, in which order, does not matter), so ``runner(T, tensordict=root,
+auto_reset=False)`` from ``runner.last_root()`` (or from :meth:`CompiledRollout.run`'s returned
+root) runs its steps compiled, with no recompilation. The first rollout from a root whose
+layout is unknown (the output of ``env.reset()`` on the first call) runs its first step eagerly
+to learn the layout, and a rollout whose length is not a multiple of ``steps_per_call`` runs the
+steps left over eagerly.
+
+A line is printed on stderr when a compilation starts and when it ends (with its duration);
+``verbose=False`` or the environment variable ``GPUSIM_COMPILE_VERBOSE=0`` silences it.
 
 Examples:
     ``torch.compile`` takes tens of seconds on a CPU, so the compiled calls below are skipped in
@@ -20,7 +32,11 @@ Examples:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import os
+import sys
+import time
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -33,10 +49,31 @@ from gpusim.envs._rollout_cache import rollout_empty
 if TYPE_CHECKING:
     from gpusim.envs.common import EnvBase
 
-__all__ = ["CompiledRollout"]
+__all__ = ["CompiledRollout", "default_steps_per_call"]
 
 
 _CODE_IDS = itertools.count()
+
+#: batch size (number of env rows) up to which several steps are fused per compiled call
+FUSE_UP_TO = 64
+#: steps fused per call at small batch: compile time grows with it (the steps are unrolled).
+#: Measured cold (no inductor cache), CartPole + StepCounter + a 2x64 MLP categorical policy, CPU
+#: seconds of the first batch on this 2-core machine: 15 s for 1 step per call, 25-27 s for 4
+#: (batch 1 and 64); 2 keeps a cold compile well inside 30 s
+FUSED_STEPS = 2
+
+
+def default_steps_per_call(numel: int) -> int:
+    """Steps fused in one compiled call for a batch of ``numel`` env rows.
+
+    Fusing amortizes the per-call cost (guards, argument packing) where a step is cheap, at small
+    batch; the fused steps are unrolled in the graph, so the cold compile grows with them.
+
+    Examples:
+        >>> default_steps_per_call(8), default_steps_per_call(4096)
+        (2, 1)
+    """
+    return FUSED_STEPS if numel <= FUSE_UP_TO else 1
 
 
 def _own_code(fn: Callable) -> Callable:
@@ -58,16 +95,59 @@ def _unaliased(leaves: tuple) -> tuple:
     return tuple(out)
 
 
-def _output_buffer(shape: tuple, like: torch.Tensor) -> torch.Tensor:
+def _output_buffer(shape: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A time-major output buffer: from the rollout buffer cache on CPU (reused memory across
     rollouts), ``torch.empty`` on other devices."""
-    if like.device.type == "cpu":
-        return rollout_empty(shape, like.dtype)
-    return torch.empty(shape, dtype=like.dtype, device=like.device)
+    if device.type == "cpu":
+        return rollout_empty(shape, dtype)
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 def _tensor_items(td: TensorDictBase) -> list[tuple]:
     return [(k, v) for k, v in td.items(True, True) if isinstance(v, torch.Tensor)]
+
+
+def _key_set(td: TensorDictBase) -> frozenset:
+    return frozenset(k for k, _ in _tensor_items(td))
+
+
+def _sort_key(key) -> tuple:
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
+def _verbose_default() -> bool:
+    return os.environ.get("GPUSIM_COMPILE_VERBOSE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@dataclasses.dataclass
+class _Layout:
+    """What a root with one set of keys gives: the canonical flat order of the root leaves and
+    the pytree spec to rebuild the root in the graph, and the step data's keys/shapes/dtypes (the
+    next root has the same keys)."""
+
+    keys: tuple
+    spec: pytree.TreeSpec
+    out_keys: tuple
+    out_meta: tuple  # (shape, dtype, device) per out key
+    template: TensorDictBase  # one step's data (structure and sub-tensordict batch sizes)
+
+
+def _canonical(root: TensorDictBase) -> tuple[tuple, pytree.TreeSpec]:
+    """The root's tensor leaves in a key order that depends only on the set of keys (sorted), and
+    the pytree spec of a tensordict holding them in that order."""
+    keys = sorted((k for k, _ in _tensor_items(root)), key=_sort_key)
+    canon = TensorDict({}, batch_size=root.batch_size, device=root.device)
+    prefixes = sorted({k[:i] for k in keys if isinstance(k, tuple) for i in range(1, len(k))}, key=len)
+    for prefix in prefixes:
+        sub = root.get(prefix)
+        canon.set(prefix, TensorDict({}, batch_size=sub.batch_size, device=sub.device))
+    for key in keys:
+        value = root.get(key)
+        canon.set(key, value.view(value.shape))  # a tensor object of its own even where leaves alias
+    leaves, spec = pytree.tree_flatten(canon)
+    by_id = {id(canon.get(k)): k for k in keys}
+    order = tuple(by_id[id(leaf)] for leaf in leaves)
+    return order, spec
 
 
 class CompiledRollout:
@@ -78,14 +158,24 @@ class CompiledRollout:
         policy: callable reading and writing a tensordict; ``None`` draws uniform random actions
             from a counter-based stream (:class:`~gpusim.envs.random_actions.HashRandomPolicy`,
             seeded from torch's global generator) that fuses into the compiled step, or uses
-            ``env.rand_action`` for action specs it cannot draw.
-        steps_per_call: steps fused in one compiled call (``None``: 16 for batches of at most
-            64 envs, else 1).
-        mode: ``torch.compile`` mode (``None`` on CPU; e.g. ``"reduce-overhead"`` on CUDA).
+            ``env.rand_action`` for action specs it cannot draw. The policy's parameters are
+            inputs of the graph: weights updated in place (by an optimizer) are read at each call.
+        steps_per_call: steps fused in one compiled call (``None``:
+            :func:`default_steps_per_call`: 2 for batches of at most 64 envs, else 1). A rollout
+            of ``T`` steps makes calls of this many steps; the ``T % steps_per_call`` steps left
+            over (and the first step from a root of unknown layout) run eagerly first, so one
+            graph is compiled per layout.
+        mode: ``torch.compile`` mode (``None`` on CPU; e.g. ``"reduce-overhead"`` on CUDA for
+            CUDA graphs).
+        verbose: print a line on stderr when a compilation starts and ends (``None``: unless the
+            environment variable ``GPUSIM_COMPILE_VERBOSE`` is ``0``).
         **compile_kwargs: forwarded to ``torch.compile`` (``fullgraph=True`` is always set).
 
     Raises:
         ValueError: a non-positive ``steps_per_call`` or ``fullgraph=False``.
+    The data of a rollout is ``[*B, T]`` like ``env.rollout``'s. To continue a rollout, pass the
+    root it ended on: ``runner(T, tensordict=runner.last_root(), auto_reset=False)``, or use
+    :meth:`run`, which returns it. Neither recompiles.
 
     Examples:
         Building the runner compiles nothing; the first call does (tens of seconds on a CPU,
@@ -93,13 +183,12 @@ class CompiledRollout:
 
         >>> import gpusim as gs
         >>> env = gs.CartPoleEnv(batch_size=[4], seed=0)
-        >>> runner = CompiledRollout(env, steps_per_call=2)
+        >>> runner = CompiledRollout(env, steps_per_call=2, verbose=False)
         >>> type(runner.policy).__name__, runner.compile_seconds  # random actions that fuse
         ('HashRandomPolicy', 0.0)
-        >>> runner(10).shape                              # doctest: +SKIP
+        >>> runner(10).shape                                        # doctest: +SKIP
         torch.Size([4, 10])
-        >>> runner.last_root()["observation"].shape       # doctest: +SKIP
-        torch.Size([4, 4])
+        >>> more = runner(10, tensordict=runner.last_root(), auto_reset=False)  # doctest: +SKIP
     """
 
     def __init__(
@@ -109,9 +198,12 @@ class CompiledRollout:
         *,
         steps_per_call: int | None = None,
         mode: str | None = None,
+        verbose: bool | None = None,
         **compile_kwargs: Any,
     ) -> None:
-        if steps_per_call is not None and (not isinstance(steps_per_call, int) or steps_per_call < 1):
+        if steps_per_call is not None and (
+            isinstance(steps_per_call, bool) or not isinstance(steps_per_call, int) or steps_per_call < 1
+        ):
             raise ValueError(f"steps_per_call must be a positive int, got {steps_per_call!r}")
         if compile_kwargs.pop("fullgraph", True) is not True:
             raise ValueError("compiled rollouts always use fullgraph=True")
@@ -122,39 +214,60 @@ class CompiledRollout:
             spec = env.full_action_spec
             policy = HashRandomPolicy(spec, env.batch_size) if HashRandomPolicy.supports(spec) else env.rand_action
         self.policy = policy
-        numel = max(1, env.batch_size.numel())
-        self.steps_per_call = steps_per_call or (16 if numel <= 64 else 1)
+        self.steps_per_call = steps_per_call or default_steps_per_call(max(1, env.batch_size.numel()))
         self.mode = mode
+        self.verbose = _verbose_default() if verbose is None else bool(verbose)
         self.compile_kwargs = compile_kwargs
-        self._compiled: dict[int, Callable] = {}
-        self._root_spec = None
-        self._root_keys: list | None = None
-        self._out_keys: list | None = None
+        # graphs write each step into views of the output buffer; CUDA graphs cannot take
+        # mutated inputs, so under "reduce-overhead" the graph returns the steps instead
+        self._write_in_graph = mode not in ("reduce-overhead", "max-autotune")
+        self._compiled: dict = {}
+        self._layouts: dict[frozenset, _Layout] = {}
+        self._last_root: tuple | None = None
         self.compile_seconds = 0.0
 
+    # ---------------------------------------------------------------- messages
+    def _say(self, text: str) -> None:
+        if self.verbose:
+            print(f"gpusim: {text}", file=sys.stderr, flush=True)
+
+    def _describe(self) -> str:
+        policy = getattr(self.policy, "__name__", type(self.policy).__name__)
+        return f"{type(self.env).__name__} + {policy}, batch {list(self.env.batch_size)}"
+
     # ---------------------------------------------------------------- traced body
-    def _body(self, k: int) -> Callable:
+    def _body(self, layout: _Layout, k: int) -> Callable:
         # everything the body reads is bound here, once per data layout: attributes read from
         # ``self`` at call time would be guarded (and recompiled) on every new rollout
         env, policy = self.env, self.policy
-        root_spec, out_keys, root_keys = self._root_spec, tuple(self._out_keys), tuple(self._root_keys)
+        spec, out_keys, next_keys = layout.spec, layout.out_keys, layout.keys
+        in_graph = self._write_in_graph
 
         def body(root_leaves: tuple, views: tuple) -> tuple:
-            td = pytree.tree_unflatten(list(root_leaves), root_spec)
+            td = pytree.tree_unflatten(list(root_leaves), spec)
+            steps = []
             for i in range(k):
                 stepped, td = env.step_and_maybe_reset(policy(td))
-                for key, view in zip(out_keys, views):
-                    view[i].copy_(stepped.get(key))
-            return tuple(td.get(key) for key in root_keys)
+                if in_graph:
+                    for key, view in zip(out_keys, views):
+                        view[i].copy_(stepped.get(key))
+                else:
+                    steps.append(tuple(stepped.get(key) for key in out_keys))
+            nxt = tuple(td.get(key) for key in next_keys)
+            if in_graph:
+                return nxt
+            return nxt, tuple(torch.stack(vals) for vals in zip(*steps))
 
         return body
 
-    def _fn(self, k: int) -> Callable:
-        fn = self._compiled.get(k)
+    def _fn(self, layout: _Layout, k: int) -> tuple[Callable, bool]:
+        key = (layout.keys, k)
+        fn = self._compiled.get(key)
         if fn is None:
-            fn = torch.compile(_own_code(self._body(k)), fullgraph=True, mode=self.mode, **self.compile_kwargs)
-            self._compiled[k] = fn
-        return fn
+            fn = torch.compile(_own_code(self._body(layout, k)), fullgraph=True, mode=self.mode, **self.compile_kwargs)
+            self._compiled[key] = fn
+            return fn, True
+        return fn, False
 
     def step(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """One compiled ``policy + step_and_maybe_reset`` (tensordict in, tensordicts out).
@@ -177,7 +290,8 @@ class CompiledRollout:
             torch.Size([4, 1])
         """
         fn = self._compiled.get("step")
-        if fn is None:
+        fresh = fn is None
+        if fresh:
             env, policy = self.env, self.policy
 
             def one(td):
@@ -185,62 +299,129 @@ class CompiledRollout:
 
             fn = torch.compile(one, fullgraph=True, mode=self.mode, **self.compile_kwargs)
             self._compiled["step"] = fn
-        return fn(tensordict)
+            self._say(f"compiling one step ({self._describe()})...")
+        start = time.perf_counter()
+        out = fn(tensordict)
+        if fresh:
+            self._compiled_in(time.perf_counter() - start)
+        return out
+
+    def _compiled_in(self, seconds: float) -> None:
+        self.compile_seconds += seconds
+        self._say(f"compiled in {seconds:.1f} s")
+
+    # ---------------------------------------------------------------- layouts
+    def _learn(self, stepped: TensorDictBase, next_root: TensorDictBase) -> None:
+        """Records, from one eager step, the layout of the next root's key set: the steady state
+        of the loop (the same policy and env from a root with these keys give a root with the
+        same keys)."""
+        key_set = _key_set(next_root)
+        if key_set in self._layouts:
+            return
+        items = sorted(_tensor_items(stepped), key=lambda kv: _sort_key(kv[0]))
+        keys, spec = _canonical(next_root)
+        self._layouts[key_set] = _Layout(
+            keys=keys,
+            spec=spec,
+            out_keys=tuple(k for k, _ in items),
+            out_meta=tuple((tuple(v.shape), v.dtype, v.device) for _, v in items),
+            template=stepped,
+        )
+
+    def _steady(self, root: TensorDictBase) -> _Layout | None:
+        """The layout of ``root``'s keys (any order) if a step from such a root was seen."""
+        return self._layouts.get(_key_set(root))
 
     # ---------------------------------------------------------------- rollout
     def __call__(self, max_steps: int, tensordict: TensorDictBase | None = None, auto_reset: bool = True) -> TensorDictBase:
         """Runs ``max_steps`` steps (non-stop, with auto-reset) and returns ``[*B, T]`` data.
 
         Args:
-            max_steps: the number of steps ``T``.
-            tensordict: initial data (passed to ``reset``, or the first root without
-                ``auto_reset``).
-            auto_reset: reset before the first step.
+            max_steps: number of steps ``T``.
+            tensordict: the root to start from (passed to ``env.reset`` when ``auto_reset``).
+            auto_reset: reset before the first step. ``False`` continues from ``tensordict``
+                (e.g. :meth:`last_root`).
 
         Returns:
-            A ``[*B, T]`` tensordict (last dim named ``"time"``) of views of a time-major buffer.
+            The data, ``[*B, T]`` (last dim named ``"time"``) of views of a time-major buffer.
+            The root that would feed the next step is :meth:`last_root`.
 
         Raises:
             ValueError: a non-positive ``max_steps``, or ``auto_reset=False`` without data.
         """
-        import time
-
-        env = self.env
-        if not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
         if auto_reset:
-            tensordict = env.reset(tensordict)
+            tensordict = self.env.reset(tensordict)
         elif tensordict is None:
-            raise ValueError("a compiled rollout with auto_reset=False needs an initial tensordict")
-        # step 0 runs eagerly: it fixes the structure of the data and the output buffer
-        stepped, td = env.step_and_maybe_reset(self.policy(tensordict))
-        items = _tensor_items(stepped)
-        out_keys = [k for k, _ in items]
-        buffers = [_output_buffer((max_steps, *v.shape), v) for _, v in items]
-        for buf, (_, v) in zip(buffers, items):
-            buf[0].copy_(v)
-        root_keys = [k for k, _ in _tensor_items(td)]
-        if self._out_keys is not None and (out_keys != self._out_keys or root_keys != self._root_keys):
-            self._compiled.clear()  # the data layout changed (new transforms, other policy outputs)
-        root_spec = pytree.tree_flatten(td.select(*root_keys))[1]
-        if self._root_spec is not None and root_spec != self._root_spec:
-            self._compiled.clear()
-        self._out_keys, self._root_keys, self._root_spec = out_keys, root_keys, root_spec
-        leaves = _unaliased(tuple(td.get(k) for k in root_keys))
-        t, k = 1, self.steps_per_call
-        while t < max_steps:
-            n = k if max_steps - t >= k else 1
-            fresh = n not in self._compiled
-            start = time.perf_counter()
-            leaves = self._fn(n)(leaves, tuple(buf[t : t + n] for buf in buffers))
+            raise ValueError(
+                "a compiled rollout with auto_reset=False continues from a root: pass tensordict= "
+                "(e.g. runner.last_root() after a rollout, or env.reset())"
+            )
+        data, _ = self.run(max_steps, tensordict)
+        return data
+
+    def run(self, max_steps: int, root: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        """Runs ``max_steps`` steps from ``root`` and returns ``(data, next_root)``.
+
+        ``next_root`` is the root of the step after the last one (finished rows already reset):
+        pass it back to continue the episodes. A root whose keys the runner knows (any order)
+        runs its steps compiled (but ``max_steps % steps_per_call`` eager ones first); otherwise
+        the first step runs eagerly to learn the layout.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.CartPoleEnv(batch_size=[4], seed=0)
+            >>> runner = env.compile(verbose=False)                    # doctest: +SKIP
+            >>> data, root = runner.run(5, env.reset())                 # doctest: +SKIP
+            >>> data, root = runner.run(5, root)                        # doctest: +SKIP
+        """
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        if not isinstance(root, TensorDictBase):
+            raise TypeError(f"root must be a TensorDict (e.g. env.reset()), got {type(root).__name__}")
+        if tuple(root.batch_size[: len(self.env.batch_size)]) != tuple(self.env.batch_size):
+            raise ValueError(
+                f"the root has batch_size {list(root.batch_size)}, expected the env's {list(self.env.batch_size)}"
+            )
+        k = self.steps_per_call
+        layout = self._steady(root)
+        # steps that run eagerly, first: one to learn an unknown layout, and as many as make the
+        # rest a whole number of k-step calls (so one graph per layout is ever compiled)
+        head = 1 + (max_steps - 1) % k if layout is None else max_steps % k
+        eager = []
+        for _ in range(head):
+            stepped, root = self.env.step_and_maybe_reset(self.policy(root))
+            eager.append(stepped)
+        if layout is None:
+            self._learn(eager[0], root)
+            layout = self._steady(root)
+        buffers = [_output_buffer((max_steps, *shape), dtype, device) for shape, dtype, device in layout.out_meta]
+        for t, stepped in enumerate(eager):
+            for buf, key in zip(buffers, layout.out_keys):
+                buf[t].copy_(stepped.get(key))
+        leaves = _unaliased(tuple(root.get(key) for key in layout.keys))
+        for t in range(head, max_steps, k):
+            fn, fresh = self._fn(layout, k)
             if fresh:
-                self.compile_seconds += time.perf_counter() - start
-            t += n
-        self._last_root = (leaves, root_keys)
-        return self._assemble(stepped, out_keys, buffers)
+                self._say(f"compiling {k} step{'s' if k > 1 else ''} per call ({self._describe()})...")
+            start = time.perf_counter() if fresh else 0.0
+            views = tuple(buf[t : t + k] for buf in buffers)
+            if self._write_in_graph:
+                leaves = _unaliased(fn(leaves, views))  # the graph may return one tensor twice
+            else:
+                if self.env.device.type == "cuda":
+                    torch.compiler.cudagraph_mark_step_begin()
+                leaves, outs = fn(leaves, views)
+                for view, out in zip(views, outs):
+                    view.copy_(out)
+                leaves = tuple(leaf.clone() for leaf in leaves)  # graph-owned memory is reused
+            if fresh:
+                self._compiled_in(time.perf_counter() - start)
+        self._last_root = (leaves, layout)
+        return self._assemble(layout, buffers), self.last_root()
 
     def last_root(self) -> TensorDictBase:
-        """The root tensordict that would feed the step after the last rollout.
+        """The root tensordict that would feed the step after the last rollout (finished rows
+        already reset): pass it as ``tensordict=`` with ``auto_reset=False`` to continue.
 
         Examples:
             Continuing a compiled rollout where it stopped (compiling is skipped in the doctest
@@ -248,20 +429,26 @@ class CompiledRollout:
 
             >>> import gpusim as gs
             >>> env = gs.CartPoleEnv(batch_size=[4], seed=0)
-            >>> runner = env.compile()
+            >>> runner = env.compile(verbose=False)
             >>> first = runner(16)                                          # doctest: +SKIP
             >>> more = runner(16, tensordict=runner.last_root(), auto_reset=False)  # doctest: +SKIP
             >>> more.shape                                                  # doctest: +SKIP
             torch.Size([4, 16])
-        """
-        leaves, keys = self._last_root
-        return pytree.tree_unflatten(list(leaves), self._root_spec)
 
-    def _assemble(self, template: TensorDictBase, keys: list, buffers: list) -> TensorDictBase:
+        Raises:
+            RuntimeError: before any rollout.
+        """
+        if self._last_root is None:
+            raise RuntimeError("last_root() is only known after a rollout of this runner")
+        leaves, layout = self._last_root
+        return pytree.tree_unflatten(list(leaves), layout.spec)
+
+    def _assemble(self, layout: _Layout, buffers: list) -> TensorDictBase:
+        template = layout.template
         nb = len(self.env.batch_size)
         T = buffers[0].shape[0] if buffers else 0
         result = TensorDict({}, batch_size=(*template.batch_size, T), device=template.device)
-        for key, buf in zip(keys, buffers):
+        for key, buf in zip(layout.out_keys, buffers):
             result.set(key, buf.movedim(0, nb))
         for key, sub in template.items(True):
             if isinstance(sub, TensorDictBase):
@@ -269,3 +456,5 @@ class CompiledRollout:
                 result.get(key).batch_size = torch.Size([*bs[:nb], T, *bs[nb:]])
         result.names = [None] * nb + ["time"]
         return result
+
+

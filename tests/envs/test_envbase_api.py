@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 import torch
-from tensordict import TensorDict
+from tensordict import TensorDict, TensorDictBase
 
 import gpusim as gs
 from gpusim.specs import Categorical, Composite, Unbounded
@@ -314,6 +314,13 @@ def test_rollout_merges_out_of_place_policies_and_takes_tensor_modules():
 
     with pytest.raises(TypeError, match="observation tensors"):
         env.rollout(2, TooMany())
+
+    class OnTensordict(torch.nn.Module):  # a plain module whose forward takes the tensordict
+        def forward(self, td: TensorDictBase) -> TensorDictBase:
+            return td.set("action", torch.ones(2, dtype=torch.long))
+
+    r = env.rollout(3, OnTensordict())
+    assert r["action"].eq(1).all() and (r["next", "count"] - r["count"] == 2).all()
 
 
 def test_rollout_continues_from_done_rows_and_stores_on_a_device():
