@@ -8,10 +8,13 @@ import sys
 import pytest
 
 import gpusim as gs
-from gpusim.interop import to_torchrl
+from gpusim.interop import to_gymnasium, to_torchrl
 
 
-@pytest.mark.parametrize("front_door, module, hint", [(to_torchrl, "torchrl", "pip install torchrl")])
+@pytest.mark.parametrize(
+    "front_door, module, hint",
+    [(to_torchrl, "torchrl", "pip install torchrl"), (to_gymnasium, "gymnasium", "pip install gymnasium")],
+)
 def test_missing_library_says_what_to_install(monkeypatch, front_door, module, hint):
     monkeypatch.setitem(sys.modules, module, None)  # what `import` meets when it is not installed
     with pytest.raises(ImportError, match=f"{front_door.__name__}.*not installed: {hint}"):
@@ -27,7 +30,7 @@ def test_broken_library_reports_its_own_error(tmp_path, monkeypatch):
         to_torchrl(gs.make("CartPole-v1", num_envs=2))
 
 
-@pytest.mark.parametrize("front_door", [to_torchrl])
+@pytest.mark.parametrize("front_door", [to_torchrl, to_gymnasium])
 def test_refuses_what_is_not_a_gpusim_env(front_door):
     with pytest.raises(TypeError, match=f"{front_door.__name__} takes a gpusim env .*got dict"):
         front_door({})
