@@ -34,3 +34,8 @@ def test_broken_library_reports_its_own_error(tmp_path, monkeypatch):
 def test_refuses_what_is_not_a_gpusim_env(front_door):
     with pytest.raises(TypeError, match=f"{front_door.__name__} takes a gpusim env .*got dict"):
         front_door({})
+
+
+def test_exported_at_the_top_level():
+    assert gs.to_torchrl is to_torchrl and gs.to_gymnasium is to_gymnasium
+    assert {"to_torchrl", "to_gymnasium"} <= set(gs.__all__)
