@@ -12,8 +12,9 @@ real ``torchrl.envs.EnvBase`` subclass that implements TorchRL's hooks (``_step`
 ``_set_seed``) by calling the gpusim env, with TorchRL specs converted once from gpusim's.
 
 No data is copied on the way: ``_step`` returns the tensordict the gpusim env produced (its
-tensors, on its device), and ``_reset`` returns the gpusim env's reset data, which TorchRL then
-merges with the rows that are not reset, as it does for any env.
+tensors, on its device), ``_reset`` returns the gpusim env's reset data, which TorchRL then
+merges with the rows that are not reset, as it does for any env, and ``step_and_maybe_reset``
+(the collectors' step) is the gpusim env's own.
 
 This module imports torchrl: use it through :func:`gpusim.to_torchrl`, which says what to
 install when torchrl is missing.
@@ -89,8 +90,12 @@ class TorchRLEnv(_TorchRLEnvBase):
       :attr:`gpusim_env` (they are not forwarded: TorchRL probes env attributes such as
       ``transform`` and ``base_env`` that a gpusim env also has, with another meaning).
 
-    TorchRL's own machinery (``step_and_maybe_reset``, ``step_mdp``, its reset checks) runs as
-    it does for any TorchRL env, host reads included.
+    * ``step_and_maybe_reset`` (what collectors call every step) is the gpusim env's: its
+      ``step``, ``step_mdp`` and auto-reset in one call, without TorchRL's host reads of the
+      done flags on ``MASKED`` (device) envs; see the method for the one documented difference
+      in entries carried in the root. Everything else (``step``, ``reset``, ``rollout`` with a
+      break, TorchRL transforms and batched envs around the adapter) is TorchRL's machinery over
+      the hooks above.
 
     Args:
         env: the gpusim env (a :class:`gpusim.EnvBase`).
@@ -171,6 +176,34 @@ class TorchRLEnv(_TorchRLEnvBase):
         # "_reset" entries. The rows that are not reset hold the previous data (when the input has
         # it), so TorchRL's own merge, full or masked, agrees with gpusim's.
         return env.reset(tensordict.copy(), **kwargs)
+
+    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        """TorchRL's ``step`` + ``step_mdp`` + ``maybe_reset`` (what collectors call every step),
+        run by the gpusim env's ``step_and_maybe_reset``: one call into gpusim's episode core,
+        without TorchRL's host reads of the done flags when the env resets ``MASKED`` (as device
+        envs do). The data is that of TorchRL's own road (the tests compare them): the next root
+        keeps the action, as TorchRL's does. One difference, within TorchRL's documented
+        contract ("identical to the input where the environment was not reset and contains the
+        new reset data where it was"): in the rows that are reset, entries that a reset does not
+        produce (the action, a policy's outputs, carried in the root) keep their values, where
+        TorchRL's merge writes zeros; the next policy call overwrites them, and collectors store
+        the stepped data, which is the same.
+
+        TorchRL's own road runs instead for what it handles and gpusim does not: a
+        ``compile()`` d env, partial steps (a ``"_step"`` entry), ``"next"`` entries already in
+        the input, and post-``step_mdp`` hooks.
+        """
+        if (
+            self.__dict__.get("_compiled_step_and_maybe_reset") is not None  # set by TorchRL's compile()
+            or self._post_step_mdp_hooks is not None
+            or "_step" in tensordict.keys()
+            or "next" in tensordict.keys()
+        ):
+            return super().step_and_maybe_reset(tensordict)
+        stepped, root = self._gpusim_env.step_and_maybe_reset(tensordict)
+        for key in self.action_keys:  # TorchRL's step_mdp keeps the action in the next root
+            root.set(key, stepped.get(key))
+        return stepped, root
 
     def _set_seed(self, seed: int | None) -> None:
         self._gpusim_env.set_seed(seed)

@@ -114,6 +114,9 @@ def test_step_and_reset_hand_the_same_tensors_through():
     assert seen_in is td and seen_in["action"] is action
     for key in ("observation", "state", "reward", "done", "terminated"):
         assert out["next", key].data_ptr() == seen_out[key].data_ptr(), key
+    stepped, root = env.step_and_maybe_reset(env.reset().set("action", action))  # the collectors' step
+    assert stepped["next", "observation"].data_ptr() == base.seen[1]["observation"].data_ptr()
+    assert root["observation"].data_ptr() == stepped["next", "observation"].data_ptr()  # no row was reset
     # the native CartPole's observation and state are one tensor; nothing copied them apart
     cartpole = make_cartpole()
     out = cartpole.rand_step(cartpole.reset())
@@ -133,6 +136,44 @@ def test_rollout_matches_gpusim_with_transforms_and_resets(mode):
     theirs = to_torchrl(make()).rollout(100, cartpole_action, break_when_any_done=False)
     assert ours["next", "done"].sum() > 8  # episodes ended and were reset by TorchRL's road
     assert_same_data(ours, theirs)
+
+
+@pytest.mark.parametrize("mode", ["sparse", "masked"])
+@pytest.mark.parametrize("nested", [False, True])
+def test_step_and_maybe_reset_gives_torchrl_s_own_data(mode, nested):
+    """The adapter's step_and_maybe_reset (gpusim's) against TorchRL's own road on a twin env,
+    with entries carried in the root (a policy's outputs, a nested collector entry)."""
+    if nested:
+        twins = [to_torchrl(NestedCountingEnv(batch_size=[2])) for _ in range(2)]
+
+        def act(td, t):
+            return td.set(("agents", "action"), (torch.arange(6).reshape(2, 3) + t) % 2)
+    else:
+        twins = [make_cartpole(num_envs=6, seed=4, auto_reset_mode=mode) for _ in range(2)]
+
+        def act(td, t):
+            return cartpole_action(td)
+
+    produced = {*twins[0].observation_keys, *twins[0].state_keys, *twins[0].done_keys}
+    ours, theirs = (env.reset() for env in twins)
+    ended = 0
+    for t in range(40):
+        for td in (ours, theirs):
+            act(td, t).set("logits", torch.full((*td.batch_size, 2), float(t)))
+            td.set(("collector", "traj_ids"), torch.arange(td.shape[0]))
+        step_a, ours = twins[0].step_and_maybe_reset(ours)
+        step_b, theirs = TorchRLEnvBase.step_and_maybe_reset(twins[1], theirs)  # TorchRL's own road
+        assert_same_data(step_a, step_b)
+        assert set(ours.keys(True, True)) == set(theirs.keys(True, True))
+        reset = step_a["next", "done"].reshape(ours.shape[0], -1).any(-1)
+        ended += int(reset.sum())
+        for key in ours.keys(True, True):
+            if key in produced:
+                assert torch.equal(ours[key], theirs[key]), key
+            else:  # carried entries: the same where nothing was reset, kept (not zeroed) where it was
+                assert torch.equal(ours[key][~reset], theirs[key][~reset]), key
+                assert torch.equal(ours[key][reset], step_a[key][reset]), key
+    assert ended > 2
 
 
 def test_nested_rollout_matches_gpusim():
@@ -238,9 +279,11 @@ def test_torchrl_transforms_on_top():
     assert td["next", "frames"].shape == (4, 80, 16)
 
 
-@pytest.mark.parametrize("batched", [SerialEnv, ParallelEnv])
+@pytest.mark.parametrize(
+    "batched", [SerialEnv, functools.partial(ParallelEnv, mp_start_method="fork"), ParallelEnv], ids=["serial", "fork", "spawn"]
+)
 def test_serial_and_parallel_env(batched):
-    env = batched(2, functools.partial(make_cartpole, 3, 0))
+    env = batched(2, functools.partial(make_cartpole, 3, 0))  # spawn (TorchRL's default) imports gpusim in workers
     try:
         check_env_specs(env)
         td = env.rollout(30, break_when_any_done=False)
@@ -303,5 +346,6 @@ def test_close_and_state_dict():
     env = to_torchrl(base)
     env.rollout(3)
     assert any("vecnorm" in k.lower() or "_extra_state" in k for k in env.state_dict())
+    assert env.to("cpu") is env and env.device == base.device
     env.close()
     assert base.is_closed and env.is_closed
