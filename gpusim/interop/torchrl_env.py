@@ -195,7 +195,7 @@ class TorchRLEnv(_TorchRLEnvBase):
         """
         if (
             self.__dict__.get("_compiled_step_and_maybe_reset") is not None  # set by TorchRL's compile()
-            or self._post_step_mdp_hooks is not None
+            or getattr(self, "_post_step_mdp_hooks", None) is not None  # TorchRL 0.14 hooks
             or "_step" in tensordict.keys()
             or "next" in tensordict.keys()
         ):

@@ -176,6 +176,14 @@ def test_step_and_maybe_reset_gives_torchrl_s_own_data(mode, nested):
     assert ended > 2
 
 
+def test_preset_next_entries_take_torchrl_s_road():
+    env = make_cartpole()
+    td = cartpole_action(env.reset())
+    td["next"] = TensorDict({"extra": torch.ones(4, 1)}, [4])  # TorchRL keeps "next" entries the step lacks
+    stepped, root = env.step_and_maybe_reset(td)
+    assert torch.equal(stepped["next", "extra"], torch.ones(4, 1)) and "observation" in stepped["next"].keys()
+
+
 def test_nested_rollout_matches_gpusim():
     def policy(td):
         return td.set(("agents", "action"), torch.ones(2, 3, dtype=torch.long))
