@@ -24,6 +24,7 @@ from gpusim.envs import *  # noqa: F401,F403
 from gpusim.envs.batched import *  # noqa: F401,F403
 from gpusim.envs.libs import *  # noqa: F401,F403
 from gpusim.envs.native import *  # noqa: F401,F403
+from gpusim.interop import to_gymnasium, to_torchrl
 from gpusim.registry import EnvEntry, make, registered_ids
 from gpusim.specs import *  # noqa: F401,F403
 from gpusim.transforms import *  # noqa: F401,F403
@@ -65,6 +66,8 @@ __all__ = sorted(
         "make",
         "registered_ids",
         "EnvEntry",
+        "to_torchrl",
+        "to_gymnasium",
     }
 )
 _torchrl_paths()

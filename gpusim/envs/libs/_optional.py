@@ -5,6 +5,10 @@ Examples:
     >>> from gpusim.envs.libs._optional import import_optional
     >>> import_optional("math", "python").sqrt(4.0)
     2.0
+    >>> import_optional("no_such_module", "no-such-dist")
+    Traceback (most recent call last):
+    ...
+    ImportError: the optional dependency 'no_such_module', which is not installed: pip install no-such-dist
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ def import_optional(module: str, pip_name: str, extra: str | None = None, what: 
         what: the gpusim feature that needs it, mentioned in the message.
 
     Raises:
-        ImportError: when the module cannot be imported, naming the package to install.
+        ImportError: when the module cannot be imported, naming the package to install (or, when
+            it is installed but its import fails, the error it raised).
     """
     try:
         return importlib.import_module(module)
@@ -34,4 +39,7 @@ def import_optional(module: str, pip_name: str, extra: str | None = None, what: 
         hint = f"pip install {pip_name}"
         if extra:
             hint += f"  (or: pip install 'gpusim[{extra}]')"
+        missing = isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] == module.split(".")[0]
+        if not missing:  # installed, but broken (e.g. built against other versions of its dependencies)
+            raise ImportError(f"{need}the optional dependency {module!r}, which is installed but fails to import: {err}") from err
         raise ImportError(f"{need}the optional dependency {module!r}, which is not installed: {hint}") from err

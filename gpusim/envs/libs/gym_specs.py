@@ -425,34 +425,78 @@ def write_actions(leaves: Sequence[GymLeaf], tensordict: Any, space: Any) -> Any
     return assemble(space, root)
 
 
-def spec_to_space(spec: TensorSpec, batch_dims: int = 0) -> Any:
-    """Converts a spec back to a single-env gymnasium space (dropping ``batch_dims`` leading dims).
+def _row_bound(spec: Bounded, name: str, batch_dims: int, key: str) -> np.ndarray:
+    """The ``low``/``high`` of one env (the first row), checked to be every row's."""
+    bound = getattr(spec, name)
+    row = bound[(0,) * batch_dims]
+    if batch_dims and not bool((bound == row).all()):
+        raise ValueError(
+            f"the spec at {key} has a {name} that differs between envs; a gymnasium space holds one "
+            f"{name} for every env (got {name}={bound.tolist()})"
+        )
+    return row.cpu().numpy()
+
+
+def _multi_binary_space(spaces: Any, shape: tuple) -> Any:
+    return spaces.MultiBinary(shape[0] if len(shape) == 1 else list(shape))
+
+
+def spec_to_space(spec: TensorSpec, batch_dims: int = 0, key: str = "the root") -> Any:
+    """Converts a spec to the gymnasium space of ONE env (dropping ``batch_dims`` leading dims).
+
+    ``Bounded`` -> ``Box`` (the bounds of one env, which must be every env's), ``Unbounded`` ->
+    ``Box`` with infinite bounds (the dtype's extremes for integers; ``MultiBinary`` for bool),
+    ``Categorical`` -> ``Discrete`` (``MultiDiscrete`` when it has dims of its own), ``OneHot``
+    -> ``Discrete`` (the index), ``MultiCategorical`` / ``MultiOneHot`` -> ``MultiDiscrete``,
+    ``Binary`` -> ``MultiBinary``, ``NonTensor`` -> ``Text``, ``Composite`` -> ``Dict``.
+
+    Args:
+        spec: the spec (batch dims included).
+        batch_dims: how many leading dims are batch dims.
+        key: where the spec sits, named in errors.
+
+    Raises:
+        TypeError: a spec with no gymnasium space, naming it.
+        ValueError: bounds that differ between the envs of the batch, naming the key.
 
     Examples:
         >>> spec_to_space(Categorical(4))
         Discrete(4)
+        >>> spec_to_space(Categorical(9, shape=(8, 1)), batch_dims=1)
+        MultiDiscrete([9])
     """
     gym = import_gymnasium()
     spaces = gym.spaces
     if isinstance(spec, Composite):
-        return spaces.Dict({k: spec_to_space(v, batch_dims) for k, v in spec.items()})
+        return spaces.Dict(
+            {k: spec_to_space(v, batch_dims, f"{key}/{k}" if key != "the root" else repr(k)) for k, v in spec.items()}
+        )
     shape = tuple(spec.shape[batch_dims:])
     if isinstance(spec, Categorical):
-        return spaces.Discrete(spec.n)
+        return spaces.Discrete(spec.n) if not shape else spaces.MultiDiscrete(np.full(shape, spec.n))
     if isinstance(spec, OneHot):
-        return spaces.Discrete(spec.n)
+        lead = shape[:-1]
+        return spaces.Discrete(spec.n) if not lead else spaces.MultiDiscrete(np.full(lead, spec.n))
     if isinstance(spec, MultiCategorical):  # nvec: a tensor of the spec shape
-        return spaces.MultiDiscrete(spec.nvec[(0,) * batch_dims].tolist())
+        return spaces.MultiDiscrete(spec.nvec[(0,) * batch_dims].cpu().numpy().astype(np.int64))
     if isinstance(spec, MultiOneHot):
-        return spaces.MultiDiscrete(list(spec.nvec))
+        nvec = np.asarray(list(spec.nvec), dtype=np.int64)
+        lead = shape[:-1]
+        return spaces.MultiDiscrete(np.broadcast_to(nvec, (*lead, len(nvec))).copy() if lead else nvec)
     if isinstance(spec, Binary):
-        return spaces.MultiBinary(list(shape))
+        return _multi_binary_space(spaces, shape)
     if isinstance(spec, NonTensor):
         return spaces.Text(max_length=1024)
     np_dtype = torch.zeros((), dtype=spec.dtype).numpy().dtype
     if isinstance(spec, Bounded):
-        idx = (0,) * batch_dims
-        return spaces.Box(spec.low[idx].cpu().numpy(), spec.high[idx].cpu().numpy(), shape=shape, dtype=np_dtype)
+        low = _row_bound(spec, "low", batch_dims, key)
+        high = _row_bound(spec, "high", batch_dims, key)
+        return spaces.Box(low, high, shape=shape, dtype=np_dtype)
     if isinstance(spec, Unbounded):
+        if spec.dtype == torch.bool:
+            return _multi_binary_space(spaces, shape)
+        if not spec.dtype.is_floating_point:
+            info = np.iinfo(np_dtype)
+            return spaces.Box(info.min, info.max, shape=shape, dtype=np_dtype)
         return spaces.Box(-np.inf, np.inf, shape=shape, dtype=np_dtype)
-    raise TypeError(f"no gymnasium space for the spec {type(spec).__name__}")
+    raise TypeError(f"no gymnasium space for the spec {type(spec).__name__} at {key}")

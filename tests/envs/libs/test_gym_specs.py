@@ -169,3 +169,34 @@ def test_spec_to_space_roundtrip():
         back = spec_to_space(spec)
         assert type(back) is type(space)
         assert back.shape == space.shape
+
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        (Categorical(9, shape=(4,)), gym.spaces.Discrete(9)),
+        (Categorical(9, shape=(4, 2)), gym.spaces.MultiDiscrete([9, 9])),
+        (OneHot(3, shape=(4, 3)), gym.spaces.Discrete(3)),
+        (OneHot(3, shape=(4, 2, 3)), gym.spaces.MultiDiscrete([3, 3])),
+        (MultiCategorical([2, 5], shape=(4, 2)), gym.spaces.MultiDiscrete([2, 5])),
+        (MultiOneHot([2, 5], shape=(4, 7)), gym.spaces.MultiDiscrete([2, 5])),
+        (Binary(3, shape=(4, 3)), gym.spaces.MultiBinary(3)),
+        (Unbounded((4, 2), dtype=torch.int64), gym.spaces.Box(np.iinfo(np.int64).min, np.iinfo(np.int64).max, (2,), np.int64)),
+        (Unbounded((4, 2), dtype=torch.bool), gym.spaces.MultiBinary(2)),
+        (Unbounded((4, 2)), gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)),
+        (Bounded(-1.0, 2.0, shape=(4, 2)), gym.spaces.Box(-1.0, 2.0, (2,), np.float32)),
+    ],
+)
+def test_spec_to_space_drops_batch_dims(spec, expected):
+    space = spec_to_space(spec, batch_dims=1)
+    assert space == expected
+    batched = gym.vector.utils.batch_space(space, 4)
+    value = spec.rand()
+    value = spec.to_numpy(value)
+    assert batched.contains(value.astype(batched.dtype) if isinstance(batched, gym.spaces.Box) else value)
+
+
+def test_spec_to_space_needs_one_bound_for_every_env():
+    spec = Bounded(torch.tensor([[0.0], [1.0]]), torch.tensor([[2.0], [2.0]]), shape=(2, 1))
+    with pytest.raises(ValueError, match="'obs' has a low that differs between envs"):
+        spec_to_space(Composite(obs=spec, shape=(2,)), batch_dims=1)

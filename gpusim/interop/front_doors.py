@@ -1,0 +1,125 @@
+"""The front doors to other RL stacks: :func:`to_torchrl` and :func:`to_gymnasium`.
+
+Each loads its optional library on call (an ``ImportError`` says what to ``pip install``) and
+returns an adapter around the same gpusim env: nothing is copied or re-created.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gpusim.envs.common import EnvBase
+from gpusim.envs.libs._optional import import_optional
+
+if TYPE_CHECKING:
+    from gpusim.interop.gymnasium_env import GymnasiumVectorEnv
+    from gpusim.interop.torchrl_env import TorchRLEnv
+
+__all__ = ["to_torchrl", "to_gymnasium"]
+
+
+def _check_env(env: Any, what: str) -> None:
+    if not isinstance(env, EnvBase):
+        raise TypeError(f"{what} takes a gpusim env (a gpusim.EnvBase), got {type(env).__name__}")
+
+
+def to_torchrl(env: EnvBase, *, allow_done_after_reset: bool = False) -> "TorchRLEnv":
+    """A TorchRL view of a gpusim env: a ``torchrl.envs.EnvBase`` that TorchRL's stack takes as is.
+
+    ``check_env_specs``, collectors (``torchrl.collectors.Collector``), ``TransformedEnv`` and
+    TorchRL transforms, ``SerialEnv`` / ``ParallelEnv``, objectives (``GAE``, ``ClipPPOLoss``)
+    and replay buffers work on the result. Steps and resets hand the gpusim env's tensors
+    through (same tensors, same device); specs are converted once. See
+    :class:`~gpusim.interop.torchrl_env.TorchRLEnv` for the details, and why gpusim envs are
+    adapted rather than accepted by TorchRL directly.
+
+    Args:
+        env: the gpusim env.
+        allow_done_after_reset: TorchRL's flag: do not raise when a reset leaves ``done`` set.
+
+    Returns:
+        A :class:`~gpusim.interop.torchrl_env.TorchRLEnv` around ``env``.
+
+    Raises:
+        ImportError: torchrl is not installed (saying what to ``pip install``).
+        TypeError: ``env`` is not a gpusim env, or it has a spec with no TorchRL equivalent.
+
+    Examples:
+        >>> import gpusim as gs
+        >>> from gpusim.interop import to_torchrl  # also gpusim.to_torchrl
+        >>> from torchrl.collectors import Collector
+        >>> env = to_torchrl(gs.make("CartPole-v1", num_envs=4, seed=0))
+        >>> collector = Collector(env, policy=None, frames_per_batch=32, total_frames=64)
+        >>> [batch.batch_size for batch in collector]
+        [torch.Size([4, 8]), torch.Size([4, 8])]
+        >>> collector.shutdown()
+    """
+    _check_env(env, "to_torchrl")
+    import_optional("torchrl", "torchrl", what="gpusim.to_torchrl (tested with torchrl 0.14.1)")
+    from gpusim.interop.torchrl_env import TorchRLEnv
+
+    return TorchRLEnv(env, allow_done_after_reset=allow_done_after_reset)
+
+
+def to_gymnasium(
+    env: EnvBase,
+    *,
+    observation_keys: Any = None,
+    autoreset_mode: Any = "same_step",
+    as_torch: bool = False,
+    copy: bool = True,
+    render_mode: str | None = None,
+    render_key: Any = "pixels",
+) -> "GymnasiumVectorEnv":
+    """A gymnasium view of a gpusim env: a ``gymnasium.vector.VectorEnv`` over its batch.
+
+    Spaces come from the specs, ``metadata["autoreset_mode"]`` declares the auto-reset mode
+    (``SAME_STEP`` by default: gpusim's ``step_and_maybe_reset``, with ``infos["final_obs"]``),
+    ``reset(seed=, options=)``, ``step``, ``render`` and ``close`` follow gymnasium's vector API,
+    and gymnasium's vector wrappers work on it (``NormalizeObservation`` and the other
+    observation wrappers need ``autoreset_mode="next_step"``). Numpy arrays by default; tensors
+    on the env's device with ``as_torch=True``. See
+    :class:`~gpusim.interop.gymnasium_env.GymnasiumVectorEnv` for the arguments.
+
+    Args:
+        env: the gpusim env (one batch dim: ``num_envs``).
+        observation_keys: the observation entries returned (default: all; several give a ``Dict``).
+        autoreset_mode: ``"same_step"``, ``"next_step"`` or ``"disabled"`` (or a
+            ``gymnasium.vector.AutoresetMode``).
+        as_torch: return tensors on the env's device instead of numpy arrays.
+        copy: numpy mode: return arrays the caller owns.
+        render_mode: ``None`` or ``"rgb_array"`` (frames from the ``render_key`` observation).
+        render_key: the observation entry holding ``(num_envs, H, W, C)`` uint8 frames.
+
+    Returns:
+        A :class:`~gpusim.interop.gymnasium_env.GymnasiumVectorEnv` around ``env``.
+
+    Raises:
+        ImportError: gymnasium is not installed (saying what to ``pip install``).
+        TypeError, ValueError, KeyError: see ``GymnasiumVectorEnv``.
+
+    Examples:
+        >>> import gpusim as gs
+        >>> from gpusim.interop import to_gymnasium  # also gpusim.to_gymnasium
+        >>> from gymnasium.wrappers.vector import NormalizeObservation
+        >>> envs = to_gymnasium(gs.make("CartPole-v1", num_envs=4, seed=0),
+        ...                     observation_keys="observation", autoreset_mode="next_step")
+        >>> envs = NormalizeObservation(envs)
+        >>> obs, infos = envs.reset(seed=0)
+        >>> obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
+        >>> obs.shape, obs.dtype
+        ((4, 4), dtype('float32'))
+    """
+    _check_env(env, "to_gymnasium")
+    import_optional("gymnasium", "gymnasium", extra="gym", what="gpusim.to_gymnasium")
+    from gpusim.interop.gymnasium_env import GymnasiumVectorEnv
+
+    return GymnasiumVectorEnv(
+        env,
+        observation_keys=observation_keys,
+        autoreset_mode=autoreset_mode,
+        as_torch=as_torch,
+        copy=copy,
+        render_mode=render_mode,
+        render_key=render_key,
+    )
