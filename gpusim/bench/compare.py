@@ -215,7 +215,8 @@ def run_compare(
         progress: draw a progress bar (default: when standard error is a terminal).
 
     Returns:
-        ``{"created", "config", "machine", "rows", "skipped", "what", "elapsed_s"}``; each row holds
+        ``{"created", "config", "machine", "rows", "skipped", "what", "elapsed_s", "load_average"}``;
+        each row holds
         env, device, contender, label, ran_on, batch, steps, best, median, samples, warmup_s and
         compile_s.
 
@@ -226,6 +227,7 @@ def run_compare(
         True
     """
     start = time.perf_counter()
+    load_start = _load_average()
     threads = cfg.threads or available_cpus()
     torch.set_num_threads(threads)
     skipped: list[dict[str, str]] = []
@@ -307,7 +309,17 @@ def run_compare(
         "skipped": skipped,
         "what": what,
         "elapsed_s": round(time.perf_counter() - start, 1),
+        "load_average": {"start": load_start, "end": _load_average()},
     }
+
+
+def _load_average() -> float | None:
+    """The 1-minute load average (``None`` where the OS has none): figures taken while other
+    work runs on the same cores are not comparable with a quiet machine's."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def write_reports(result: dict[str, Any], out_dir: str | os.PathLike, plot: bool = True) -> dict[str, Path | str]:

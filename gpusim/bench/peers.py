@@ -221,12 +221,32 @@ def _device_put(tree: Any, device: Any) -> Any:
 
 
 class _JaxScan:
-    """``run(steps)`` = one jitted ``lax.scan`` of ``steps`` steps, compiled once per length."""
+    """``run(steps)`` = one jitted ``lax.scan`` of ``steps`` transitions, compiled once per length.
 
-    def __init__(self, make_scan: Callable[[int], Callable], carry: Any, device: Any) -> None:
-        self._make_scan, self._carry = make_scan, _device_put(carry, device)
+    ``transition(key, state) -> (state, outputs)`` is one batched step (random actions drawn from
+    ``key`` inside); the outputs of every step are stacked, like a rollout's.
+    """
+
+    def __init__(self, transition: Callable, state: Any, seed: int, device: Any) -> None:
+        import jax
+
+        self._transition = transition
+        self._carry = _device_put((jax.random.PRNGKey(seed), state), device)
         self._compiled: dict[int, Callable] = {}
         self.compile_seconds = 0.0
+
+    def _scan(self, steps: int) -> Callable:
+        import jax
+
+        transition = self._transition
+
+        def body(carry, _):
+            key, state = carry
+            key, sub = jax.random.split(key)
+            state, out = transition(sub, state)
+            return (key, state), out
+
+        return lambda carry: jax.lax.scan(body, carry, None, length=steps)
 
     def __call__(self, steps: int) -> None:
         import jax
@@ -234,11 +254,15 @@ class _JaxScan:
         fn = self._compiled.get(steps)
         if fn is None:
             start = time.perf_counter()
-            fn = jax.jit(self._make_scan(steps)).lower(self._carry).compile()  # runs where the carry lives
+            fn = jax.jit(self._scan(steps)).lower(self._carry).compile()  # runs where the carry lives
             self.compile_seconds += time.perf_counter() - start
             self._compiled[steps] = fn
         self._carry, out = fn(self._carry)
         jax.block_until_ready((self._carry, out))
+
+    def runner(self, label: str) -> Runner:
+        """This scan as a :class:`~gpusim.bench.timing.Runner` (it waits for its own results)."""
+        return Runner(self, device=label, sync=lambda: None, compile_seconds=lambda: self.compile_seconds)
 
 
 def _gymnax_supports(ref: EnvRef, batch: int, options: BenchOptions) -> str | None:
@@ -253,29 +277,18 @@ def _gymnax_build(ref: EnvRef, batch: int, options: BenchOptions) -> Runner:
 
     device, label = _jax_device(options)
     env, params = gymnax.make(ref.name)
-    space = env.action_space(params)
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    sample = jax.vmap(space.sample)
+    sample = jax.vmap(env.action_space(params).sample)
 
-    def make_scan(steps: int) -> Callable:
-        def scan(carry):
-            def body(carry, _):
-                key, state = carry
-                key, k_act, k_step = jax.random.split(key, 3)
-                action = sample(jax.random.split(k_act, batch))
-                obs, state, reward, terminated, truncated, _ = step(
-                    jax.random.split(k_step, batch), state, action, params
-                )
-                return (key, state), (obs, reward, terminated | truncated)
+    def transition(key, state):
+        k_act, k_step = jax.random.split(key)
+        action = sample(jax.random.split(k_act, batch))
+        obs, state, reward, terminated, truncated, _ = step(jax.random.split(k_step, batch), state, action, params)
+        return state, (obs, reward, terminated | truncated)
 
-            return jax.lax.scan(body, carry, None, length=steps)
-
-        return scan
-
-    key, k_reset = jax.random.split(jax.random.PRNGKey(options.seed))
+    k_reset = jax.random.PRNGKey(options.seed + 1)
     _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, batch), params)
-    runner = _JaxScan(make_scan, (key, state), device)
-    return Runner(runner, device=label, sync=lambda: None, compile_seconds=lambda: runner.compile_seconds)
+    return _JaxScan(transition, state, options.seed, device).runner(label)
 
 
 GYMNAX = Contender(
@@ -302,23 +315,14 @@ def _brax_build(ref: EnvRef, batch: int, options: BenchOptions) -> Runner:
     device, label = _jax_device(options)
     env = envs.create("inverted_pendulum", batch_size=batch, auto_reset=True)
 
-    def make_scan(steps: int) -> Callable:
-        def scan(carry):
-            def body(carry, _):
-                key, state = carry
-                key, k_act = jax.random.split(key)
-                action = jax.random.uniform(k_act, (batch, env.action_size), minval=-1.0, maxval=1.0)
-                state = env.step(state, action)
-                return (key, state), (state.obs, state.reward, state.done)
+    def transition(key, state):
+        action = jax.random.uniform(key, (batch, env.action_size), minval=-1.0, maxval=1.0)
+        state = env.step(state, action)
+        return state, (state.obs, state.reward, state.done)
 
-            return jax.lax.scan(body, carry, None, length=steps)
-
-        return scan
-
-    key, k_reset = jax.random.split(jax.random.PRNGKey(options.seed))
-    state = jax.jit(env.reset)(jax.device_put(k_reset, device))  # brax's VmapWrapper splits the key
-    runner = _JaxScan(make_scan, (key, state), device)
-    return Runner(runner, device=label, sync=lambda: None, compile_seconds=lambda: runner.compile_seconds)
+    # brax's VmapWrapper splits the reset key into one per env
+    state = jax.jit(env.reset)(_device_put(jax.random.PRNGKey(options.seed + 1), device))
+    return _JaxScan(transition, state, options.seed, device).runner(label)
 
 
 BRAX = Contender(

@@ -171,8 +171,16 @@ def markdown_report(result: dict[str, Any]) -> str:
     """
     rows = result["rows"]
     cfg = result["config"]
+    load = result.get("load_average") or {}
+    load_note = ""
+    if load.get("start") is not None:
+        load_note = (
+            f" Load average {load['start']:.2f} at the start, {load['end']:.2f} at the end "
+            f"(on {result['machine']['cpus']} CPUs: more than that means other work shared the cores)."
+        )
     lines = [
-        f"Machine: {describe_machine(result['machine'])}. {cfg['threads']} torch threads. {result['created']}.",
+        f"Machine: {describe_machine(result['machine'])}. {cfg['threads']} torch threads. {result['created']}."
+        + load_note,
         "",
         f"env-steps/s (batch x T / wall seconds), best of {cfg['repeats']} timed runs after one warm-up run; "
         "the contenders of a batch run the same T, in turns.",

@@ -83,6 +83,9 @@ def test_reports_from_a_real_run(tmp_path) -> None:
     for r in result["rows"]:
         assert fmt_rate(r["best"]) in md
     assert f"Machine: {describe_machine(result['machine'])}" in md
+    load = result["load_average"]
+    if load["start"] is not None:  # the report says how busy the machine was
+        assert f"Load average {load['start']:.2f} at the start, {load['end']:.2f} at the end" in md
     assert "- gymnasium: gymnasium.make_vec" in md
     has_plot = importlib.util.find_spec("matplotlib") is not None
     paths = write_reports(result, tmp_path / "out", plot=has_plot)
