@@ -126,8 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
         "vmas, brax), in turns in one run; peers that are not installed are skipped with one line each. "
         "Writes compare.md, compare.json and compare.png to --out."))
     p.add_argument("--quick", action="store_true",
-                   help="CartPole-v1 at 16, 1024 and 16384 envs, short runs (a few minutes on a 2-core CPU); "
-                        "the other options override it")
+                   help="CartPole-v1 at 16, 1024 and 16384 envs, short runs, one thread (a few minutes on a "
+                        "2-core CPU); the other options override it")
     p.add_argument("--envs", nargs="+", type=_env_id, default=None, metavar="ENV_ID", help="default: CartPole-v1")
     p.add_argument("--batches", nargs="+", type=_positive_int, default=None, metavar="N",
                    help="default: 1 16 256 4096 65536 (and 1048576 on CUDA)")
@@ -209,10 +209,14 @@ def _build(env_id: str, num_envs: int, device: str, seed: int, transforms: Seque
 def _set_threads(threads: int | None) -> int:
     import torch
 
+    from gpusim.bench.compare import busy_warning
     from gpusim.bench.report import available_cpus
 
     threads = threads or available_cpus()
     torch.set_num_threads(threads)
+    warning = busy_warning(threads)
+    if warning:
+        print(warning, file=sys.stderr)
     return threads
 
 

@@ -37,7 +37,7 @@ def test_config_errors_name_the_field(fields, message) -> None:
 def test_quick_config_and_devices() -> None:
     cfg = quick_config(batches=(8,))
     assert cfg.batches == (8,) and cfg.envs == ("CartPole-v1",) and cfg.compile_options == {"steps_per_call": 1}
-    assert cfg.peers == PEER_NAMES and cfg.gpusim == ("eager", "compiled")
+    assert cfg.peers == PEER_NAMES and cfg.gpusim == ("eager", "compiled") and cfg.threads == 1
     assert check_device("cpu") == "cpu"
     with pytest.raises(ValueError, match="only cpu and cuda devices are benchmarked"):
         check_device("meta")
@@ -104,3 +104,13 @@ def test_machine_info_names_the_machine() -> None:
     assert set(info["packages"]) >= {"torchrl", "gymnasium", "envpool", "jax"}
     line = describe_machine(info)
     assert line.startswith(info["cpu"]) and f"{info['cpus']} CPUs" in line
+
+
+def test_busy_warning_only_with_several_threads_on_a_busy_machine() -> None:
+    from gpusim.bench.compare import busy_warning
+    from gpusim.bench.report import available_cpus
+
+    cpus = available_cpus()
+    line = busy_warning(2, load=cpus + 5.0)
+    assert line.startswith(f"warning: load average {cpus + 5.0:.1f} on {cpus} CPUs") and "--threads 1" in line
+    assert busy_warning(1, load=cpus + 5.0) is None and busy_warning(2, load=cpus - 0.5) is None
