@@ -179,7 +179,7 @@ def markdown_report(result: dict[str, Any]) -> str:
             f"(on {result['machine']['cpus']} CPUs: more than that means other work shared the cores)."
         )
     lines = [
-        f"Machine: {describe_machine(result['machine'])}. {cfg['threads']} torch threads. {result['created']}."
+        f"Machine: {describe_machine(result['machine'])}. Threads: {cfg['threads']}. {result['created']}."
         + load_note,
         "",
         f"env-steps/s (batch x T / wall seconds), best of {cfg['repeats']} timed runs after one warm-up run; "
@@ -296,7 +296,11 @@ def plot_results(result: dict[str, Any], path: str | os.PathLike) -> Path:
         ax.legend(fontsize=8, loc="best")
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
-    fig.suptitle(f"gpusim compare — {describe_machine(result['machine'])}\n{result['created']}", fontsize=9)
+    load = result.get("load_average") or {}
+    when = result["created"]
+    if load.get("start") is not None:
+        when += f", load average {load['start']:.1f} to {load['end']:.1f}"
+    fig.suptitle(f"gpusim compare — {describe_machine(result['machine'])}\n{when}", fontsize=9)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)
