@@ -309,16 +309,18 @@ def _installed(module: str) -> str:
     return "installed"
 
 
+# module, role, what to install (from a checkout, the extras: -e ".[peers]", ".[jax-peers]", ...)
 _LIBRARIES = (
     ("gymnasium", "GymEnv, GymWrapper (gym:<id>); compare peer", "gymnasium"),
     ("vmas", "VmasEnv, VmasWrapper (vmas:<scenario>); compare peer", "vmas"),
-    ("torchrl", "compare peer (TorchRL EnvBase CartPole, VmasEnv)", '"gpusim[peers]" in an environment of its own'),
-    ("envpool", "compare peer", "envpool"),
-    ("gymnax", "compare peer (needs jax)", '"gpusim[jax-peers]"'),
-    ("brax", "compare peer (needs jax)", '"gpusim[jax-peers]"'),
-    ("jax", "runs gymnax and brax", '"gpusim[jax-peers]"'),
-    ("matplotlib", "the compare plot", '"gpusim[plot]"'),
-    ("triton", "GPU kernels", '"gpusim[triton]"'),
+    ("torchrl", "compare peer (TorchRL EnvBase CartPole, VmasEnv)",
+     "torchrl==0.14.1 in an environment of its own: it pins tensordict<0.15; extra peers"),
+    ("envpool", "compare peer", "envpool; extra peers"),
+    ("gymnax", "compare peer (needs jax)", "jax gymnax; extra jax-peers"),
+    ("brax", "compare peer (needs jax)", "jax brax; extra jax-peers"),
+    ("jax", "runs gymnax and brax", "jax; extra jax-peers"),
+    ("matplotlib", "the compare plot", "matplotlib; extra plot"),
+    ("triton", "GPU kernels", "triton; extra triton"),
 )
 
 

@@ -149,3 +149,37 @@ def test_compare_tiny_sweep_writes_table_plot_and_json(tmp_path) -> None:
     assert {p.peer for p in PEERS} == set(PEER_NAMES)
     # gymnasium is a test dependency: it must have run
     assert any(r["contender"] == "gymnasium" for r in rows)
+
+
+def test_check_reports_a_spec_mismatch_and_exits_1(monkeypatch, capsys) -> None:
+    """An env whose step output breaks its specs: ``check`` names the key and exits with 1."""
+    from tensordict import TensorDict
+
+    import gpusim as gs
+    import gpusim.cli as cli
+
+    class WrongDtype(gs.EnvBase):
+        def __init__(self, batch_size):
+            super().__init__(batch_size=batch_size)
+            B = self.batch_size
+            self.observation_spec = gs.Composite(observation=gs.Unbounded((*B, 2)), shape=B)
+            self.action_spec = gs.Categorical(2, shape=B)
+            self.reward_spec = gs.Unbounded((*B, 1))
+
+        def _reset(self, td):
+            return TensorDict({"observation": torch.zeros(*self.batch_size, 2),
+                               "done": torch.zeros(*self.batch_size, 1, dtype=torch.bool)}, self.batch_size)
+
+        def _step(self, td):
+            return TensorDict({"observation": torch.zeros(*self.batch_size, 2, dtype=torch.float64),
+                               "reward": torch.zeros(*self.batch_size, 1),
+                               "done": torch.zeros(*self.batch_size, 1, dtype=torch.bool)}, self.batch_size)
+
+        def _set_seed(self, seed):
+            return seed
+
+    monkeypatch.setattr(cli, "_build", lambda env_id, num_envs, device, seed, transforms=(): WrongDtype([num_envs]))
+    assert main(["check", "CartPole-v1", "--num-envs", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "check_env_specs: FAILED after a 3-step rollout:" in out
+    assert "Dtype mismatch for key ('next', 'observation') at step 0: data torch.float64, specs torch.float32" in out

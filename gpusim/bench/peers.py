@@ -115,7 +115,7 @@ TORCHRL = Contender(
     name="torchrl",
     peer="torchrl",
     modules=("torchrl",),
-    install='"gpusim[peers]" (torchrl 0.14.1 pins tensordict<0.15: use an environment of its own)',
+    install='torchrl==0.14.1 in an environment of its own (it pins tensordict<0.15; see the peers extra)',
     what="rollout(T, break_when_any_done=False) of a TorchRL EnvBase with the same physics + StepCounter(500)",
     build=_torchrl_build,
     supports=_torchrl_supports,
