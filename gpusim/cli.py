@@ -242,8 +242,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                         compile_seconds=lambda: compiled.compile_seconds)
     else:
         runner = Runner(lambda steps: env.rollout(steps, break_when_any_done=False), device=str(env.device))
-    bar = Progress(1 + args.repeats)
-    bar.tick("warm-up")
+    bar = Progress(1 + args.repeats)  # the warm-up run, then the timed runs
     result = measure({mode: runner}, args.num_envs, args.steps, args.repeats, tick=lambda name: bar.tick(mode))
     bar.close()
     m = result[mode]
