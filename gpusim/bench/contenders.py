@@ -9,6 +9,7 @@ modules it needs (a missing one skips it with one line saying what to install) a
   native envs only; compile time is reported apart).
 
 Examples:
+    >>> from gpusim.bench.envs import parse_env_id
     >>> opts = BenchOptions(device="cpu", seed=0)
     >>> runner = GPUSIM_EAGER.build(parse_env_id("CartPole-v1"), 8, opts)
     >>> runner.timed(4) > 0
@@ -25,10 +26,10 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from gpusim.bench.envs import EnvRef, build_env, parse_env_id
+from gpusim.bench.envs import EnvRef, build_env
 from gpusim.bench.timing import Runner
 
-__all__ = ["BenchOptions", "Contender", "GPUSIM_EAGER", "GPUSIM_COMPILED", "CLASSIC_IDS", "parse_env_id"]
+__all__ = ["BenchOptions", "Contender", "GPUSIM_EAGER", "GPUSIM_COMPILED", "CLASSIC_IDS"]
 
 CLASSIC_IDS = ("CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1")
 """The native ids that gymnasium, EnvPool and gymnax implement with the same equations."""

@@ -23,6 +23,7 @@ Numpy and C++ peers (gymnasium, envpool) run on the CPU whatever device is reque
 run on JAX's default backend when it matches the requested device type, else on JAX's CPU.
 
 Examples:
+    >>> from gpusim.bench.envs import parse_env_id
     >>> [p.peer for p in PEERS]
     ['torchrl', 'gymnasium', 'envpool', 'gymnax', 'vmas', 'brax']
     >>> GYMNASIUM.skip_reason(parse_env_id("TicTacToe-v0"), 8, BenchOptions())
@@ -37,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from gpusim.bench.contenders import CLASSIC_IDS, BenchOptions, Contender, parse_env_id
+from gpusim.bench.contenders import CLASSIC_IDS, BenchOptions, Contender
 from gpusim.bench.envs import EnvRef, build_transforms
 from gpusim.bench.timing import Runner
 

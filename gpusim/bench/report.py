@@ -10,7 +10,6 @@ Examples:
 
 from __future__ import annotations
 
-import datetime as _dt
 import importlib.metadata
 import json
 import os
