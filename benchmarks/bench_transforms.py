@@ -27,15 +27,13 @@ the ratio is against its rollout).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from gpusim.envs.native import CartPoleEnv  # noqa: E402
+from gpusim.bench.report import fmt_rate as _fmt
+from gpusim.bench.torchrl_cartpole import make_torchrl_cartpole
+from gpusim.envs.native import CartPoleEnv
 from gpusim.transforms import CatFrames, Compose, InitTracker, RewardSum, StepCounter, TransformedEnv, VecNorm
 
 
@@ -54,9 +52,8 @@ def make_gpusim(batch: int):
 
 
 def make_torchrl(batch: int):
-    """The TorchRL contender: the user-written TorchRL CartPole of ``bench_native`` + torchrl
-    transforms."""
-    from bench_native import make_torchrl_cartpole
+    """The TorchRL contender: the user-written TorchRL CartPole of ``gpusim.bench`` (no time
+    limit, like gpusim's bare ``CartPoleEnv`` here) + torchrl transforms."""
     from torchrl.envs import CatFrames as TCatFrames
     from torchrl.envs import Compose as TCompose
     from torchrl.envs import InitTracker as TInitTracker
@@ -66,7 +63,7 @@ def make_torchrl(batch: int):
     from torchrl.envs import VecNorm as TVecNorm
 
     return TTransformedEnv(
-        make_torchrl_cartpole(batch),
+        make_torchrl_cartpole(batch, max_steps=None),
         TCompose(
             TStepCounter(),
             TRewardSum(),
@@ -100,16 +97,6 @@ def _time_rollout(env, steps: int, contiguous: bool = True, compile: bool = Fals
     elapsed = time.perf_counter() - start
     assert td.shape[-1] == steps
     return elapsed
-
-
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x >= 1e6:
-        return f"{x / 1e6:.2f} M"
-    if x >= 1e3:
-        return f"{x / 1e3:.1f} k"
-    return f"{x:.0f}"
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ import warnings
 import torch
 import vmas
 
+from gpusim.bench.report import fmt_rate as _fmt
 from gpusim.envs.libs import VmasEnv
 
 DEFAULT_STEPS = {1: 100, 64: 60, 1024: 40, 8192: 20}
@@ -91,10 +92,6 @@ def main() -> None:
         cells = [f"{_fmt(med[k])} ({_fmt(medc[k])})" for k in names]
         r = lambda a, b: statistics.median(x[0] / y[0] for x, y in zip(res[a], res[b])) if a in res and b in res else float("nan")  # noqa: E731
         print(f"| {n} | " + " | ".join(cells) + f" | {r('gpusim', 'raw'):.2f} | {r('torchrl', 'raw'):.2f} | {r('gpusim', 'torchrl'):.2f} |")
-
-
-def _fmt(x: float) -> str:
-    return f"{x / 1e6:.2f} M" if x >= 1e6 else f"{x / 1e3:.1f} k" if x >= 1e3 else f"{x:.0f}"
 
 
 def _print_row(n, steps, res) -> None:
