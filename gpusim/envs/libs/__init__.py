@@ -14,6 +14,7 @@ from gpusim.envs.libs.gym import GymEnv, GymWrapper
 from gpusim.envs.libs.gym_backend import gym_backend, set_gym_backend
 from gpusim.envs.libs.gym_info import default_info_dict_reader
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
+from gpusim.envs.libs.pettingzoo import PettingZooEnv, PettingZooWrapper
 from gpusim.envs.libs.vmas import VmasEnv, VmasWrapper
 
 __all__ = [
@@ -26,4 +27,6 @@ __all__ = [
     "check_marl_grouping",
     "VmasEnv",
     "VmasWrapper",
+    "PettingZooEnv",
+    "PettingZooWrapper",
 ]
