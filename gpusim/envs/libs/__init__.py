@@ -10,6 +10,7 @@ Examples:
     {'agents': ['a_0', 'a_1']}
 """
 
+from gpusim.envs.libs.dm_control import DMControlEnv, DMControlWrapper
 from gpusim.envs.libs.gym import GymEnv, GymWrapper
 from gpusim.envs.libs.gym_backend import gym_backend, set_gym_backend
 from gpusim.envs.libs.gym_info import default_info_dict_reader
@@ -29,4 +30,6 @@ __all__ = [
     "VmasWrapper",
     "PettingZooEnv",
     "PettingZooWrapper",
+    "DMControlEnv",
+    "DMControlWrapper",
 ]
