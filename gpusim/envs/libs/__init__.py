@@ -11,6 +11,7 @@ Examples:
 """
 
 from gpusim.envs.libs.dm_control import DMControlEnv, DMControlWrapper
+from gpusim.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
 from gpusim.envs.libs.gym import GymEnv, GymWrapper
 from gpusim.envs.libs.gym_backend import gym_backend, set_gym_backend
 from gpusim.envs.libs.gym_info import default_info_dict_reader
@@ -32,4 +33,6 @@ __all__ = [
     "PettingZooWrapper",
     "DMControlEnv",
     "DMControlWrapper",
+    "MultiThreadedEnv",
+    "MultiThreadedEnvWrapper",
 ]
