@@ -1,0 +1,164 @@
+"""The JAX edge of the Brax and Jumanji wrappers: pytrees <-> nested tensordict sources through
+DLPack, planned once per pytree structure.
+
+A JAX simulator's state is a pytree (a dataclass of arrays). :class:`TreePlan` flattens an
+example once (key paths become nested tensordict keys: ``state.pipeline_state.q`` ->
+``("pipeline_state", "q")``) and then converts every leaf with ``torch.from_dlpack`` /
+``jax.dlpack.from_dlpack``: no copy where both sides live on the same device (the CPU here, a
+GPU when JAX and torch share it); otherwise the leaf is copied to the host once. ``uint32``
+leaves (JAX's PRNG keys) are carried as ``int32`` bit patterns, since torch's specs have no
+unsigned 32-bit type; the bits are restored on the way back. Leading dims are the env batch:
+leaves travel flat (``(N, ...)``) to the jitted functions and as ``(*batch_size, ...)`` views in
+torch.
+
+Examples:
+    >>> import jax.numpy as jnp
+    >>> tree = {"pos": jnp.zeros((4, 3)), "key": jnp.zeros((4, 2), dtype=jnp.uint32)}
+    >>> plan = TreePlan(tree, torch.Size([4]))
+    >>> src = plan.to_torch(tree)
+    >>> src["pos"].shape, src["key"].dtype
+    (torch.Size([4, 3]), torch.int32)
+    >>> back = plan.to_jax(src)
+    >>> back["key"].dtype
+    dtype('uint32')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from gpusim.envs.libs._optional import import_optional
+from gpusim.specs import Categorical, Composite, Unbounded
+
+__all__ = ["TreePlan", "import_jax", "to_torch", "to_jax"]
+
+
+def import_jax(what: str, extra: str) -> Any:
+    """Imports jax, raising an ``ImportError`` that names the package to install."""
+    return import_optional("jax", "jax", extra=extra, what=what)
+
+
+def _path_name(entry: Any) -> str:
+    for attr in ("name", "key", "idx"):
+        if hasattr(entry, attr):
+            return str(getattr(entry, attr))
+    return str(entry)
+
+
+def to_torch(array: Any) -> torch.Tensor:
+    """A JAX array as a tensor (DLPack: no copy on a shared device).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> to_torch(jnp.ones(2))
+        tensor([1., 1.])
+    """
+    if array.dtype == np.uint32:
+        return torch.from_dlpack(array).view(torch.int32)
+    try:
+        return torch.from_dlpack(array)
+    except (RuntimeError, TypeError, BufferError):  # a dtype or layout DLPack does not carry
+        return torch.from_numpy(np.array(array))
+
+
+def to_jax(tensor: torch.Tensor, uint32: bool = False) -> Any:
+    """A tensor as a JAX array (DLPack: no copy on a shared device; CUDA tensors stay there when
+    JAX has a GPU, otherwise they are copied to the host).
+
+    Examples:
+        >>> to_jax(torch.arange(3)).tolist()
+        [0, 1, 2]
+    """
+    import jax
+
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    if tensor.device.type != "cpu" and jax.default_backend() == "cpu":
+        tensor = tensor.cpu()
+    if not tensor.is_contiguous():
+        tensor = tensor.contiguous()
+    if uint32:
+        tensor = tensor.view(torch.uint32) if tensor.dtype == torch.int32 else tensor
+    try:
+        return jax.dlpack.from_dlpack(tensor)
+    except (RuntimeError, TypeError, BufferError):
+        return jax.numpy.asarray(tensor.cpu().numpy())
+
+
+class TreePlan:
+    """The conversion plan of one pytree structure with batch dims ``batch_size`` in front.
+
+    Args:
+        example: a pytree of arrays whose leaves have ``batch_size`` leading dims.
+        batch_size: the env batch dims.
+    """
+
+    def __init__(self, example: Any, batch_size: torch.Size) -> None:
+        import jax
+
+        self.batch_size = torch.Size(batch_size)
+        self.nb = len(self.batch_size)
+        self.numel = int(np.prod(self.batch_size)) if self.nb else 1
+        with_path, self.treedef = jax.tree_util.tree_flatten_with_path(example)
+        self.keys: list[tuple] = [tuple(_path_name(e) for e in path) for path, _ in with_path]
+        self.uint32 = [leaf.dtype == np.uint32 for _, leaf in with_path]
+        self.shapes = [tuple(leaf.shape[self.nb :]) for _, leaf in with_path]
+        self.dtypes = [to_torch(leaf[(0,) * self.nb] if self.nb else leaf).dtype for _, leaf in with_path]
+
+    def spec(self, device: torch.device) -> Composite:
+        """The ``Composite`` of the tree (``Unbounded`` leaves; ``Categorical(2)`` for bools)."""
+        B = self.batch_size
+        spec = Composite(shape=B, device=device)
+        for key, shape, dtype in zip(self.keys, self.shapes, self.dtypes):
+            node = spec
+            for part in key[:-1]:
+                if part not in node.keys():
+                    node[part] = Composite(shape=B, device=device)
+                node = node[part]
+            if dtype == torch.bool:
+                node[key[-1]] = Categorical(2, shape=(*B, *shape), dtype=torch.bool, device=device)
+            else:
+                node[key[-1]] = Unbounded((*B, *shape), dtype=dtype, device=device)
+        return spec
+
+    def leaves_to_torch(self, leaves: list) -> list[torch.Tensor]:
+        """Flat JAX leaves (``(N, ...)``) -> tensors shaped ``(*batch_size, ...)``."""
+        B = self.batch_size
+        return [to_torch(leaf).reshape(*B, *shape) for leaf, shape in zip(leaves, self.shapes)]
+
+    def to_torch(self, tree: Any) -> dict:
+        """The tree as a nested dict of tensors (keys from the paths)."""
+        import jax
+
+        out: dict = {}
+        for key, value in zip(self.keys, self.leaves_to_torch(jax.tree_util.tree_leaves(tree))):
+            node = out
+            for part in key[:-1]:
+                node = node.setdefault(part, {})
+            node[key[-1]] = value
+        return out
+
+    def leaves_from(self, source: Any) -> list[torch.Tensor]:
+        """The tensors of a nested dict / tensordict, in the tree's leaf order."""
+        out = []
+        for key in self.keys:
+            node = source
+            for part in key:
+                node = node[part]
+            out.append(node)
+        return out
+
+    def leaves_to_jax(self, tensors: list[torch.Tensor]) -> list:
+        """Tensors ``(*batch_size, ...)`` -> flat JAX leaves ``(N, ...)``."""
+        n = self.numel
+        return [
+            to_jax(t.reshape(n, *shape) if self.nb != 1 else t, u)
+            for t, shape, u in zip(tensors, self.shapes, self.uint32)
+        ]
+
+    def to_jax(self, source: Any) -> Any:
+        """A nested dict / tensordict of tensors back to the pytree (flat batch)."""
+        return self.treedef.unflatten(self.leaves_to_jax(self.leaves_from(source)))
