@@ -10,6 +10,7 @@ Examples:
     {'agents': ['a_0', 'a_1']}
 """
 
+from gpusim.envs.libs.brax import BraxEnv, BraxWrapper
 from gpusim.envs.libs.dm_control import DMControlEnv, DMControlWrapper
 from gpusim.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
 from gpusim.envs.libs.gym import GymEnv, GymWrapper
@@ -35,4 +36,6 @@ __all__ = [
     "DMControlWrapper",
     "MultiThreadedEnv",
     "MultiThreadedEnvWrapper",
+    "BraxEnv",
+    "BraxWrapper",
 ]
