@@ -33,12 +33,24 @@ import torch
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Categorical, Composite, Unbounded
 
-__all__ = ["TreePlan", "import_jax", "to_torch", "to_jax"]
+__all__ = ["TreePlan", "import_jax", "to_torch", "to_jax", "nested_td"]
 
 
 def import_jax(what: str, extra: str) -> Any:
     """Imports jax, raising an ``ImportError`` that names the package to install."""
     return import_optional("jax", "jax", extra=extra, what=what)
+
+
+def nested_td(source: dict, batch_size: torch.Size) -> Any:
+    """A nested dict of tensors as nested tensordicts, every level with ``batch_size``.
+
+    Examples:
+        >>> nested_td({"a": {"b": torch.zeros(2, 3)}}, torch.Size([2]))["a"].batch_size
+        torch.Size([2])
+    """
+    from gpusim.envs._fasttd import new_td
+
+    return new_td({k: nested_td(v, batch_size) if isinstance(v, dict) else v for k, v in source.items()}, batch_size)
 
 
 def _path_name(entry: Any) -> str:
@@ -133,8 +145,12 @@ class TreePlan:
         """The tree as a nested dict of tensors (keys from the paths)."""
         import jax
 
+        return self.nest(self.leaves_to_torch(jax.tree_util.tree_leaves(tree)))
+
+    def nest(self, tensors: list) -> dict:
+        """Tensors in leaf order as a nested dict keyed by the leaves' paths."""
         out: dict = {}
-        for key, value in zip(self.keys, self.leaves_to_torch(jax.tree_util.tree_leaves(tree))):
+        for key, value in zip(self.keys, tensors):
             node = out
             for part in key[:-1]:
                 node = node.setdefault(part, {})

@@ -38,7 +38,7 @@ from gpusim.envs._fasttd import new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
-from gpusim.envs.libs._jax import TreePlan, import_jax, to_jax, to_torch
+from gpusim.envs.libs._jax import TreePlan, import_jax, nested_td, to_jax, to_torch
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -52,16 +52,6 @@ def _import_brax(what: str) -> Any:
         brax = import_optional("brax", "brax", extra="brax", what=what)
         import_optional("brax.envs", "brax", extra="brax", what=what)
     return brax
-
-
-def _nested(keys: list[tuple], values: list) -> dict:
-    out: dict = {}
-    for key, value in zip(keys, values):
-        node = out
-        for part in key[:-1]:
-            node = node.setdefault(part, {})
-        node[key[-1]] = value
-    return out
 
 
 class BraxWrapper(EnvBase):
@@ -163,14 +153,14 @@ class BraxWrapper(EnvBase):
     # ------------------------------------------------------------------ conversion
     def _output(self, leaves: list[torch.Tensor], reward: bool) -> TensorDictBase:
         plan = self._plan
-        state = _nested(plan.keys, leaves)
+        state = plan.nest(leaves)
         shape = (*self.batch_size, 1)
         done = state["done"].reshape(shape).bool()
         src = {
             "observation": state["obs"],
             "done": done,
             "terminated": done.clone(),
-            "state": self._state_td(state),
+            "state": nested_td(state, self.batch_size),
         }
         if reward:
             src["reward"] = state["reward"].reshape(shape)
@@ -178,12 +168,6 @@ class BraxWrapper(EnvBase):
         if td.device != self.device and self.device.type != "cpu":
             return self._edge(td)
         return td
-
-    def _state_td(self, state: dict) -> TensorDictBase:
-        def build(node: dict) -> TensorDictBase:
-            return new_td({k: build(v) if isinstance(v, dict) else v for k, v in node.items()}, self.batch_size)
-
-        return build(state)
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
