@@ -46,3 +46,4 @@ from gpusim.transforms.pixels import CenterCrop, GrayScale, Resize, ToTensorImag
 from gpusim.transforms.rl_models import KLRewardTransform, R3MTransform, VC1Transform, VIPRewardTransform, VIPTransform
 from gpusim.transforms.loggers import CSVLogger, Logger
 from gpusim.transforms.recorders import TensorDictRecorder, VideoRecorder
+from gpusim.transforms.dreamer import DreamerDecoder
