@@ -316,19 +316,26 @@ class GymWrapper(EnvBase):
         if self._is_vector:
             # the adapter hands out bool arrays; one reshape (a numpy view) + from_numpy per leaf
             shape = self._flag_shape
-            if reward.dtype != np.float32:
-                reward = reward.astype(np.float32)
-            src["reward"] = torch.from_numpy(reward.reshape(shape))
+            src["reward"] = self._reward_to_torch(reward)
             src["terminated"] = torch.from_numpy(terminated.reshape(shape))
             src["truncated"] = torch.from_numpy(truncated.reshape(shape))
             src["done"] = torch.from_numpy((terminated | truncated).reshape(shape))
         else:
             term, trunc = bool(terminated), bool(truncated)
-            src["reward"] = torch.tensor([float(reward)], dtype=torch.float32)
+            src["reward"] = self._reward_to_torch(reward)
             src["terminated"] = torch.tensor([term])
             src["truncated"] = torch.tensor([trunc])
             src["done"] = torch.tensor([term or trunc])
         return self._finish(src, info)
+
+    def _reward_to_torch(self, reward: Any) -> torch.Tensor:
+        """The step's reward as a float32 tensor of the reward spec's shape (``(*B, 1)``)."""
+        if self._is_vector:
+            reward = np.asarray(reward)
+            if reward.dtype != np.float32:
+                reward = reward.astype(np.float32)
+            return torch.from_numpy(reward.reshape(self._flag_shape))
+        return torch.tensor([float(reward)], dtype=torch.float32)
 
     def _reset_output(self, obs: Any, info: dict) -> TensorDictBase:
         """The data of a reset (all rows): observations and False done flags."""
