@@ -17,6 +17,7 @@ from gpusim.envs.libs.gym import GymEnv, GymWrapper
 from gpusim.envs.libs.gym_backend import gym_backend, set_gym_backend
 from gpusim.envs.libs.jumanji import JumanjiEnv, JumanjiWrapper
 from gpusim.envs.libs.gym_info import default_info_dict_reader
+from gpusim.envs.libs.mo_gym import MOGymEnv, MOGymWrapper
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
 from gpusim.envs.libs.pettingzoo import PettingZooEnv, PettingZooWrapper
 from gpusim.envs.libs.vmas import VmasEnv, VmasWrapper
@@ -41,4 +42,6 @@ __all__ = [
     "BraxWrapper",
     "JumanjiEnv",
     "JumanjiWrapper",
+    "MOGymEnv",
+    "MOGymWrapper",
 ]
