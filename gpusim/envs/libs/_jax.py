@@ -33,7 +33,7 @@ import torch
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Categorical, Composite, Unbounded
 
-__all__ = ["TreePlan", "import_jax", "to_torch", "to_jax", "nested_td"]
+__all__ = ["TreePlan", "LastState", "import_jax", "to_torch", "to_jax", "nested_td"]
 
 
 def import_jax(what: str, extra: str) -> Any:
@@ -178,3 +178,45 @@ class TreePlan:
     def to_jax(self, source: Any) -> Any:
         """A nested dict / tensordict of tensors back to the pytree (flat batch)."""
         return self.treedef.unflatten(self.leaves_to_jax(self.leaves_from(source)))
+
+
+class LastState:
+    """The JAX leaves behind the tensors a step last handed out.
+
+    In a rollout the next step reads back exactly the state tensors the previous step wrote (the
+    same objects, unmodified): those need no conversion, the JAX arrays they alias are reused.
+    Any other tensor, or one modified in place since (its version counter moved), is converted.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> cache = LastState()
+        >>> arrays = [jnp.zeros(2)]
+        >>> tensors = [to_torch(a) for a in arrays]
+        >>> cache.put(tensors, arrays)
+        >>> cache.get(tensors) is arrays
+        True
+        >>> tensors[0].add_(1.0) is not None and cache.get(tensors) is None  # modified: converted again
+        True
+    """
+
+    __slots__ = ("tensors", "versions", "leaves")
+
+    def __init__(self) -> None:
+        self.tensors: list = []
+        self.versions: list = []
+        self.leaves: list | None = None
+
+    def put(self, tensors: list[torch.Tensor], leaves: list) -> None:
+        """Remembers ``tensors`` (as handed out) and the JAX ``leaves`` they alias."""
+        self.tensors = list(tensors)
+        self.versions = [t._version for t in tensors]
+        self.leaves = leaves
+
+    def get(self, tensors: list[torch.Tensor]) -> list | None:
+        """The JAX leaves when ``tensors`` are the remembered ones, unmodified; else ``None``."""
+        if self.leaves is None or len(tensors) != len(self.tensors):
+            return None
+        for t, mine, version in zip(tensors, self.tensors, self.versions):
+            if t is not mine or t._version != version:
+                return None
+        return self.leaves

@@ -38,7 +38,7 @@ from gpusim.envs._fasttd import new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
-from gpusim.envs.libs._jax import TreePlan, import_jax, nested_td, to_jax, to_torch
+from gpusim.envs.libs._jax import LastState, TreePlan, import_jax, nested_td, to_jax, to_torch
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -107,6 +107,7 @@ class BraxWrapper(EnvBase):
         self.__dict__["_step_fn"] = jax.jit(jax.vmap(env.step))
         self.__dict__["_key"] = jax.random.PRNGKey(0 if seed is None else int(seed))
         self.__dict__["_edge"] = EdgeTransfer(self.device)
+        self.__dict__["_last"] = LastState()
         n = int(np.prod(self.batch_size)) if len(self.batch_size) else 1
         self.__dict__["_n"] = n
         example = jax.eval_shape(self._reset_fn, jax.ShapeDtypeStruct((n, 2), np.uint32))
@@ -179,7 +180,9 @@ class BraxWrapper(EnvBase):
         key, sub = jax.random.split(self._key)
         self.__dict__["_key"] = key
         state = self._reset_fn(jax.random.split(sub, self._n))
-        leaves = self._plan.leaves_to_torch(jax.tree_util.tree_leaves(state))
+        jleaves = jax.tree_util.tree_leaves(state)
+        leaves = self._plan.leaves_to_torch(jleaves)
+        self._last.put(leaves, jleaves)
         return self._output(leaves, reward=False)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
@@ -194,9 +197,13 @@ class BraxWrapper(EnvBase):
             leaves = list(_BraxStep.apply(self, action, *tensors))
         else:
             jax = self._jax
-            jstate = plan.treedef.unflatten(plan.leaves_to_jax(tensors))
+            jleaves = self._last.get(tensors)  # the state the last step handed out: no conversion
+            if jleaves is None:
+                jleaves = plan.leaves_to_jax(tensors)
             jaction = to_jax(action.reshape(self._n, -1))
-            leaves = plan.leaves_to_torch(jax.tree_util.tree_leaves(self._step_fn(jstate, jaction)))
+            out = jax.tree_util.tree_leaves(self._step_fn(plan.treedef.unflatten(jleaves), jaction))
+            leaves = plan.leaves_to_torch(out)
+            self._last.put(leaves, out)
         return self._output(leaves, reward=True)
 
     def _set_seed(self, seed: int | None) -> None:

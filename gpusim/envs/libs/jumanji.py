@@ -33,7 +33,7 @@ from tensordict import TensorDictBase
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
-from gpusim.envs.libs._jax import TreePlan, import_jax, nested_td, to_jax, to_torch
+from gpusim.envs.libs._jax import LastState, TreePlan, import_jax, nested_td, to_jax, to_torch
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Bounded, Categorical, Composite, MultiCategorical, MultiOneHot, OneHot, TensorSpec, Unbounded
 
@@ -142,6 +142,7 @@ class JumanjiWrapper(EnvBase):
         self.__dict__["_step_fn"] = jax.jit(jax.vmap(step))
         self.__dict__["_key"] = jax.random.PRNGKey(0 if seed is None else int(seed))
         self.__dict__["_edge"] = EdgeTransfer(self.device)
+        self.__dict__["_last"] = LastState()
         n = int(np.prod(self.batch_size)) if len(self.batch_size) else 1
         self.__dict__["_n"] = n
         B = self.batch_size
@@ -199,7 +200,11 @@ class JumanjiWrapper(EnvBase):
         if self._obs_is_array:
             obs = {"observation": obs}
         src = obs_plan.to_torch(obs)
-        src["state"] = self._state_plan.to_torch(state)
+        plan = self._state_plan
+        jleaves = self._jax.tree_util.tree_leaves(state)
+        tensors = plan.leaves_to_torch(jleaves)
+        self._last.put(tensors, jleaves)  # the next step reads these back without a conversion
+        src["state"] = plan.nest(tensors)
         shape = (*B, 1)
         if done is None:
             flag = torch.zeros(shape, dtype=torch.bool)
@@ -227,7 +232,10 @@ class JumanjiWrapper(EnvBase):
         return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        state = self._state_plan.to_jax(tensordict.get("state"))
+        plan = self._state_plan
+        tensors = plan.leaves_from(tensordict.get("state"))
+        jleaves = self._last.get(tensors)
+        state = plan.treedef.unflatten(plan.leaves_to_jax(tensors) if jleaves is None else jleaves)
         action = tensordict.get("action")
         if self._action_one_hot:
             action = action.argmax(-1)
