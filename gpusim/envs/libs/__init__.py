@@ -19,6 +19,7 @@ from gpusim.envs.libs.jumanji import JumanjiEnv, JumanjiWrapper
 from gpusim.envs.libs.gym_info import default_info_dict_reader
 from gpusim.envs.libs.mo_gym import MOGymEnv, MOGymWrapper
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
+from gpusim.envs.libs.openml import OpenMLEnv
 from gpusim.envs.libs.openspiel import OpenSpielEnv, OpenSpielWrapper
 from gpusim.envs.libs.pettingzoo import PettingZooEnv, PettingZooWrapper
 from gpusim.envs.libs.vmas import VmasEnv, VmasWrapper
@@ -47,4 +48,5 @@ __all__ = [
     "MOGymWrapper",
     "OpenSpielEnv",
     "OpenSpielWrapper",
+    "OpenMLEnv",
 ]
