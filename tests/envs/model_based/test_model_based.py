@@ -10,9 +10,9 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 
 from gpusim import PendulumEnv
 from gpusim.envs.checks import check_env_specs
-from gpusim.envs.model_based import DreamerDecoder, DreamerEnv, ModelBasedEnvBase
+from gpusim.envs.model_based import DreamerEnv, ModelBasedEnvBase
 from gpusim.specs import Bounded, Composite, Unbounded
-from gpusim.transforms import TensorDictPrimer, TransformedEnv
+from gpusim.transforms import DreamerDecoder, TensorDictPrimer, TransformedEnv
 
 B, PRIOR, BELIEF, ACT = 6, 4, 8, 2
 
