@@ -31,9 +31,10 @@ import numpy as np
 import torch
 
 from gpusim.envs.libs._optional import import_optional
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.specs import Categorical, Composite, Unbounded
 
-__all__ = ["TreePlan", "LastState", "import_jax", "to_torch", "to_jax", "nested_td"]
+__all__ = ["TreePlan", "LastState", "JaxWrapper", "import_jax", "to_torch", "to_jax", "nested_td"]
 
 
 def import_jax(what: str, extra: str) -> Any:
@@ -220,3 +221,53 @@ class LastState:
             if t is not mine or t._version != version:
                 return None
         return self.leaves
+
+
+class JaxWrapper(LibraryWrapper):
+    """What the JAX simulator wrappers share: the env key (seeded by ``seed``/``set_seed``, split
+    once per reset into one key per row), the flat batch size ``_n`` of the jitted vmapped
+    functions, and the :class:`LastState` of the last step. The env is stateless: its state
+    travels in the tensordict.
+    """
+
+    functional_step = True
+
+    def _init_jax(self, env: Any, seed: int | None) -> Any:
+        """Stores ``env`` and the JAX bookkeeping; returns the jax module."""
+        import jax
+
+        self._wrap(env)
+        self.__dict__["_jax"] = jax
+        self.__dict__["_key"] = jax.random.PRNGKey(0 if seed is None else int(seed))
+        self.__dict__["_last"] = LastState()
+        self.__dict__["_n"] = int(np.prod(self.batch_size)) if len(self.batch_size) else 1
+        return jax
+
+    def _row_keys(self) -> Any:
+        """One fresh key per row (the env key moves on), committed to JAX's device like every
+        array that comes in through DLPack."""
+        jax = self._jax
+        key, sub = jax.random.split(self._key)
+        self.__dict__["_key"] = key
+        return jax.device_put(jax.random.split(sub, self._n), jax.devices()[0])
+
+    def _batched(self, fn: Any) -> Any:
+        """``jax.jit(jax.vmap(fn))`` whose outputs are strongly typed.
+
+        XLA compiles a function again for inputs that differ in weak typing or in being committed
+        to a device. Every input of these functions is committed (DLPack arrays, the committed
+        keys, and the outputs of calls on committed inputs) and every output strongly typed, so
+        each compiles once whether its state comes from a reset, a step or torch.
+        """
+        jax = self._jax
+        convert = jax.lax.convert_element_type
+
+        def run(*args: Any) -> Any:
+            return jax.tree_util.tree_map(lambda v: convert(v, v.dtype), jax.vmap(fn)(*args))
+
+        return jax.jit(run)
+
+    def _set_seed(self, seed: int | None) -> None:
+        if seed is None:
+            raise ValueError(f"{type(self).__name__}.set_seed needs an integer seed (JAX keys), got None")
+        self.__dict__["_key"] = self._jax.random.PRNGKey(int(seed))

@@ -35,10 +35,8 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import ResetMasks
-from gpusim.envs.libs._edge import EdgeTransfer
-from gpusim.envs.libs._jax import LastState, TreePlan, import_jax, nested_td, to_jax, to_torch
+from gpusim.envs.libs._jax import JaxWrapper, TreePlan, import_jax, nested_td, to_jax, to_torch
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -54,7 +52,7 @@ def _import_brax(what: str) -> Any:
     return brax
 
 
-class BraxWrapper(EnvBase):
+class BraxWrapper(JaxWrapper):
     """Wraps a Brax env (``brax.envs.Env``) with ``batch_size`` vectorized copies.
 
     Args:
@@ -77,8 +75,7 @@ class BraxWrapper(EnvBase):
         Bounded(domain='continuous', shape=(2, 1), dtype=torch.float32, device=cpu, low=-1.0, high=1.0)
     """
 
-    functional_step = True
-
+    library = "Brax"
     def __init__(
         self,
         env: Any = None,
@@ -97,19 +94,12 @@ class BraxWrapper(EnvBase):
         if not isinstance(env, brax.envs.Env):
             raise TypeError(f"{type(self).__name__} expects a brax.envs.Env, got {type(env).__name__}")
         super().__init__(device=device, batch_size=batch_size, allow_done_after_reset=allow_done_after_reset)
-        import jax
-
-        self.__dict__["_env"] = env
-        self.__dict__["_jax"] = jax
+        jax = self._init_jax(env, seed)
         self.categorical_action_encoding = categorical_action_encoding
         self.requires_grad = bool(requires_grad)
-        self.__dict__["_reset_fn"] = jax.jit(jax.vmap(env.reset))
-        self.__dict__["_step_fn"] = jax.jit(jax.vmap(env.step))
-        self.__dict__["_key"] = jax.random.PRNGKey(0 if seed is None else int(seed))
-        self.__dict__["_edge"] = EdgeTransfer(self.device)
-        self.__dict__["_last"] = LastState()
-        n = int(np.prod(self.batch_size)) if len(self.batch_size) else 1
-        self.__dict__["_n"] = n
+        self.__dict__["_reset_fn"] = self._batched(env.reset)
+        self.__dict__["_step_fn"] = self._batched(env.step)
+        n = self._n
         example = jax.eval_shape(self._reset_fn, jax.ShapeDtypeStruct((n, 2), np.uint32))
         example = jax.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype).reshape(*self.batch_size, *s.shape[1:]), example)
         self.__dict__["_plan"] = TreePlan(example, self.batch_size)
@@ -127,24 +117,6 @@ class BraxWrapper(EnvBase):
         self.reward_spec = Unbounded((*B, 1), device=device)
         flag = Categorical(2, shape=(*B, 1), dtype=torch.bool, device=device)
         self.full_done_spec = Composite(done=flag, terminated=flag.clone(), shape=B, device=device)
-
-    # ------------------------------------------------------------------ attributes
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            env = self.__dict__.get("_env")
-            if env is None or name.startswith("__"):
-                raise
-        try:
-            return getattr(env, name)
-        except AttributeError:
-            raise AttributeError(f"{type(self).__name__} and its Brax env have no attribute {name!r}") from None
-
-    @property
-    def env(self) -> Any:
-        """The wrapped Brax env."""
-        return self._env
 
     @property
     def lib(self) -> Any:
@@ -166,27 +138,19 @@ class BraxWrapper(EnvBase):
         if reward:
             src["reward"] = state["reward"].reshape(shape)
         td = new_td(src, self.batch_size)
-        if td.device != self.device and self.device.type != "cpu":
-            return self._edge(td)
-        return td
+        return self._to_device(td)
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__}.reset got unexpected keyword arguments {sorted(kwargs)}")
+        self._no_kwargs(kwargs)
         jax = self._jax
         # every row gets a fresh key and is reset in one jitted call; rows outside the masks keep
         # the previous data in the episode merge
-        key, sub = jax.random.split(self._key)
-        self.__dict__["_key"] = key
-        state = self._reset_fn(jax.random.split(sub, self._n))
+        state = self._reset_fn(self._row_keys())
         jleaves = jax.tree_util.tree_leaves(state)
         leaves = self._plan.leaves_to_torch(jleaves)
         self._last.put(leaves, jleaves)
         return self._output(leaves, reward=False)
-
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         plan = self._plan
@@ -205,11 +169,6 @@ class BraxWrapper(EnvBase):
             leaves = plan.leaves_to_torch(out)
             self._last.put(leaves, out)
         return self._output(leaves, reward=True)
-
-    def _set_seed(self, seed: int | None) -> None:
-        if seed is None:
-            raise ValueError(f"{type(self).__name__}.set_seed needs an integer seed (JAX keys), got None")
-        self.__dict__["_key"] = self._jax.random.PRNGKey(int(seed))
 
 
 class _BraxStep(torch.autograd.Function):

@@ -36,9 +36,8 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.common import EnvBase
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
-from gpusim.envs.libs._edge import EdgeTransfer
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Bounded, Categorical, Composite, OneHot, TensorSpec, Unbounded
 
@@ -83,7 +82,7 @@ def dm_spec_to_spec(spec: Any, device: torch.device | None = None, categorical: 
     raise TypeError(f"unsupported dm_env spec {spec!r}")
 
 
-class DMControlWrapper(EnvBase):
+class DMControlWrapper(LibraryWrapper):
     """Wraps a ``dm_control`` environment (``suite.load(...)``, or a ``pixels.Wrapper`` of one).
 
     Args:
@@ -109,6 +108,8 @@ class DMControlWrapper(EnvBase):
         >>> env.action_spec.shape, env.frame_skip
         (torch.Size([1]), 2)
     """
+
+    library = "dm_control"
 
     def __init__(
         self,
@@ -145,12 +146,11 @@ class DMControlWrapper(EnvBase):
         if from_pixels and not isinstance(env, pixels.Wrapper):
             render = {"camera_id": camera_id, **(render_kwargs or {})}
             env = pixels.Wrapper(env, pixels_only=pixels_only, render_kwargs=render)
-        self.__dict__["_env"] = env
+        self._wrap(env)
         self.__dict__["_lib"] = dm_control
         self.from_pixels = from_pixels or isinstance(env, pixels.Wrapper)
         self.pixels_only = pixels_only
         self.frame_skip = frame_skip
-        self.__dict__["_edge"] = EdgeTransfer(self.device)
         self._build_specs()
 
     def _build_specs(self) -> None:
@@ -169,24 +169,6 @@ class DMControlWrapper(EnvBase):
         self.action_spec = action
         flag = Categorical(2, shape=(1,), dtype=torch.bool, device=device)
         self.full_done_spec = Composite(done=flag, terminated=flag.clone(), truncated=flag.clone(), device=device)
-
-    # ------------------------------------------------------------------ attributes
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            env = self.__dict__.get("_env")
-            if env is None or name.startswith("__"):
-                raise
-        try:
-            return getattr(env, name)
-        except AttributeError:
-            raise AttributeError(f"{type(self).__name__} and its dm_control env have no attribute {name!r}") from None
-
-    @property
-    def env(self) -> Any:
-        """The wrapped dm_control environment."""
-        return self._env
 
     @property
     def lib(self) -> Any:
@@ -207,23 +189,17 @@ class DMControlWrapper(EnvBase):
 
     def _finish(self, src: dict) -> TensorDictBase:
         td = new_td(src, torch.Size([]))
-        return td if self.device.type == "cpu" else self._edge(td)
+        return self._to_device(td)
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__}.reset got unexpected keyword arguments {sorted(kwargs)}")
-        rows = masks.env_rows()
-        if rows is not None and not bool(rows.any()):
-            return self.fake_tensordict().exclude("next")  # nothing to reset: the merge keeps the data
+        self._no_kwargs(kwargs)
+        if self._selects_nothing(masks):
+            return self._previous_or_zeros()  # nothing to reset: the merge keeps the data
         timestep = self._env.reset()
         src = self._observation(timestep.observation, {})
-        flags = torch.zeros(3, 1, dtype=torch.bool)
-        src["done"], src["terminated"], src["truncated"] = flags[0], flags[1], flags[2]
+        src.update(self._flag_tensors((1,)))
         return self._finish(src)
-
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = tensordict.get("action")

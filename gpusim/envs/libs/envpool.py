@@ -38,9 +38,8 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.common import EnvBase
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
-from gpusim.envs.libs._edge import EdgeTransfer
 from gpusim.envs.libs._optional import import_optional
 from gpusim.envs.libs.gym_specs import read_leaves, space_to_spec, write_actions
 from gpusim.specs import Categorical, Composite, Unbounded
@@ -54,7 +53,7 @@ def _import_envpool(what: str) -> Any:
         return import_optional("envpool", "envpool", extra="envpool", what=what)
 
 
-class MultiThreadedEnvWrapper(EnvBase):
+class MultiThreadedEnvWrapper(LibraryWrapper):
     """Wraps an EnvPool pool built with ``env_type="gymnasium"`` (synchronous: ``batch_size`` of
     the pool equal to ``num_envs``).
 
@@ -77,6 +76,8 @@ class MultiThreadedEnvWrapper(EnvBase):
         >>> env.rand_step(env.reset())["next", "observation"].shape
         torch.Size([2, 3])
     """
+
+    library = "EnvPool"
 
     def __init__(
         self,
@@ -108,10 +109,9 @@ class MultiThreadedEnvWrapper(EnvBase):
             )
         super().__init__(device=device, batch_size=[n], allow_done_after_reset=allow_done_after_reset,
                          auto_reset_mode=AutoResetMode.SPARSE)
-        self.__dict__["_env"] = env
+        self._wrap(env)
         self.categorical_action_encoding = categorical_action_encoding
         self.num_workers = n
-        self.__dict__["_edge"] = EdgeTransfer(self.device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # gymnasium's Box precision notes on EnvPool's float64 bounds
             self._build_specs()
@@ -142,24 +142,6 @@ class MultiThreadedEnvWrapper(EnvBase):
         self.reward_spec = Unbounded((*B, 1), dtype=torch.float32, device=device)
         flag = Categorical(2, shape=(*B, 1), dtype=torch.bool, device=device)
         self.full_done_spec = Composite(done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=B, device=device)
-
-    # ------------------------------------------------------------------ attributes
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            env = self.__dict__.get("_env")
-            if env is None or name.startswith("__"):
-                raise
-        try:
-            return getattr(env, name)
-        except AttributeError:
-            raise AttributeError(f"{type(self).__name__} and its EnvPool pool have no attribute {name!r}") from None
-
-    @property
-    def env(self) -> Any:
-        """The wrapped EnvPool pool."""
-        return self._env
 
     @property
     def lib(self) -> Any:
@@ -192,12 +174,11 @@ class MultiThreadedEnvWrapper(EnvBase):
 
     def _finish(self, src: dict) -> TensorDictBase:
         td = new_td(src, self.batch_size)
-        return td if self.device.type == "cpu" else self._edge(td)
+        return self._to_device(td)
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__}.reset got unexpected keyword arguments {sorted(kwargs)}")
+        self._no_kwargs(kwargs)
         mask = masks.env_rows()
         rows = None
         if mask is not None:
@@ -212,12 +193,8 @@ class MultiThreadedEnvWrapper(EnvBase):
             src = self.full_observation_spec.zero().to_dict()
         else:
             src = self._observations(obs, rows)
-        flags = torch.zeros(3, *self.batch_size, 1, dtype=torch.bool)
-        src["done"], src["terminated"], src["truncated"] = flags[0], flags[1], flags[2]
+        src.update(self._flag_tensors((*self.batch_size, 1)))
         return self._finish(src)
-
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = write_actions(self._act_leaves, tensordict, self._act_space)

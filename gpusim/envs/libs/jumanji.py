@@ -30,10 +30,8 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import ResetMasks
-from gpusim.envs.libs._edge import EdgeTransfer
-from gpusim.envs.libs._jax import LastState, TreePlan, import_jax, nested_td, to_jax, to_torch
+from gpusim.envs.libs._jax import JaxWrapper, TreePlan, import_jax, nested_td, to_jax, to_torch
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Bounded, Categorical, Composite, MultiCategorical, MultiOneHot, OneHot, TensorSpec, Unbounded
 
@@ -82,7 +80,7 @@ def jumanji_action_spec(spec: Any, batch_size: torch.Size, device: torch.device,
     raise TypeError(f"unsupported Jumanji action spec {spec!r}")
 
 
-class JumanjiWrapper(EnvBase):
+class JumanjiWrapper(JaxWrapper):
     """Wraps a Jumanji env (``jumanji.Environment``) with ``batch_size`` vectorized copies.
 
     Args:
@@ -104,8 +102,7 @@ class JumanjiWrapper(EnvBase):
         torch.Size([3, 2, 4, 4])
     """
 
-    functional_step = True
-
+    library = "Jumanji"
     def __init__(
         self,
         env: Any = None,
@@ -123,10 +120,7 @@ class JumanjiWrapper(EnvBase):
         if not isinstance(env, jumanji.env.Environment):
             raise TypeError(f"{type(self).__name__} expects a jumanji.Environment, got {type(env).__name__}")
         super().__init__(device=device, batch_size=batch_size, allow_done_after_reset=allow_done_after_reset)
-        import jax
-
-        self.__dict__["_env"] = env
-        self.__dict__["_jax"] = jax
+        jax = self._init_jax(env, seed)
         self.categorical_action_encoding = categorical_action_encoding
         last = jumanji.types.StepType.LAST
 
@@ -138,13 +132,9 @@ class JumanjiWrapper(EnvBase):
             state, ts = env.step(state, action)
             return state, ts.observation, ts.reward, ts.step_type == last
 
-        self.__dict__["_reset_fn"] = jax.jit(jax.vmap(reset))
-        self.__dict__["_step_fn"] = jax.jit(jax.vmap(step))
-        self.__dict__["_key"] = jax.random.PRNGKey(0 if seed is None else int(seed))
-        self.__dict__["_edge"] = EdgeTransfer(self.device)
-        self.__dict__["_last"] = LastState()
-        n = int(np.prod(self.batch_size)) if len(self.batch_size) else 1
-        self.__dict__["_n"] = n
+        self.__dict__["_reset_fn"] = self._batched(reset)
+        self.__dict__["_step_fn"] = self._batched(step)
+        n = self._n
         B = self.batch_size
         shapes = jax.eval_shape(self._reset_fn, jax.ShapeDtypeStruct((n, 2), np.uint32))
         state_ex, obs_ex = jax.tree_util.tree_map(lambda s: np.zeros((*B, *s.shape[1:]), s.dtype), shapes)
@@ -169,24 +159,6 @@ class JumanjiWrapper(EnvBase):
         self.reward_spec = Unbounded((*B, 1), dtype=_torch_dtype(env.reward_spec.dtype), device=device)
         flag = Categorical(2, shape=(*B, 1), dtype=torch.bool, device=device)
         self.full_done_spec = Composite(done=flag, terminated=flag.clone(), shape=B, device=device)
-
-    # ------------------------------------------------------------------ attributes
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            env = self.__dict__.get("_env")
-            if env is None or name.startswith("__"):
-                raise
-        try:
-            return getattr(env, name)
-        except AttributeError:
-            raise AttributeError(f"{type(self).__name__} and its Jumanji env have no attribute {name!r}") from None
-
-    @property
-    def env(self) -> Any:
-        """The wrapped Jumanji env."""
-        return self._env
 
     @property
     def lib(self) -> Any:
@@ -214,22 +186,13 @@ class JumanjiWrapper(EnvBase):
         src["done"] = flag
         src["terminated"] = flag.clone()
         td = nested_td(src, B)
-        if td.device != self.device and self.device.type != "cpu":
-            return self._edge(td)
-        return td
+        return self._to_device(td)
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__}.reset got unexpected keyword arguments {sorted(kwargs)}")
-        jax = self._jax
-        key, sub = jax.random.split(self._key)
-        self.__dict__["_key"] = key
-        state, obs = self._reset_fn(jax.random.split(sub, self._n))
+        self._no_kwargs(kwargs)
+        state, obs = self._reset_fn(self._row_keys())
         return self._output(state, obs)
-
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         plan = self._state_plan
@@ -245,11 +208,6 @@ class JumanjiWrapper(EnvBase):
             jaction = jaction.astype(self._action_np)
         state, obs, reward, done = self._step_fn(state, jaction)
         return self._output(state, obs, reward, done)
-
-    def _set_seed(self, seed: int | None) -> None:
-        if seed is None:
-            raise ValueError(f"{type(self).__name__}.set_seed needs an integer seed (JAX keys), got None")
-        self.__dict__["_key"] = self._jax.random.PRNGKey(int(seed))
 
 
 class JumanjiEnv(JumanjiWrapper):

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from gpusim.envs.libs._optional import import_optional
-from gpusim.envs.libs.gym import GymEnv, GymWrapper
+from gpusim.envs.libs.gym import GymWrapper
 from gpusim.specs import Bounded, Unbounded
 
 __all__ = ["MOGymWrapper", "MOGymEnv"]

@@ -38,9 +38,8 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.common import EnvBase
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
-from gpusim.envs.libs._edge import EdgeTransfer
 from gpusim.envs.libs._optional import import_optional
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
 from gpusim.specs import Categorical, Composite, NonTensor, OneHot, Unbounded
@@ -52,7 +51,7 @@ def _import_pyspiel(what: str) -> Any:
     return import_optional("pyspiel", "open_spiel", extra="open_spiel", what=what)
 
 
-class OpenSpielWrapper(EnvBase):
+class OpenSpielWrapper(LibraryWrapper):
     """Wraps an OpenSpiel game state (``pyspiel.State``, e.g. ``game.new_initial_state()``).
 
     Args:
@@ -75,6 +74,8 @@ class OpenSpielWrapper(EnvBase):
         >>> sorted(env.observation_spec["agents"].keys())
         ['information_state', 'observation']
     """
+
+    library = "OpenSpiel"
 
     def __init__(
         self,
@@ -106,9 +107,8 @@ class OpenSpielWrapper(EnvBase):
         self.__dict__["_lib"] = pyspiel
         self.__dict__["_game"] = game
         self.__dict__["_initial"] = env.clone()
-        self.__dict__["_env"] = env
+        self._wrap(env)
         self.__dict__["_rng"] = np.random.default_rng(seed)
-        self.__dict__["_edge"] = EdgeTransfer(self.device)
         self.chance_sampler = chance_sampler
         self.categorical_actions = categorical_actions
         self.return_state = return_state
@@ -155,11 +155,6 @@ class OpenSpielWrapper(EnvBase):
         self.full_done_spec = Composite(done=flag, terminated=flag.clone(), device=dev)
 
     # ------------------------------------------------------------------ attributes
-    @property
-    def env(self) -> Any:
-        """The current ``pyspiel.State``."""
-        return self._env
-
     @property
     def lib(self) -> Any:
         """The pyspiel module."""
@@ -220,7 +215,7 @@ class OpenSpielWrapper(EnvBase):
         if self.return_state:
             td.set_non_tensor("state", state.serialize())
         self._masks()
-        return td if self.device.type == "cpu" else self._edge(td)
+        return self._to_device(td)
 
     def _action_of(self, tensordict: TensorDictBase, name: str) -> int:
         for group, members in self.group_map.items():
@@ -231,11 +226,9 @@ class OpenSpielWrapper(EnvBase):
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__}.reset got unexpected keyword arguments {sorted(kwargs)}")
-        rows = masks.env_rows()
-        if rows is not None and not bool(rows.any()):
-            return self.fake_tensordict().exclude("next")  # nothing to reset: the merge keeps the data
+        self._no_kwargs(kwargs)
+        if self._selects_nothing(masks):
+            return self._previous_or_zeros()  # nothing to reset: the merge keeps the data
         # an explicit reset restores a given "state"; an auto-reset (finished game) starts anew
         serialized = None if tensordict is None or masks.auto else tensordict.get("state", None)
         if serialized is not None and self.return_state:
@@ -245,9 +238,6 @@ class OpenSpielWrapper(EnvBase):
             self.__dict__["_env"] = self._initial.clone()
         self._resolve_chance()
         return self._output(None)
-
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         state = self._env

@@ -47,9 +47,8 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.common import EnvBase
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
-from gpusim.envs.libs._edge import EdgeTransfer
 from gpusim.envs.libs._optional import import_optional
 from gpusim.envs.libs.gym_specs import GymLeaf, space_to_spec
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
@@ -120,7 +119,7 @@ def _np_dtype(dtype: torch.dtype) -> np.dtype:
     return torch.zeros((), dtype=dtype).numpy().dtype
 
 
-class PettingZooWrapper(EnvBase):
+class PettingZooWrapper(LibraryWrapper):
     """Wraps a PettingZoo env (``pettingzoo.ParallelEnv`` or ``pettingzoo.AECEnv``).
 
     Args:
@@ -150,6 +149,8 @@ class PettingZooWrapper(EnvBase):
         torch.Size([3, 2, 1])
     """
 
+    library = "PettingZoo"
+
     def __init__(
         self,
         env: Any = None,
@@ -172,7 +173,7 @@ class PettingZooWrapper(EnvBase):
         if not parallel and not use_mask:
             raise ValueError("AEC envs (one agent acts per step) need use_mask=True, got use_mask=False")
         super().__init__(device=device, batch_size=[], allow_done_after_reset=True, auto_reset_mode=AutoResetMode.SPARSE)
-        self.__dict__["_env"] = env
+        self._wrap(env)
         self.parallel = parallel
         self.return_state = return_state
         self.use_mask = use_mask
@@ -193,28 +194,9 @@ class PettingZooWrapper(EnvBase):
             if group in (*_FLAGS, "_reset", "state"):
                 raise ValueError(f"the group name {group!r} is reserved for a root entry; rename the group")
         self.group_map = group_map
-        self.__dict__["_edge"] = EdgeTransfer(self.device)
         obs, info = self._library_reset(seed)
         self._build_specs(info)
         self.__dict__["_first"] = (obs, info)  # the construction reset serves the first reset()
-
-    # ------------------------------------------------------------------ attributes
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            env = self.__dict__.get("_env")
-            if env is None or name.startswith("__"):
-                raise
-        try:
-            return getattr(env, name)
-        except AttributeError:
-            raise AttributeError(f"{type(self).__name__} and its PettingZoo env have no attribute {name!r}") from None
-
-    @property
-    def env(self) -> Any:
-        """The wrapped PettingZoo env."""
-        return self._env
 
     @property
     def lib(self) -> Any:
@@ -370,7 +352,7 @@ class PettingZooWrapper(EnvBase):
             src["state"] = leaf.to_torch(state) if leaf is not None else torch.from_numpy(state.copy())
         td = new_td(src, torch.Size([]))
         self._update_action_masks(td)
-        return td if self.device.type == "cpu" else self._edge(td)
+        return self._to_device(td)
 
     def _update_action_masks(self, td: TensorDictBase) -> None:
         for g in self._groups:
@@ -382,27 +364,21 @@ class PettingZooWrapper(EnvBase):
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
-        rows = masks.env_rows()
-        if rows is not None and not bool(rows.any()):
-            # nothing to reset: the merge keeps the previous data; the library is left as it is
-            return self.fake_tensordict().exclude("next")
+        if self._selects_nothing(masks):  # the merge keeps the previous data; the library is left as it is
+            return self._previous_or_zeros()
         if any(m is not None and not bool(m.all()) for m in masks.masks):
             raise ValueError(
                 "PettingZoo envs reset every agent at once: a '_reset' entry must select every agent "
                 "(use the root '_reset')"
             )
         seed = kwargs.pop("seed", None)
-        if kwargs:
-            raise TypeError(f"{type(self).__name__}.reset got unexpected keyword arguments {sorted(kwargs)}")
+        self._no_kwargs(kwargs)
         first = self.__dict__.pop("_first", None)
         if first is not None and seed is None:
             obs, info = first
         else:
             obs, info = self._library_reset(seed)
         return self._output(obs, info, None, None, None)
-
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
     def _actions(self, tensordict: TensorDictBase) -> dict:
         actions = {}
