@@ -76,6 +76,7 @@ class BraxWrapper(JaxWrapper):
     """
 
     library = "Brax"
+
     def __init__(
         self,
         env: Any = None,
@@ -88,8 +89,7 @@ class BraxWrapper(JaxWrapper):
         allow_done_after_reset: bool = False,
         **kwargs: Any,
     ) -> None:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
+        self._no_kwargs(kwargs, "__init__")
         brax = _import_brax(type(self).__name__)
         if not isinstance(env, brax.envs.Env):
             raise TypeError(f"{type(self).__name__} expects a brax.envs.Env, got {type(env).__name__}")

@@ -125,8 +125,7 @@ class DMControlWrapper(LibraryWrapper):
         allow_done_after_reset: bool = False,
         **kwargs: Any,
     ) -> None:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
+        self._no_kwargs(kwargs, "__init__")
         dm_control = _import_dm_control(type(self).__name__)
         from dm_control.rl import control
         from dm_control.suite.wrappers import pixels

@@ -89,8 +89,7 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
         allow_done_after_reset: bool = False,
         **kwargs: Any,
     ) -> None:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
+        self._no_kwargs(kwargs, "__init__")
         envpool = _import_envpool(type(self).__name__)
         from envpool.python.gymnasium_envpool import GymnasiumEnvPoolMixin
 

@@ -103,6 +103,7 @@ class JumanjiWrapper(JaxWrapper):
     """
 
     library = "Jumanji"
+
     def __init__(
         self,
         env: Any = None,
@@ -114,8 +115,7 @@ class JumanjiWrapper(JaxWrapper):
         allow_done_after_reset: bool = False,
         **kwargs: Any,
     ) -> None:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
+        self._no_kwargs(kwargs, "__init__")
         jumanji = _import_jumanji(type(self).__name__)
         if not isinstance(env, jumanji.env.Environment):
             raise TypeError(f"{type(self).__name__} expects a jumanji.Environment, got {type(env).__name__}")

@@ -91,8 +91,7 @@ class OpenSpielWrapper(LibraryWrapper):
         allow_done_after_reset: bool = False,
         **kwargs: Any,
     ) -> None:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
+        self._no_kwargs(kwargs, "__init__")
         pyspiel = _import_pyspiel(type(self).__name__)
         if not isinstance(env, pyspiel.State):
             raise TypeError(f"{type(self).__name__} expects a pyspiel.State (game.new_initial_state()), got {type(env).__name__}")

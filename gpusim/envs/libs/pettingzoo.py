@@ -164,8 +164,7 @@ class PettingZooWrapper(LibraryWrapper):
         device: torch.device | str | int | None = None,
         **kwargs: Any,
     ) -> None:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
+        self._no_kwargs(kwargs, "__init__")
         pz = _import_pettingzoo(type(self).__name__)
         if not isinstance(env, (pz.utils.env.ParallelEnv, pz.utils.env.AECEnv)):
             raise TypeError(f"{type(self).__name__} expects a pettingzoo ParallelEnv or AECEnv, got {type(env).__name__}")
