@@ -38,6 +38,20 @@ import torch
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 
+def _gym_loop(raw) -> Callable:
+    """A gym(nasium)-API single env's own loop: sampled actions, a reset when an episode ends."""
+    raw.reset(seed=0)
+    raw.action_space.seed(0)
+
+    def raw_loop(steps):
+        for _ in range(steps):
+            _, _, term, trunc, _ = raw.step(raw.action_space.sample())
+            if term or trunc:
+                raw.reset()
+
+    return raw_loop
+
+
 def _const_policy(value: torch.Tensor) -> Callable:
     def policy(td):
         return td.set("action", value)
@@ -194,16 +208,7 @@ def case_mo_gymnasium(args):
 
     from gpusim.envs.libs import MOGymEnv
 
-    raw = mo_gym.make("deep-sea-treasure-v0")
-    raw.reset(seed=0)
-    raw.action_space.seed(0)
-
-    def raw_loop(steps):
-        for _ in range(steps):
-            _, _, term, trunc, _ = raw.step(raw.action_space.sample())
-            if term or trunc:
-                raw.reset()
-
+    raw_loop = _gym_loop(mo_gym.make("deep-sea-treasure-v0"))
     ours = MOGymEnv("deep-sea-treasure-v0", categorical_action_encoding=True)
     out = {"raw": raw_loop, "gpusim": lambda s: ours.rollout(s, break_when_any_done=False)}
     if not args.no_torchrl:
@@ -261,16 +266,7 @@ def case_gym026(args):
 
     from gpusim.envs.libs import GymEnv, set_gym_backend
 
-    raw = gym.make("CartPole-v1", disable_env_checker=True)
-    raw.reset(seed=0)
-    raw.action_space.seed(0)
-
-    def raw_loop(steps):
-        for _ in range(steps):
-            _, _, term, trunc, _ = raw.step(raw.action_space.sample())
-            if term or trunc:
-                raw.reset()
-
+    raw_loop = _gym_loop(gym.make("CartPole-v1", disable_env_checker=True))
     with set_gym_backend("gym"):
         ours = GymEnv("CartPole-v1", categorical_action_encoding=True)
     out = {"raw": raw_loop, "gpusim": lambda s: ours.rollout(s, break_when_any_done=False)}
