@@ -24,6 +24,7 @@ from gpusim.envs import *  # noqa: F401,F403
 from gpusim.envs.batched import *  # noqa: F401,F403
 from gpusim.envs.libs import *  # noqa: F401,F403
 from gpusim.envs.native import *  # noqa: F401,F403
+from gpusim.envs.custom import *  # noqa: F401,F403
 from gpusim.interop import to_gymnasium, to_torchrl
 from gpusim.registry import EnvEntry, make, registered_ids
 from gpusim.specs import *  # noqa: F401,F403
@@ -63,6 +64,7 @@ __all__ = sorted(
         *__import__("gpusim.envs.native", fromlist=["__all__"]).__all__,
         *__import__("gpusim.envs.batched", fromlist=["__all__"]).__all__,
         *__import__("gpusim.envs.libs", fromlist=["__all__"]).__all__,
+        *__import__("gpusim.envs.custom", fromlist=["__all__"]).__all__,
         "make",
         "registered_ids",
         "EnvEntry",

@@ -42,11 +42,17 @@ from gpusim.envs.libs import *  # noqa: F401,F403
 from gpusim.envs.libs import __all__ as _libs_all
 from gpusim.envs.native import *  # noqa: F401,F403
 from gpusim.envs.native import __all__ as _native_all
+from gpusim.envs.custom import *  # noqa: F401,F403
+from gpusim.envs.custom import __all__ as _custom_all
+from gpusim.envs.model_based import DreamerEnv, ModelBasedEnvBase
 
 __all__ = [
     *_batched_all,
     *_libs_all,
     *_native_all,
+    *_custom_all,
+    "ModelBasedEnvBase",
+    "DreamerEnv",
     "CompiledRollout",
     "EnvBase",
     "AsyncEnvPool",

@@ -62,6 +62,7 @@ from gpusim.transforms.action_discretizer import ActionDiscretizer
 from gpusim.transforms.reward_ops import LineariseRewards, SignTransform, SuccessReward
 from gpusim.transforms import functional
 from gpusim.transforms.tensor_ops import Hash, Stack, UnaryTransform
+from gpusim.transforms.dreamer import DreamerDecoder
 
 __all__ = [
     "Transform",
@@ -127,4 +128,5 @@ __all__ = [
     "Hash",
     "Stack",
     "UnaryTransform",
+    "DreamerDecoder",
 ]

@@ -29,6 +29,7 @@ Examples:
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, Callable
 
@@ -41,9 +42,9 @@ from gpusim.envs._fasttd import new_td as _new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
-from gpusim.envs.libs.gym_backend import gym_backend, import_gymnasium, set_gym_backend
+from gpusim.envs.libs.gym_backend import current_backend, gym_backend, import_gym_backend, import_gymnasium, set_gym_backend
 from gpusim.envs.libs.gym_info import BaseInfoDictReader, default_info_dict_reader
-from gpusim.envs.libs.gym_specs import GymLeaf, is_image_space, read_leaves, space_to_spec, write_actions
+from gpusim.envs.libs.gym_specs import GymLeaf, is_image_space, read_leaves, space_to_spec, spaces_of, write_actions
 from gpusim.envs.libs.gym_vector import VectorAdapter
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -51,6 +52,13 @@ from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 __all__ = ["GymWrapper", "GymEnv", "gym_backend", "set_gym_backend"]
 
 _SKIP_INFO = ("final_obs", "final_info", "final_observation", "episode")
+
+
+def _is_gym026_env(env: Any) -> bool:
+    """Whether ``env`` is a gym 0.26 ``gym.Env`` (the ``"gym"`` backend), without importing gym
+    when it is not loaded."""
+    gym = sys.modules.get("gym")
+    return gym is not None and isinstance(env, gym.Env)
 
 
 class GymWrapper(EnvBase):
@@ -106,7 +114,7 @@ class GymWrapper(EnvBase):
         if env is None:
             raise TypeError(f"{type(self).__name__} needs a gymnasium env (got None)")
         is_vector = isinstance(env, gym.vector.VectorEnv)
-        if not is_vector and not isinstance(env, gym.Env):
+        if not is_vector and not isinstance(env, gym.Env) and not _is_gym026_env(env):
             raise TypeError(f"{type(self).__name__} expects a gymnasium.Env or gymnasium.vector.VectorEnv, got {type(env).__name__}")
         B = torch.Size([int(env.num_envs)]) if is_vector else torch.Size([])
         if batch_size is not None and torch.Size(batch_size if not isinstance(batch_size, int) else [batch_size]) != B:
@@ -152,7 +160,7 @@ class GymWrapper(EnvBase):
         obs_leaves: list[GymLeaf] = []
         obs_spec = Composite(shape=B, device=device)
         if not (self.from_pixels and self.pixels_only):
-            if isinstance(obs_space, gym.spaces.Dict):
+            if isinstance(obs_space, spaces_of(obs_space).Dict):
                 spec, obs_leaves = space_to_spec(
                     obs_space, batch_size=B, device=device, key=(), copy=copy,
                     categorical_action_encoding=self.categorical_action_encoding,
@@ -214,6 +222,8 @@ class GymWrapper(EnvBase):
             if hasattr(env, "get_attr"):
                 return env.get_attr(name)
         try:
+            if not hasattr(env, "get_wrapper_attr"):  # gym 0.26: wrappers forward attributes themselves
+                return getattr(env, name)
             return env.get_wrapper_attr(name)
         except AttributeError:
             raise AttributeError(f"{type(self).__name__} and its gymnasium env have no attribute {name!r}") from None
@@ -388,19 +398,26 @@ class GymWrapper(EnvBase):
         if self._is_vector:
             # the adapter hands out bool arrays; one reshape (a numpy view) + from_numpy per leaf
             shape = self._flag_shape
-            if reward.dtype != np.float32:
-                reward = reward.astype(np.float32)
-            src["reward"] = torch.from_numpy(reward.reshape(shape))
+            src["reward"] = self._reward_to_torch(reward)
             src["terminated"] = torch.from_numpy(terminated.reshape(shape))
             src["truncated"] = torch.from_numpy(truncated.reshape(shape))
             src["done"] = torch.from_numpy((terminated | truncated).reshape(shape))
         else:
             term, trunc = bool(terminated), bool(truncated)
-            src["reward"] = torch.tensor([float(reward)], dtype=torch.float32)
+            src["reward"] = self._reward_to_torch(reward)
             src["terminated"] = torch.tensor([term])
             src["truncated"] = torch.tensor([trunc])
             src["done"] = torch.tensor([term or trunc])
         return self._finish(src, info)
+
+    def _reward_to_torch(self, reward: Any) -> torch.Tensor:
+        """The step's reward as a float32 tensor of the reward spec's shape (``(*B, 1)``)."""
+        if self._is_vector:
+            reward = np.asarray(reward)
+            if reward.dtype != np.float32:
+                reward = reward.astype(np.float32)
+            return torch.from_numpy(reward.reshape(self._flag_shape))
+        return torch.tensor([float(reward)], dtype=torch.float32)
 
     def _reset_output(self, obs: Any, info: dict) -> TensorDictBase:
         """The data of a reset (all rows): observations and False done flags."""
@@ -542,13 +559,21 @@ class GymEnv(GymWrapper):
         allow_done_after_reset: bool = False,
         **kwargs: Any,
     ) -> None:
-        gym = import_gymnasium("GymEnv")
+        backend = current_backend()
+        gym = import_gym_backend(backend, "GymEnv")
         if not isinstance(num_envs, int) or num_envs < 0:
             raise ValueError(f"num_envs must be a non-negative int, got {num_envs!r}")
         if from_pixels:
             mode = kwargs.setdefault("render_mode", "rgb_array")
             if mode != "rgb_array":
                 raise ValueError(f"from_pixels=True needs render_mode='rgb_array', got render_mode={mode!r}")
+        if backend == "gym" and num_envs:
+            raise ValueError(
+                f"GymEnv(num_envs={num_envs}) under the 'gym' (0.26) backend: gym's vector envs have another "
+                "reset API; use the gymnasium backend for vector envs, or SerialEnv/ParallelEnv of single envs"
+            )
+        if backend == "gym":  # gym 0.26's checker uses numpy aliases removed in numpy 2 (TorchRL disables it too)
+            kwargs.setdefault("disable_env_checker", True)
         try:
             if num_envs:
                 env = self._make_vec(gym, env_name, num_envs, vectorization_mode, vector_kwargs, kwargs)

@@ -1,9 +1,13 @@
 """``set_gym_backend`` / ``gym_backend``: which gym library the wrappers use.
 
-gpusim supports one backend, `gymnasium <https://gymnasium.farama.org>`_. The API mirrors
-TorchRL's so that code written for it runs unchanged: ``set_gym_backend`` is a context manager
-and a decorator, ``gym_backend()`` returns the module (or one of its submodules). Asking for any
-other backend (``"gym"``, ``"gym3"``, ...) raises an error that says to install gymnasium.
+gpusim supports two backends: `gymnasium <https://gymnasium.farama.org>`_ (the default) and
+OpenAI ``gym`` 0.26 (the last gym release, whose API gymnasium kept: ``reset`` returns
+``(obs, info)``, ``step`` returns five values). The API mirrors TorchRL's so that code written
+for it runs unchanged: ``set_gym_backend`` is a context manager and a decorator, ``gym_backend()``
+returns the module (or one of its submodules). ``GymEnv`` builds its env with the current
+backend (gym 0.26: single envs, with gym's environment checker disabled, as TorchRL does);
+``GymWrapper`` accepts an env of either library. Other backends (``"gym3"``, older gym) raise an
+error that says what to install.
 
 Examples:
     >>> from gpusim.envs.libs.gym_backend import gym_backend, set_gym_backend
@@ -23,10 +27,10 @@ from typing import Any, Callable
 
 from gpusim.envs.libs._optional import import_optional
 
-__all__ = ["set_gym_backend", "gym_backend", "import_gymnasium"]
+__all__ = ["set_gym_backend", "gym_backend", "import_gymnasium", "import_gym_backend", "current_backend"]
 
-_SUPPORTED = "gymnasium"
-_current = _SUPPORTED
+_SUPPORTED = ("gymnasium", "gym")
+_current = "gymnasium"
 
 
 def import_gymnasium(what: str = "gpusim's gym wrappers") -> ModuleType:
@@ -48,6 +52,34 @@ def import_gymnasium(what: str = "gpusim's gym wrappers") -> ModuleType:
     return import_optional("gymnasium", "gymnasium", extra="gym", what=what)
 
 
+def import_gym_backend(name: str, what: str = "gpusim's gym wrappers") -> ModuleType:
+    """Imports the backend ``name`` (``"gymnasium"`` or ``"gym"``), checking gym's version.
+
+    Raises:
+        ImportError: the library is missing, or gym is not 0.26 (naming what to install).
+    """
+    if name == "gymnasium":
+        return import_gymnasium(what)
+    gym = import_optional("gym", "gym==0.26.2", extra="gym026", what=what)
+    version = getattr(gym, "__version__", "")
+    if not version.startswith("0.26"):
+        raise ImportError(
+            f"{what}: the 'gym' backend needs gym 0.26 (the API gymnasium kept), found gym {version}: "
+            "pip install gym==0.26.2"
+        )
+    return gym
+
+
+def current_backend() -> str:
+    """The name of the current gym backend (``"gymnasium"`` unless set otherwise).
+
+    Examples:
+        >>> current_backend()
+        'gymnasium'
+    """
+    return _current
+
+
 def _backend_name(backend: str | ModuleType) -> str:
     if isinstance(backend, ModuleType):
         name = backend.__name__.split(".")[0]
@@ -55,10 +87,10 @@ def _backend_name(backend: str | ModuleType) -> str:
         name = backend
     else:
         raise TypeError(f"set_gym_backend expects a module or a module name, got {type(backend).__name__}")
-    if name != _SUPPORTED:
+    if name not in _SUPPORTED:
         raise ImportError(
-            f"gpusim only supports the 'gymnasium' gym backend, got {name!r}. Install gymnasium "
-            "(pip install gymnasium) and use set_gym_backend('gymnasium')."
+            f"gpusim supports the 'gymnasium' and 'gym' (0.26) backends, got {name!r}: "
+            "pip install gymnasium and use set_gym_backend('gymnasium')."
         )
     return name
 
@@ -66,15 +98,15 @@ def _backend_name(backend: str | ModuleType) -> str:
 class set_gym_backend:  # noqa: N801 (TorchRL's name)
     """Selects the gym backend, as a context manager, a decorator or globally with ``set()``.
 
-    Only ``"gymnasium"`` (or the ``gymnasium`` module) is accepted; the check happens here, at
-    call time, not when an env is built.
+    ``"gymnasium"`` and ``"gym"`` (0.26), or those modules, are accepted; the check happens
+    here, at call time, not when an env is built.
 
     Args:
-        backend: ``"gymnasium"`` or the ``gymnasium`` module.
+        backend: ``"gymnasium"``, ``"gym"``, or one of those modules.
 
     Raises:
-        ImportError: for any other backend, or when gymnasium is not installed (naming what to
-            install).
+        ImportError: for any other backend, or when the library is not installed (naming what
+            to install).
 
     Examples:
         >>> @set_gym_backend("gymnasium")
@@ -86,7 +118,7 @@ class set_gym_backend:  # noqa: N801 (TorchRL's name)
 
     def __init__(self, backend: str | ModuleType) -> None:
         self.backend = _backend_name(backend)
-        import_gymnasium("set_gym_backend")
+        import_gym_backend(self.backend, "set_gym_backend")
         self._previous: list[str] = []
 
     def set(self) -> None:
@@ -135,7 +167,7 @@ def gym_backend(submodule: str | None = None) -> ModuleType:
         >>> gym_backend().__name__, gym_backend("vector").__name__
         ('gymnasium', 'gymnasium.vector')
     """
-    module = import_gymnasium("gym_backend")
+    module = import_gym_backend(_current, "gym_backend")
     if submodule is None:
         return module
     return importlib.import_module(f"{_current}.{submodule}")

@@ -56,7 +56,7 @@ from gpusim.specs import (
     Unbounded,
 )
 
-__all__ = ["GymLeaf", "space_to_spec", "is_image_space", "read_leaves", "write_actions", "spec_to_space"]
+__all__ = ["GymLeaf", "space_to_spec", "is_image_space", "read_leaves", "write_actions", "spec_to_space", "spaces_of"]
 
 Key = tuple
 
@@ -89,6 +89,22 @@ class GymLeaf:
     spec: TensorSpec
 
 
+def spaces_of(space: Any) -> Any:
+    """The ``spaces`` module of the library that defined ``space``: ``gymnasium.spaces``, or
+    ``gym.spaces`` for a gym 0.26 space (same classes, same meaning).
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> spaces_of(gym.spaces.Discrete(2)).__name__
+        'gymnasium.spaces'
+    """
+    if type(space).__module__.split(".")[0] == "gym":
+        import gym
+
+        return gym.spaces
+    return import_gymnasium().spaces
+
+
 def is_image_space(space: Any) -> bool:
     """Whether ``space`` looks like an image: a uint8 ``Box`` of shape ``(H, W, C)``, C in 1/3/4.
 
@@ -99,9 +115,8 @@ def is_image_space(space: Any) -> bool:
         >>> is_image_space(gym.spaces.Box(-1.0, 1.0, (4,)))
         False
     """
-    gym = import_gymnasium()
     return (
-        isinstance(space, gym.spaces.Box)
+        isinstance(space, spaces_of(space).Box)
         and space.dtype == np.uint8
         and len(space.shape) == 3
         and space.shape[-1] in (1, 3, 4)
@@ -320,12 +335,11 @@ def space_to_spec(
         >>> sorted(spec.keys()), type(spec["1"]).__name__
         (['0', '1'], 'Binary')
     """
-    gym = import_gymnasium()
-    spaces = gym.spaces
     B = tuple(batch_size)
     leaves: list[GymLeaf] = []
 
     def build(sp, k: Key, path: tuple):
+        spaces = spaces_of(sp)
         if isinstance(sp, spaces.Dict):
             children = {name: build(child, (*k, name), (*path, name)) for name, child in sp.spaces.items()}
             return Composite(children, shape=B, device=device)
@@ -407,7 +421,6 @@ def write_actions(leaves: Sequence[GymLeaf], tensordict: Any, space: Any) -> Any
     if len(leaves) == 1 and not leaves[0].path:
         leaf = leaves[0]
         return leaf.to_numpy(tensordict.get(leaf.key))
-    gym = import_gymnasium()
     root: dict = {}
     for leaf in leaves:
         node = root
@@ -416,9 +429,10 @@ def write_actions(leaves: Sequence[GymLeaf], tensordict: Any, space: Any) -> Any
         node[leaf.path[-1]] = leaf.to_numpy(tensordict.get(leaf.key))
 
     def assemble(sp, node):
-        if isinstance(sp, gym.spaces.Dict):
+        spaces = spaces_of(sp)
+        if isinstance(sp, spaces.Dict):
             return {name: assemble(child, node[name]) for name, child in sp.spaces.items()}
-        if isinstance(sp, gym.spaces.Tuple):
+        if isinstance(sp, spaces.Tuple):
             return tuple(assemble(child, node[i]) for i, child in enumerate(sp.spaces))
         return node
 

@@ -37,7 +37,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.common import EnvBase
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._optional import import_optional
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
@@ -56,7 +56,7 @@ def _new_td(source: dict, batch_size: Sequence[int], device: torch.device) -> Te
     return new_td(source, torch.Size(batch_size), device)
 
 
-class VmasWrapper(EnvBase):
+class VmasWrapper(LibraryWrapper):
     """Wraps a ``vmas.simulator.environment.Environment``.
 
     Args:
@@ -80,6 +80,8 @@ class VmasWrapper(EnvBase):
         >>> env.full_action_spec["agents", "action"].shape
         torch.Size([2, 3, 2])
     """
+
+    library = "VMAS"
 
     def __init__(
         self,
@@ -109,7 +111,7 @@ class VmasWrapper(EnvBase):
             allow_done_after_reset=allow_done_after_reset,
             auto_reset_mode=AutoResetMode.SPARSE,  # VMAS resets by index: the rows are read on the host anyway
         )
-        self.__dict__["_env"] = env
+        self._wrap(env)
         self.categorical_actions = categorical_actions
         self.agent_names = [agent.name for agent in env.agents]
         self.n_agents = len(self.agent_names)
@@ -117,30 +119,6 @@ class VmasWrapper(EnvBase):
         agent_specs = [self._agent_specs(i, obs[i], infos[i]) for i in range(self.n_agents)]
         self.group_map = self._resolve_group_map(group_map, agent_specs)
         self._build_specs(agent_specs)
-
-    # ------------------------------------------------------------------ attributes
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            env = self.__dict__.get("_env")
-            if env is None or name.startswith("__"):
-                raise
-        try:
-            return getattr(env, name)
-        except AttributeError:
-            raise AttributeError(f"{type(self).__name__} and its VMAS env have no attribute {name!r}") from None
-
-    @property
-    def env(self) -> Any:
-        """The wrapped VMAS environment.
-
-        Examples:
-            >>> env = VmasEnv("balance", num_envs=2, n_agents=2, seed=0)
-            >>> env.env.num_envs, len(env.env.agents)
-            (2, 2)
-        """
-        return self._env
 
     @property
     def scenario(self) -> Any:
@@ -330,9 +308,6 @@ class VmasWrapper(EnvBase):
 
     def _set_seed(self, seed: int | None) -> None:
         self._env.seed(seed)
-
-    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 
 
 def _stack(values: list, group_shape: torch.Size) -> torch.Tensor:

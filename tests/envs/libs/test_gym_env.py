@@ -160,7 +160,7 @@ def test_set_gym_backend_and_gym_backend():
 
     assert make() == torch.Size([])
     with pytest.raises(ImportError, match="pip install gymnasium"):
-        set_gym_backend("gym")
+        set_gym_backend("gym3")
     with pytest.raises(TypeError):
         set_gym_backend(3)
 

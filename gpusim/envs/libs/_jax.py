@@ -1,0 +1,273 @@
+"""The JAX edge of the Brax and Jumanji wrappers: pytrees <-> nested tensordict sources through
+DLPack, planned once per pytree structure.
+
+A JAX simulator's state is a pytree (a dataclass of arrays). :class:`TreePlan` flattens an
+example once (key paths become nested tensordict keys: ``state.pipeline_state.q`` ->
+``("pipeline_state", "q")``) and then converts every leaf with ``torch.from_dlpack`` /
+``jax.dlpack.from_dlpack``: no copy where both sides live on the same device (the CPU here, a
+GPU when JAX and torch share it); otherwise the leaf is copied to the host once. ``uint32``
+leaves (JAX's PRNG keys) are carried as ``int32`` bit patterns, since torch's specs have no
+unsigned 32-bit type; the bits are restored on the way back. Leading dims are the env batch:
+leaves travel flat (``(N, ...)``) to the jitted functions and as ``(*batch_size, ...)`` views in
+torch.
+
+Examples:
+    >>> import jax.numpy as jnp
+    >>> tree = {"pos": jnp.zeros((4, 3)), "key": jnp.zeros((4, 2), dtype=jnp.uint32)}
+    >>> plan = TreePlan(tree, torch.Size([4]))
+    >>> src = plan.to_torch(tree)
+    >>> src["pos"].shape, src["key"].dtype
+    (torch.Size([4, 3]), torch.int32)
+    >>> back = plan.to_jax(src)
+    >>> back["key"].dtype
+    dtype('uint32')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from gpusim.envs.libs._optional import import_optional
+from gpusim.envs.libs._wrapper import LibraryWrapper
+from gpusim.specs import Categorical, Composite, Unbounded
+
+__all__ = ["TreePlan", "LastState", "JaxWrapper", "import_jax", "to_torch", "to_jax", "nested_td"]
+
+
+def import_jax(what: str, extra: str) -> Any:
+    """Imports jax, raising an ``ImportError`` that names the package to install."""
+    return import_optional("jax", "jax", extra=extra, what=what)
+
+
+def nested_td(source: dict, batch_size: torch.Size) -> Any:
+    """A nested dict of tensors as nested tensordicts, every level with ``batch_size``.
+
+    Examples:
+        >>> nested_td({"a": {"b": torch.zeros(2, 3)}}, torch.Size([2]))["a"].batch_size
+        torch.Size([2])
+    """
+    from gpusim.envs._fasttd import new_td
+
+    return new_td({k: nested_td(v, batch_size) if isinstance(v, dict) else v for k, v in source.items()}, batch_size)
+
+
+def _path_name(entry: Any) -> str:
+    for attr in ("name", "key", "idx"):
+        if hasattr(entry, attr):
+            return str(getattr(entry, attr))
+    return str(entry)
+
+
+def to_torch(array: Any) -> torch.Tensor:
+    """A JAX array as a tensor (DLPack: no copy on a shared device).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> to_torch(jnp.ones(2))
+        tensor([1., 1.])
+    """
+    if array.dtype == np.uint32:
+        return torch.from_dlpack(array).view(torch.int32)
+    try:
+        return torch.from_dlpack(array)
+    except (RuntimeError, TypeError, BufferError):  # a dtype or layout DLPack does not carry
+        return torch.from_numpy(np.array(array))
+
+
+def to_jax(tensor: torch.Tensor, uint32: bool = False) -> Any:
+    """A tensor as a JAX array (DLPack: no copy on a shared device; CUDA tensors stay there when
+    JAX has a GPU, otherwise they are copied to the host).
+
+    Examples:
+        >>> to_jax(torch.arange(3)).tolist()
+        [0, 1, 2]
+    """
+    import jax
+
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    if tensor.device.type != "cpu" and jax.default_backend() == "cpu":
+        tensor = tensor.cpu()
+    if not tensor.is_contiguous():
+        tensor = tensor.contiguous()
+    if uint32:
+        tensor = tensor.view(torch.uint32) if tensor.dtype == torch.int32 else tensor
+    try:
+        return jax.dlpack.from_dlpack(tensor)
+    except (RuntimeError, TypeError, BufferError):
+        return jax.numpy.asarray(tensor.cpu().numpy())
+
+
+class TreePlan:
+    """The conversion plan of one pytree structure with batch dims ``batch_size`` in front.
+
+    Args:
+        example: a pytree of arrays whose leaves have ``batch_size`` leading dims.
+        batch_size: the env batch dims.
+    """
+
+    def __init__(self, example: Any, batch_size: torch.Size) -> None:
+        import jax
+
+        self.batch_size = torch.Size(batch_size)
+        self.nb = len(self.batch_size)
+        self.numel = int(np.prod(self.batch_size)) if self.nb else 1
+        with_path, self.treedef = jax.tree_util.tree_flatten_with_path(example)
+        self.keys: list[tuple] = [tuple(_path_name(e) for e in path) for path, _ in with_path]
+        self.uint32 = [leaf.dtype == np.uint32 for _, leaf in with_path]
+        self.shapes = [tuple(leaf.shape[self.nb :]) for _, leaf in with_path]
+        self.dtypes = [to_torch(leaf[(0,) * self.nb] if self.nb else leaf).dtype for _, leaf in with_path]
+
+    def spec(self, device: torch.device) -> Composite:
+        """The ``Composite`` of the tree (``Unbounded`` leaves; ``Categorical(2)`` for bools)."""
+        B = self.batch_size
+        spec = Composite(shape=B, device=device)
+        for key, shape, dtype in zip(self.keys, self.shapes, self.dtypes):
+            node = spec
+            for part in key[:-1]:
+                if part not in node.keys():
+                    node[part] = Composite(shape=B, device=device)
+                node = node[part]
+            if dtype == torch.bool:
+                node[key[-1]] = Categorical(2, shape=(*B, *shape), dtype=torch.bool, device=device)
+            else:
+                node[key[-1]] = Unbounded((*B, *shape), dtype=dtype, device=device)
+        return spec
+
+    def leaves_to_torch(self, leaves: list) -> list[torch.Tensor]:
+        """Flat JAX leaves (``(N, ...)``) -> tensors shaped ``(*batch_size, ...)``."""
+        B = self.batch_size
+        return [to_torch(leaf).reshape(*B, *shape) for leaf, shape in zip(leaves, self.shapes)]
+
+    def to_torch(self, tree: Any) -> dict:
+        """The tree as a nested dict of tensors (keys from the paths)."""
+        import jax
+
+        return self.nest(self.leaves_to_torch(jax.tree_util.tree_leaves(tree)))
+
+    def nest(self, tensors: list) -> dict:
+        """Tensors in leaf order as a nested dict keyed by the leaves' paths."""
+        out: dict = {}
+        for key, value in zip(self.keys, tensors):
+            node = out
+            for part in key[:-1]:
+                node = node.setdefault(part, {})
+            node[key[-1]] = value
+        return out
+
+    def leaves_from(self, source: Any) -> list[torch.Tensor]:
+        """The tensors of a nested dict / tensordict, in the tree's leaf order."""
+        out = []
+        for key in self.keys:
+            node = source
+            for part in key:
+                node = node[part]
+            out.append(node)
+        return out
+
+    def leaves_to_jax(self, tensors: list[torch.Tensor]) -> list:
+        """Tensors ``(*batch_size, ...)`` -> flat JAX leaves ``(N, ...)``."""
+        n = self.numel
+        return [
+            to_jax(t.reshape(n, *shape) if self.nb != 1 else t, u)
+            for t, shape, u in zip(tensors, self.shapes, self.uint32)
+        ]
+
+    def to_jax(self, source: Any) -> Any:
+        """A nested dict / tensordict of tensors back to the pytree (flat batch)."""
+        return self.treedef.unflatten(self.leaves_to_jax(self.leaves_from(source)))
+
+
+class LastState:
+    """The JAX leaves behind the tensors a step last handed out.
+
+    In a rollout the next step reads back exactly the state tensors the previous step wrote (the
+    same objects, unmodified): those need no conversion, the JAX arrays they alias are reused.
+    Any other tensor, or one modified in place since (its version counter moved), is converted.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> cache = LastState()
+        >>> arrays = [jnp.zeros(2)]
+        >>> tensors = [to_torch(a) for a in arrays]
+        >>> cache.put(tensors, arrays)
+        >>> cache.get(tensors) is arrays
+        True
+        >>> tensors[0].add_(1.0) is not None and cache.get(tensors) is None  # modified: converted again
+        True
+    """
+
+    __slots__ = ("tensors", "versions", "leaves")
+
+    def __init__(self) -> None:
+        self.tensors: list = []
+        self.versions: list = []
+        self.leaves: list | None = None
+
+    def put(self, tensors: list[torch.Tensor], leaves: list) -> None:
+        """Remembers ``tensors`` (as handed out) and the JAX ``leaves`` they alias."""
+        self.tensors = list(tensors)
+        self.versions = [t._version for t in tensors]
+        self.leaves = leaves
+
+    def get(self, tensors: list[torch.Tensor]) -> list | None:
+        """The JAX leaves when ``tensors`` are the remembered ones, unmodified; else ``None``."""
+        if self.leaves is None or len(tensors) != len(self.tensors):
+            return None
+        for t, mine, version in zip(tensors, self.tensors, self.versions):
+            if t is not mine or t._version != version:
+                return None
+        return self.leaves
+
+
+class JaxWrapper(LibraryWrapper):
+    """What the JAX simulator wrappers share: the env key (seeded by ``seed``/``set_seed``, split
+    once per reset into one key per row), the flat batch size ``_n`` of the jitted vmapped
+    functions, and the :class:`LastState` of the last step. The env is stateless: its state
+    travels in the tensordict.
+    """
+
+    functional_step = True
+
+    def _init_jax(self, env: Any, seed: int | None) -> Any:
+        """Stores ``env`` and the JAX bookkeeping; returns the jax module."""
+        import jax
+
+        self._wrap(env)
+        self.__dict__["_jax"] = jax
+        self.__dict__["_key"] = jax.random.PRNGKey(0 if seed is None else int(seed))
+        self.__dict__["_last"] = LastState()
+        self.__dict__["_n"] = int(np.prod(self.batch_size)) if len(self.batch_size) else 1
+        return jax
+
+    def _row_keys(self) -> Any:
+        """One fresh key per row (the env key moves on), committed to JAX's device like every
+        array that comes in through DLPack."""
+        jax = self._jax
+        key, sub = jax.random.split(self._key)
+        self.__dict__["_key"] = key
+        return jax.device_put(jax.random.split(sub, self._n), jax.devices()[0])
+
+    def _batched(self, fn: Any) -> Any:
+        """``jax.jit(jax.vmap(fn))`` whose outputs are strongly typed.
+
+        XLA compiles a function again for inputs that differ in weak typing or in being committed
+        to a device. Every input of these functions is committed (DLPack arrays, the committed
+        keys, and the outputs of calls on committed inputs) and every output strongly typed, so
+        each compiles once whether its state comes from a reset, a step or torch.
+        """
+        jax = self._jax
+        convert = jax.lax.convert_element_type
+
+        def run(*args: Any) -> Any:
+            return jax.tree_util.tree_map(lambda v: convert(v, v.dtype), jax.vmap(fn)(*args))
+
+        return jax.jit(run)
+
+    def _set_seed(self, seed: int | None) -> None:
+        if seed is None:
+            raise ValueError(f"{type(self).__name__}.set_seed needs an integer seed (JAX keys), got None")
+        self.__dict__["_key"] = self._jax.random.PRNGKey(int(seed))
