@@ -67,6 +67,7 @@ __all__ = [
     "merge_rows",
     "reset_mask_for",
     "mask_at",
+    "selects_rows",
     "level_for_key",
     "reduce_rows",
     "rows_of",
@@ -363,6 +364,24 @@ def reset_mask_for(
         return None
     own = _tget(tensordict, level.reset_key)
     return None if own is None else _check_mask(own, level.reset_key, level.shape)
+
+
+def selects_rows(tensordict: TensorDictBase | None) -> bool:
+    """Whether a ``reset`` input carries ``"_reset"`` entries (at any level): a reset of
+    selected rows (an auto-reset or a partial reset) rather than a reset of the whole env.
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> selects_rows(TensorDict({"_reset": torch.tensor([[True], [False]])}, [2]))
+        True
+        >>> selects_rows(TensorDict({"agents": {"_reset": torch.ones(2, 3, 1, dtype=torch.bool)}}, [2]))
+        True
+        >>> selects_rows(None), selects_rows(TensorDict({}, [2]))
+        (False, False)
+    """
+    if tensordict is None:
+        return False
+    return any(_keys.as_tuple(k)[-1] == "_reset" for k in tensordict.keys(True, True))
 
 
 def mask_at(tensordict: TensorDictBase | None, key: NestedKey, shape: torch.Size) -> torch.Tensor | None:

@@ -31,6 +31,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._keys import NestedKey, as_tuple, unravel
+from gpusim.envs.episode import selects_rows
 from gpusim.specs import Composite
 from gpusim.transforms._pixel_ops import center_crop as _center_crop
 from gpusim.transforms._pixel_ops import make_grid as _make_grid
@@ -293,8 +294,7 @@ class VideoRecorder(Transform):
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        partial = tensordict is not None and any(as_tuple(k)[-1] == "_reset" for k in tensordict.keys(True, True))
-        if not partial:
+        if not selects_rows(tensordict):  # frames of whole-env resets only
             self._record(tensordict_reset)
         return self._copy_out(tensordict_reset)
 

@@ -260,3 +260,13 @@ def test_noop_reset_keys_its_draws_by_episode_not_by_reset_calls():
     # rows other than 3 start their second episode in both envs: same state
     assert torch.equal(full_a["state"][keep], full_b["state"][keep])
     assert not torch.equal(full_a["state"][3], full_b["state"][3])
+
+
+def test_selects_rows_tells_row_resets_from_whole_env_resets():
+    from gpusim.envs.episode import selects_rows
+
+    td = TensorDict({"agents": {"_reset": torch.zeros(2, 3, 1, dtype=torch.bool)}}, [2])
+    assert selects_rows(td)  # nested levels count
+    assert selects_rows(TensorDict({"_reset": torch.ones(2, 1, dtype=torch.bool)}, [2]))
+    assert not selects_rows(TensorDict({"observation": torch.zeros(2, 4)}, [2]))
+    assert not selects_rows(None)
