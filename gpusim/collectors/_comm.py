@@ -115,7 +115,8 @@ def unpack_(flat: dict, groups: dict, out: Sequence[torch.Tensor]) -> None:
             n = out[i].numel()
             chunk = buf[start : start + n]
             chunk = chunk.view(torch.bool) if dtype == torch.bool else chunk
-            out[i].copy_(chunk.reshape(out[i].shape))
+            with torch.no_grad():
+                out[i].copy_(chunk.reshape(out[i].shape))
             start += n
 
 

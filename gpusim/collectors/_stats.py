@@ -67,15 +67,16 @@ class VecNormSync:
         """Records the (now common) statistics as the base of the next :meth:`sync`."""
         self._base = [t.detach().to(torch.float64, copy=True) for _, t in self._tensors()]
 
-    def sync(self, steps: int) -> None:
+    def sync(self, steps: int, extra: Sequence[torch.Tensor] = ()) -> None:
         """All-reduces what each rank added over its last ``steps`` env steps (see the module
-        docstring); a frozen or eval-mode transform is left as it is.
+        docstring); a frozen or eval-mode transform is left as it is. ``extra`` float64 tensors
+        are summed over the ranks in the same collective.
 
         Raises:
             CommError: the collective failed (a peer died or stalled).
         """
         pairs = self._tensors()
-        if not pairs or self.comm.world_size == 1:
+        if self.comm.world_size == 1:
             self.snapshot()
             return
         if self._base is None or len(self._base) != len(pairs):
@@ -89,7 +90,7 @@ class VecNormSync:
             b = base * (vn.decay**k)
             decayed.append(b)
             deltas.append(t.detach().to(torch.float64) - b)
-        self.comm.all_reduce_(deltas, "VecNorm statistics all-reduce")
+        self.comm.all_reduce_(deltas + list(extra), "per-batch all-reduce of the VecNorm statistics")
         with torch.no_grad():
             for (_, t), b, d in zip(pairs, decayed, deltas):
                 t.copy_((b + d).to(t.dtype))

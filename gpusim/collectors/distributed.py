@@ -21,7 +21,8 @@ collector and iterates it (there is no launcher and no main-node-only loop).
   the first batch dim, in rank order) and the other ranks yield ``None``. Trajectory ids are made
   unique over the job: ``id * world_size + rank``.
 * Statistics: after every batch the ``VecNorm`` statistics of every rank's env are all-reduced
-  (one collective, :meth:`~DistributedSyncDataCollector.sync_stats`) so that they equal one
+  (one collective, :meth:`~DistributedSyncDataCollector.sync_stats`, which also checks that the
+  ranks are at the same batch) so that they equal one
   process's statistics over all the data; ``ObservationNorm`` statistics must agree across ranks
   (checked at construction; compute them with :func:`init_stats_distributed`).
   :meth:`~DistributedSyncDataCollector.episode_stats` gathers the episodes of every rank.
@@ -171,6 +172,7 @@ class DistributedSyncDataCollector:
         self.frames_per_batch = self.collector.frames_per_batch * ws
         self.total_frames = _positive_int("total_frames", total_frames, allow=(-1,))
         self._frames = 0
+        self._batches = 0
         self._stats = VecNormSync(self.env, self.comm)
         self._obs_norms = [m for m in self.env.modules() if isinstance(m, ObservationNorm) and m.initialized]
         if seed is not None:
@@ -216,7 +218,7 @@ class DistributedSyncDataCollector:
         policy = self.policy
         if not isinstance(policy, nn.Module):
             return []
-        return [t for _, t in sorted(policy.state_dict(keep_vars=True).items())]
+        return [t for _, t in sorted(policy.state_dict().items())]  # detached views of the weights
 
     def _check_obs_norms(self) -> None:
         if not self._obs_norms or self.world_size == 1:
@@ -248,13 +250,25 @@ class DistributedSyncDataCollector:
             self.comm.broadcast_(self._weights(), "policy weight broadcast")
 
     def sync_stats(self) -> None:
-        """All-reduces the ``VecNorm`` statistics added since the last call (the collector calls
-        it after every batch; one collective).
+        """All-reduces the ``VecNorm`` statistics added since the last call, with a batch counter
+        that checks that every rank is at the same batch (the collector calls it after every
+        batch; one collective, run even without statistics so that a dead peer is noticed at
+        the next batch).
+
+        Raises:
+            CommError: the collective failed, or the ranks are at different batches.
 
         Examples:
             See the class docstring.
         """
-        self._stats.sync(self.collector.steps_per_batch)
+        self._batches += 1
+        beat = torch.tensor([float(self._batches)], dtype=torch.float64)
+        self._stats.sync(self.collector.steps_per_batch, extra=[beat])
+        if self.world_size > 1 and int(beat.item()) != self._batches * self.world_size:
+            raise CommError(
+                f"rank {self.rank}: the ranks are at different batches (this rank finished batch {self._batches}, "
+                f"the ranks' batch counts sum to {int(beat.item())}): every rank must iterate the collector in step"
+            )
 
     def episode_stats(self) -> dict[str, torch.Tensor]:
         """The episodes that ended in the last batch on every rank (rank order):
