@@ -16,11 +16,13 @@ Examples:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime
 import os
 import sys
 import threading
+import time
 from typing import Iterator, Sequence
 
 import torch
@@ -120,6 +122,56 @@ def unpack_(flat: dict, groups: dict, out: Sequence[torch.Tensor]) -> None:
             start += n
 
 
+class _Watchdog:
+    """One thread per process that ends it (exit status 124, the message on stderr) when a
+    collective stays armed past its deadline. Stopped and joined at exit (a thread left running
+    into interpreter teardown can abort the process)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._message = None
+        self._stop = False
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, message) -> None:
+        with self._cond:
+            if self._thread is None:
+                self._stop = False
+                self._thread = threading.Thread(target=self._run, name="gpusim-collective-watchdog", daemon=True)
+                self._thread.start()
+                atexit.register(self.stop)
+            self._deadline, self._message = time.monotonic() + seconds, message
+            self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._deadline = None
+
+    def stop(self) -> None:
+        with self._cond:
+            thread, self._thread, self._stop = self._thread, None, True
+            self._cond.notify()
+        if thread is not None:
+            thread.join(5)
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._stop:
+                if self._deadline is None:
+                    self._cond.wait()
+                    continue
+                left = self._deadline - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                print(self._message(), file=sys.stderr, flush=True)
+                os._exit(124)
+
+
+_WATCHDOG = _Watchdog()
+
+
 class Comm:
     """The collectives the distributed collector runs, each under the group's timeout and a
     watchdog: a failure raises :class:`CommError` naming the collective, the rank and the
@@ -164,15 +216,9 @@ class Comm:
     def guard(self, what: str) -> Iterator[None]:
         """Runs a collective: errors become :class:`CommError`; the watchdog ends the process
         if it never returns."""
-        timer = None
         if self.watchdog:
-            def fire() -> None:
-                print(self._fail(what, TimeoutError(f"watchdog: still blocked after {self.watchdog_factor * self.timeout:g} s")), file=sys.stderr, flush=True)
-                os._exit(124)
-
-            timer = threading.Timer(self.watchdog_factor * self.timeout, fire)
-            timer.daemon = True
-            timer.start()
+            _WATCHDOG.arm(self.watchdog_factor * self.timeout, lambda: self._fail(
+                what, TimeoutError(f"watchdog: still blocked after {self.watchdog_factor * self.timeout:g} s")))
         try:
             yield
         except CommError:
@@ -180,8 +226,8 @@ class Comm:
         except RuntimeError as err:  # (torch.distributed's DistError family included)
             raise CommError(self._fail(what, err)) from err
         finally:
-            if timer is not None:
-                timer.cancel()
+            if self.watchdog:
+                _WATCHDOG.disarm()
 
     def broadcast_(self, tensors: Sequence[torch.Tensor], what: str = "broadcast", src: int = 0) -> None:
         """Overwrites ``tensors`` with rank ``src``'s (one collective per dtype)."""
