@@ -77,6 +77,8 @@ def init_distributed(
         >>> dist.get_world_size(group), dist.get_backend(group)
         (1, 'gloo')
         >>> dist.destroy_process_group()
+        >>> for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        ...     del os.environ[var]
     """
     seconds = _seconds(timeout)
     if dist.is_initialized():
