@@ -105,8 +105,9 @@ def pack(tensors: Sequence[torch.Tensor], device: torch.device | None = None) ->
     flat = {}
     for dtype, idx in groups.items():
         parts = [tensors[i].detach().reshape(-1) for i in idx]
-        buf = torch.cat([p.view(torch.uint8) if dtype == torch.bool else p for p in parts])
-        flat[dtype] = buf.to(device) if device is not None else buf
+        if device is not None:  # (the parts may live on different devices)
+            parts = [p.to(device) for p in parts]
+        flat[dtype] = torch.cat([p.view(torch.uint8) if dtype == torch.bool else p for p in parts])
     return flat, groups
 
 
@@ -200,10 +201,11 @@ class Comm:
         self.watchdog = bool(watchdog)
         self.watchdog_factor = float(watchdog_factor)
         if group is None:
-            self.rank, self.world_size, self.backend = 0, 1, None
+            self.rank, self.world_size, self.backend, self.root = 0, 1, None, 0
         else:
             self.rank, self.world_size = dist.get_rank(group), dist.get_world_size(group)
             self.backend = dist.get_backend(group)
+            self.root = dist.get_global_rank(group, 0)  # (src/dst of broadcast/gather are global ranks)
         cuda = self.backend == "nccl"
         self.device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
 
@@ -231,14 +233,14 @@ class Comm:
             if self.watchdog:
                 _WATCHDOG.disarm()
 
-    def broadcast_(self, tensors: Sequence[torch.Tensor], what: str = "broadcast", src: int = 0) -> None:
-        """Overwrites ``tensors`` with rank ``src``'s (one collective per dtype)."""
+    def broadcast_(self, tensors: Sequence[torch.Tensor], what: str = "broadcast") -> None:
+        """Overwrites ``tensors`` with the group's rank 0's (one collective per dtype)."""
         if self.world_size == 1 or not tensors:
             return
         flat, groups = pack(tensors, self.device)
         with self.guard(what):
             for buf in flat.values():
-                dist.broadcast(buf, src=src, group=self.group)
+                dist.broadcast(buf, src=self.root, group=self.group)
         unpack_(flat, groups, tensors)
 
     def all_reduce_(self, tensors: Sequence[torch.Tensor], what: str = "all_reduce") -> None:
@@ -261,12 +263,12 @@ class Comm:
             dist.all_gather(out, t, group=self.group)
         return [o.to(tensor.device) for o in out]
 
-    def gather(self, tensor: torch.Tensor, what: str = "gather", dst: int = 0) -> list[torch.Tensor] | None:
-        """Every rank's 1-D ``tensor`` on rank ``dst`` (None elsewhere)."""
+    def gather(self, tensor: torch.Tensor, what: str = "gather") -> list[torch.Tensor] | None:
+        """Every rank's 1-D ``tensor`` on the group's rank 0 (None elsewhere)."""
         if self.world_size == 1:
             return [tensor]
         t = tensor.to(self.device).contiguous()
-        out = [torch.empty_like(t) for _ in range(self.world_size)] if self.rank == dst else None
+        out = [torch.empty_like(t) for _ in range(self.world_size)] if self.rank == 0 else None
         with self.guard(what):
-            dist.gather(t, out, dst=dst, group=self.group)
+            dist.gather(t, out, dst=self.root, group=self.group)
         return None if out is None else [o.to(tensor.device) for o in out]

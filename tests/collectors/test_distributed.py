@@ -126,3 +126,26 @@ def test_a_failing_rank_makes_the_other_fail_clearly(tmp_path, mode):
     res = torch.load(tmp_path / "rank0.pt", weights_only=False)
     assert res["error"] is not None and "rank 0 of 2" in res["error"] and "died or stopped answering" in res["error"]
     assert res["seconds"] < 30
+
+
+def test_init_distributed_names_the_missing_torchrun_variables(monkeypatch):
+    import torch.distributed as dist
+
+    assert not dist.is_initialized()
+    for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("RANK", "0")
+    with pytest.raises(RuntimeError, match=r"lacks \['WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT'\].*torchrun"):
+        gs.init_distributed()
+    with pytest.raises(ValueError, match="timeout must be positive"):
+        gs.init_distributed(timeout=0)
+
+
+def test_init_stats_distributed_refuses_initialized_or_detached_norms():
+    norm = gs.ObservationNorm(loc=0.0, scale=1.0, in_keys=["observation"])
+    with pytest.raises(RuntimeError, match="already initialized"):
+        gs.init_stats_distributed(norm, num_iter=2)
+    with pytest.raises(RuntimeError, match="parent env"):
+        gs.init_stats_distributed(gs.ObservationNorm(in_keys=["observation"]), num_iter=2)
+    with pytest.raises(ValueError, match="num_iter must be a positive int, got 0"):
+        gs.init_stats_distributed(gs.ObservationNorm(in_keys=["observation"]), num_iter=0)
