@@ -71,6 +71,7 @@ def main(rank: int, world_size: int, store: str, out: str) -> None:
     gathered = DistributedSyncDataCollector(
         gs.make, num_envs=N_LOCAL * world_size, create_env_kwargs={"env_id": "CartPole-v1"},
         frames_per_batch=N_LOCAL * 3 * world_size, total_frames=N_LOCAL * 3 * world_size, seed=10, gather=True, timeout=30.0,
+        group=dist.new_group(list(range(world_size))),  # a group given (not the default one)
     )
     result["gathered"] = [None if d is None else d.select("observation", ("collector", "traj_ids")).clone() for d in gathered]
     gathered.shutdown()
