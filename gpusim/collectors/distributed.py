@@ -23,8 +23,10 @@ collector and iterates it (there is no launcher and no main-node-only loop).
 * Statistics: after every batch the ``VecNorm`` statistics of every rank's env are all-reduced
   (one collective, :meth:`~DistributedSyncDataCollector.sync_stats`, which also checks that the
   ranks are at the same batch) so that they equal one
-  process's statistics over all the data; ``ObservationNorm`` statistics must agree across ranks
-  (checked at construction; compute them with :func:`init_stats_distributed`).
+  process's statistics over all the data (for a ``VecNorm`` updated once per env step, as a
+  ``TransformedEnv`` does: its decay is applied ``steps per batch`` times); ``ObservationNorm``
+  statistics must agree across ranks (checked at construction; compute them with
+  :func:`init_stats_distributed`).
   :meth:`~DistributedSyncDataCollector.episode_stats` gathers the episodes of every rank.
 * Failures: collectives run under the group's timeout and a watchdog; a rank that dies or stalls
   makes the others raise :class:`CommError` (or, if the backend never returns, exit with status
@@ -94,7 +96,8 @@ class DistributedSyncDataCollector:
         postproc: applied to each yielded batch (after the gathering).
         split_trajs: split the yielded batches into trajectories (after the gathering).
         **collector_kwargs: the other :class:`~gpusim.collectors.Collector` arguments
-            (``compile``, ``exploration_type``, ``init_random_frames``, ...).
+            (``compile``, ``exploration_type``, ``init_random_frames`` (counted over all the
+            ranks), ...).
 
     Raises:
         ValueError: ``frames_per_batch``/``num_envs`` not a multiple of the world size.
@@ -160,6 +163,8 @@ class DistributedSyncDataCollector:
             if isinstance(create_env_fn, EnvBase):
                 raise TypeError("num_envs is only used with an env factory (create_env_fn), not an env instance")
             kwargs["num_envs"] = num_envs // ws
+        if collector_kwargs.get("init_random_frames"):  # a count over all the ranks, as frames_per_batch
+            collector_kwargs["init_random_frames"] = math.ceil(collector_kwargs["init_random_frames"] / ws)
         self.gather = bool(gather)
         self.postproc = postproc
         self.split_trajs = bool(split_trajs)
