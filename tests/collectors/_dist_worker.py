@@ -100,14 +100,17 @@ class _ArgmaxNet(torch.nn.Module):
 
 
 def failing_peer(rank: int, world_size: int, store: str, out: str, mode: str) -> None:
-    """Rank 1 dies (``mode="die"``) or stalls (``"stall"``) after the first batch; rank 0 records
-    the error its next batch raises and how long it took."""
+    """Rank 1 dies (``mode="die"``) or stalls (``"stall"``, ``"watchdog"``) after the first batch;
+    rank 0 records the error its next batch raises and how long it took (``"watchdog"``: the
+    watchdog ends it first)."""
     _join(rank, world_size, store, timeout=4.0)
     collector = DistributedSyncDataCollector(
         gs.make, _policy(rank)[0], num_envs=2 * world_size, create_env_kwargs={"env_id": "CartPole-v1"},
         frames_per_batch=4 * world_size, seed=0, timeout=4.0,
     )
     collector.next()
+    if mode == "watchdog":  # fire before gloo's own timeout: the watchdog ends rank 0 (status 124)
+        collector.comm.watchdog_factor = 0.25
     if rank == 1:
         if mode == "die":
             os._exit(3)

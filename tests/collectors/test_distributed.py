@@ -149,3 +149,11 @@ def test_init_stats_distributed_refuses_initialized_or_detached_norms():
         gs.init_stats_distributed(gs.ObservationNorm(in_keys=["observation"]), num_iter=2)
     with pytest.raises(ValueError, match="num_iter must be a positive int, got 0"):
         gs.init_stats_distributed(gs.ObservationNorm(in_keys=["observation"]), num_iter=0)
+
+
+def test_the_watchdog_ends_a_rank_blocked_in_a_collective(tmp_path, capfd):
+    codes = _spawn(tmp_path, worker.failing_peer, "watchdog", timeout=40, others_timeout=1)
+    assert codes[0] == 124, f"rank 0 exit code {codes[0]}"
+    err = capfd.readouterr().err
+    assert "rank 0 of 2" in err and "watchdog: still blocked after 1 s" in err
+    assert not (tmp_path / "rank0.pt").exists()
