@@ -36,7 +36,13 @@ _ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 class CommError(RuntimeError):
     """A collective of the distributed collector failed: a peer rank died, stalled past the
-    timeout, or the ranks disagree (the message names the collective, the rank and the timeout)."""
+    timeout, or the ranks disagree (the message names the collective, the rank and the timeout).
+
+    Examples:
+        >>> import gpusim as gs
+        >>> issubclass(gs.CommError, RuntimeError)   # caught by ``except RuntimeError`` too
+        True
+    """
 
 
 def _seconds(timeout: float | datetime.timedelta) -> float:
