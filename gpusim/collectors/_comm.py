@@ -239,25 +239,24 @@ class Comm:
             if self.watchdog:
                 _WATCHDOG.disarm()
 
-    def broadcast_(self, tensors: Sequence[torch.Tensor], what: str = "broadcast") -> None:
-        """Overwrites ``tensors`` with the group's rank 0's (one collective per dtype)."""
+    def _in_place(self, tensors: Sequence[torch.Tensor], what: str, collective) -> None:
+        """Runs ``collective(buffer)`` on the packed ``tensors`` (one buffer per dtype) and
+        copies the results back."""
         if self.world_size == 1 or not tensors:
             return
         flat, groups = pack(tensors, self.device)
         with self.guard(what):
             for buf in flat.values():
-                dist.broadcast(buf, src=self.root, group=self.group)
+                collective(buf)
         unpack_(flat, groups, tensors)
+
+    def broadcast_(self, tensors: Sequence[torch.Tensor], what: str = "broadcast") -> None:
+        """Overwrites ``tensors`` with the group's rank 0's (one collective per dtype)."""
+        self._in_place(tensors, what, lambda buf: dist.broadcast(buf, src=self.root, group=self.group))
 
     def all_reduce_(self, tensors: Sequence[torch.Tensor], what: str = "all_reduce") -> None:
         """Sums ``tensors`` over the ranks in place (one collective per dtype)."""
-        if self.world_size == 1 or not tensors:
-            return
-        flat, groups = pack(tensors, self.device)
-        with self.guard(what):
-            for buf in flat.values():
-                dist.all_reduce(buf, op=dist.ReduceOp.SUM, group=self.group)
-        unpack_(flat, groups, tensors)
+        self._in_place(tensors, what, lambda buf: dist.all_reduce(buf, op=dist.ReduceOp.SUM, group=self.group))
 
     def all_gather(self, tensor: torch.Tensor, what: str = "all_gather") -> list[torch.Tensor]:
         """Every rank's ``tensor`` (same shape and dtype on every rank), in rank order."""
