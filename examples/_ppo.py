@@ -150,10 +150,12 @@ def _like(x: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     return x.reshape(shape) if x.numel() == math.prod(shape) else x
 
 
-def ppo_update(data: TensorDictBase, actor: Actor, critic: Callable, optimizer, cfg: PPOConfig, keys: Keys, critic_obs: Callable | None = None) -> dict:
+def ppo_update(data: TensorDictBase, actor: Actor, critic: Callable, optimizer, cfg: PPOConfig, keys: Keys, critic_obs: Callable | None = None, sync_grads: Callable | None = None) -> dict:
     """One PPO update (``cfg.epochs`` epochs of ``cfg.minibatches`` minibatches) on a ``[B, T]``
     batch. ``critic_obs(td)`` gives the critic's input (default: the actor's observation). A
-    ``"valid"`` bool ``[B, T]`` entry, when present, keeps only those steps in the loss."""
+    ``"valid"`` bool ``[B, T]`` entry, when present, keeps only those steps in the loss.
+    ``sync_grads(params)`` runs after each backward, before the clipping (data-parallel
+    training averages the gradients of the ranks there)."""
     critic_obs = critic_obs or (lambda td: td.get(keys.obs))
     with torch.no_grad():
         value = critic(critic_obs(data)).squeeze(-1)
@@ -191,15 +193,19 @@ def ppo_update(data: TensorDictBase, actor: Actor, critic: Callable, optimizer, 
             loss = pg + cfg.vf_coef * vf - cfg.ent_coef * ent
             optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], cfg.max_grad_norm)
+            params = [p for g in optimizer.param_groups for p in g["params"]]
+            if sync_grads is not None:
+                sync_grads(params)
+            nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             optimizer.step()
             stats = {"policy_loss": pg.item(), "value_loss": vf.item(), "entropy": ent.item()}
     return stats
 
 
-def train(collector: gs.Collector, actor: Actor, critic: nn.Module, cfg: PPOConfig, keys: Keys = Keys(), critic_obs=None, log_every: int = 1, on_batch: Callable | None = None) -> list[float]:
+def train(collector: gs.Collector, actor: Actor, critic: nn.Module, cfg: PPOConfig, keys: Keys = Keys(), critic_obs=None, log_every: int = 1, on_batch: Callable | None = None, sync_grads: Callable | None = None, log: bool = True) -> list[float]:
     """Runs PPO on the collector's batches; returns the mean return of the episodes that ended
-    in each batch (nan when none did)."""
+    in each batch (nan when none did). ``log=False``: no progress bar (the other ranks of a
+    distributed run)."""
     optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=cfg.lr, eps=1e-5)
     n_batches = len(collector)
     progress = Progress(collector.total_frames)
@@ -209,17 +215,18 @@ def train(collector: gs.Collector, actor: Actor, critic: nn.Module, cfg: PPOConf
         if cfg.anneal_lr:
             for group in optimizer.param_groups:
                 group["lr"] = cfg.lr * (1 - i / n_batches)
-        ppo_update(data, actor, critic, optimizer, cfg, keys, critic_obs)
+        ppo_update(data, actor, critic, optimizer, cfg, keys, critic_obs, sync_grads)
         collector.update_policy_weights_()  # the weights were updated in place: a no-op, kept as TorchRL users write it
         returns = collector.episode_stats()["returns"]
         recent = (recent + returns.tolist())[-100:]
         mean = sum(recent) / len(recent) if recent else float("nan")
         history.append(float(returns.mean()) if returns.numel() else float("nan"))
-        if i % log_every == 0 or i == n_batches - 1:
+        if log and (i % log_every == 0 or i == n_batches - 1):
             progress.update(collector.frames, f"return (last 100 episodes) {mean:8.2f}")
         if on_batch is not None:
             on_batch(i, data)
-    progress.close()
+    if log:
+        progress.close()
     return history
 
 
@@ -241,15 +248,22 @@ def sized(cfg: PPOConfig, args: argparse.Namespace, smoke_envs: int, smoke_steps
     return dataclasses.replace(cfg, total_frames=args.total_frames)
 
 
-def run(title: str, args, cfg: PPOConfig, env: gs.EnvBase, actor: Actor, critic: nn.Module, score: Callable[[], torch.Tensor], bar: float, what: str, **train_kwargs) -> float:
-    """Trains with a ``gs.Collector`` (``--compile``: the compiled engine), scores the actor
-    (``score()``: one value per evaluation episode) and prints the result line."""
-    collector = gs.Collector(env, actor, frames_per_batch=cfg.num_envs * cfg.steps, total_frames=cfg.total_frames, compile=args.compile)
+def run(title: str, args, cfg: PPOConfig, env: gs.EnvBase | None, actor: Actor, critic: nn.Module, score: Callable[[], torch.Tensor], bar: float, what: str, make_collector: Callable | None = None, log: bool = True, **train_kwargs) -> float:
+    """Trains with a ``gs.Collector`` on ``env`` (``--compile``: the compiled engine) or with
+    ``make_collector(cfg)``'s collector, scores the actor (``score()``: one value per evaluation
+    episode) and prints the result line (``log=False``: trains only, returns nan)."""
+    if make_collector is not None:
+        collector = make_collector(cfg)
+    else:
+        collector = gs.Collector(env, actor, frames_per_batch=cfg.num_envs * cfg.steps, total_frames=cfg.total_frames, compile=args.compile)
     start = time.perf_counter()
-    train(collector, actor, critic, cfg, log_every=1 if args.smoke else 5, **train_kwargs)
+    train(collector, actor, critic, cfg, log_every=1 if args.smoke else 5, log=log, **train_kwargs)
     elapsed = time.perf_counter() - start
-    compile_s = collector._runner.compile_seconds if collector._runner is not None else 0.0
+    runner = getattr(getattr(collector, "collector", collector), "_runner", None)  # (a distributed collector's local one)
+    compile_s = runner.compile_seconds if runner is not None else 0.0
     collector.shutdown()
+    if not log:
+        return float("nan")
     scores = score()
     mean = float(scores.mean())
     verdict = "reached" if mean >= bar else "not reached"

@@ -1,6 +1,7 @@
 """Data collection for training loops: :class:`Collector` (TorchRL's collector API; also named
 ``SyncDataCollector``) yields ``[*B, T]`` batches from a gpusim env and a policy, eagerly or
-through one compiled graph.
+through one compiled graph; :class:`DistributedSyncDataCollector` runs one per rank of a
+``torch.distributed`` job.
 
 Examples:
     >>> import gpusim as gs
@@ -10,5 +11,6 @@ Examples:
 """
 
 from gpusim.collectors.collector import Collector, SyncDataCollector
+from gpusim.collectors.distributed import CommError, DistributedSyncDataCollector, init_distributed, init_stats_distributed
 
-__all__ = ["Collector", "SyncDataCollector"]
+__all__ = ["Collector", "SyncDataCollector", "DistributedSyncDataCollector", "init_distributed", "init_stats_distributed", "CommError"]

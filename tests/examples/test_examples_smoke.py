@@ -4,6 +4,7 @@ bar and its evaluation line. Whether they reach their bars in full runs is in th
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +35,22 @@ def test_example_runs_two_iterations(script, extra, final):
     assert len(bars) == 2 and "100.0%" in bars[-1] and "return" in bars[-1]
     if "--compile" in extra:
         assert "gpusim: compiling" in proc.stderr and "gpusim: compiled in" in proc.stderr
+
+
+def test_distributed_example_runs_two_iterations_on_two_ranks():
+    """``torchrun --standalone --nproc-per-node 2`` (a free port; gloo on CPU); the launch runs in
+    its own session so that a timeout kills torchrun and both workers."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           str(ROOT / "examples" / "ppo_cartpole_distributed.py"), "--smoke", "--threads", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 0, err[-3000:]
+    assert out.count("CartPole-v1 PPO, data-parallel over 2 ranks (eager)") == 1 and "evaluation mean" in out
+    bars = [line for line in err.splitlines() if line.startswith("[") and "frames" in line]
+    assert len(bars) == 2 and "100.0%" in bars[-1] and "return" in bars[-1]
