@@ -65,7 +65,8 @@ class UnaryTransform(Transform):
         >>> import torch
         >>> from gpusim.envs.native import PendulumEnv
         >>> from gpusim.transforms import TransformedEnv
-        >>> t = UnaryTransform(in_keys=["observation"], out_keys=["norm"], fn=lambda x: x.norm(dim=-1))
+        >>> norm = lambda x: x.norm(dim=-1)
+        >>> t = UnaryTransform(in_keys=["observation"], out_keys=["norm"], fn=norm)
         >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), t)
         >>> env.observation_spec["norm"].shape  # read from fn's output on zeros
         torch.Size([2])
