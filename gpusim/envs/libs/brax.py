@@ -123,7 +123,12 @@ class BraxWrapper(JaxWrapper):
 
     @property
     def lib(self) -> Any:
-        """The brax module."""
+        """The brax module.
+
+        Examples:
+            >>> BraxEnv("fast", batch_size=[2], seed=0).lib.__name__
+            'brax'
+        """
         return _import_brax("lib")
 
     # ------------------------------------------------------------------ conversion

@@ -174,7 +174,12 @@ class DMControlWrapper(LibraryWrapper):
 
     @property
     def lib(self) -> Any:
-        """The dm_control module."""
+        """The dm_control module.
+
+        Examples:
+            >>> DMControlEnv("cartpole", "balance", seed=0).lib.__name__
+            'dm_control'
+        """
         return self._lib
 
     @property
@@ -233,7 +238,14 @@ class DMControlWrapper(LibraryWrapper):
         self._task._random = np.random.RandomState(seed)
 
     def close(self) -> None:
-        """Closes the dm_control environment."""
+        """Closes the dm_control environment.
+
+        Examples:
+            >>> env = DMControlEnv("cartpole", "balance", seed=0)
+            >>> env.close()
+            >>> env.is_closed
+            True
+        """
         if not self.is_closed:
             self._env.close()
         super().close()

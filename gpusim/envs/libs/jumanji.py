@@ -163,7 +163,12 @@ class JumanjiWrapper(JaxWrapper):
 
     @property
     def lib(self) -> Any:
-        """The jumanji module."""
+        """The jumanji module.
+
+        Examples:
+            >>> JumanjiEnv("Snake-v1", batch_size=[2], seed=0).lib.__name__
+            'jumanji'
+        """
         return _import_jumanji("lib")
 
     # ------------------------------------------------------------------ conversion
