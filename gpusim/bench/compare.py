@@ -160,11 +160,26 @@ class CompareConfig:
         check_transform_names(self.transforms)
 
     def contenders(self) -> list[Contender]:
-        """gpusim's modes, then the peers, in column order."""
+        """gpusim's modes, then the peers, in column order.
+
+        Examples:
+            >>> cfg = CompareConfig(gpusim=("eager",), peers=("gymnasium",))
+            >>> [c.name for c in cfg.contenders()]
+            ['gpusim eager', 'gymnasium']
+        """
         return [GPUSIM_MODES[m] for m in self.gpusim] + [p for p in PEERS if p.peer in self.peers]
 
     def as_dict(self) -> dict[str, Any]:
-        """The config as JSON-ready data (threads resolved)."""
+        """The config as JSON-ready data (threads resolved).
+
+        Examples:
+            >>> import json
+            >>> data = CompareConfig(batches=(4, 8), peers=()).as_dict()
+            >>> data["batches"], data["threads"] >= 1
+            ((4, 8), True)
+            >>> json.loads(json.dumps(data))["batches"]
+            [4, 8]
+        """
         out = dataclasses.asdict(self)
         out["threads"] = self.threads or available_cpus()
         return out

@@ -61,7 +61,12 @@ class BenchOptions:
 
     @property
     def torch_device(self) -> torch.device:
-        """The requested device as a ``torch.device``."""
+        """The requested device as a ``torch.device``.
+
+        Examples:
+            >>> BenchOptions(device="cuda:1").torch_device
+            device(type='cuda', index=1)
+        """
         return torch.device(self.device)
 
 
@@ -96,20 +101,45 @@ class Contender:
     transforms: bool = False
 
     def missing(self) -> str | None:
-        """``None`` when every module is importable, else a line saying what to install."""
+        """``None`` when every module is importable, else a line saying what to install.
+
+        Examples:
+            >>> import dataclasses
+            >>> GPUSIM_EAGER.missing() is None
+            True
+            >>> absent = dataclasses.replace(GPUSIM_EAGER, modules=("no_such_mod",), install="nsm")
+            >>> absent.missing()
+            'not installed (no_such_mod missing: pip install nsm)'
+        """
         absent = [m for m in self.modules if importlib.util.find_spec(m) is None]
         if not absent:
             return None
         return f"not installed ({', '.join(absent)} missing: pip install {self.install})"
 
     def skip_reason(self, ref: EnvRef, batch: int, options: BenchOptions) -> str | None:
-        """Why this contender does not run ``ref`` at ``batch`` (``None``: it runs)."""
+        """Why this contender does not run ``ref`` at ``batch`` (``None``: it runs).
+
+        Examples:
+            >>> from gpusim.bench.envs import parse_env_id
+            >>> from gpusim.bench.peers import GYMNASIUM
+            >>> ref = parse_env_id("CartPole-v1")
+            >>> print(GPUSIM_EAGER.skip_reason(ref, 8, BenchOptions(device="cpu")))
+            None
+            >>> GYMNASIUM.skip_reason(ref, 8, BenchOptions(device="cpu", transforms=("RewardSum",)))
+            'has no transforms (skipped with --transforms)'
+        """
         if options.transforms and not self.transforms:
             return "has no transforms (skipped with --transforms)"
         return self.supports(ref, batch, options)
 
     def label(self, options: BenchOptions) -> str:
-        """The column name; host-only peers say ``(cpu)`` when another device is requested."""
+        """The column name; host-only peers say ``(cpu)`` when another device is requested.
+
+        Examples:
+            >>> from gpusim.bench.peers import GYMNASIUM
+            >>> [GYMNASIUM.label(BenchOptions(device=d)) for d in ("cpu", "cuda")]
+            ['gymnasium', 'gymnasium (cpu)']
+        """
         if self.host_only and options.torch_device.type != "cpu":
             return f"{self.name} (cpu)"
         return self.name

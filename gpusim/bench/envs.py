@@ -62,7 +62,12 @@ class EnvRef:
 
     @property
     def label(self) -> str:
-        """The id as the user writes it."""
+        """The id as the user writes it.
+
+        Examples:
+            >>> EnvRef("native", "CartPole-v1").label, EnvRef("vmas", "simple_spread").label
+            ('CartPole-v1', 'vmas:simple_spread')
+        """
         return self.name if self.kind == "native" else f"{self.kind}:{self.name}"
 
 

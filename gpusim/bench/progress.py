@@ -54,7 +54,16 @@ class Progress:
             self._drawn = 0
 
     def tick(self, label: str = "") -> None:
-        """Advances by one unit and redraws the bar with ``label``."""
+        """Advances by one unit and redraws the bar with ``label``.
+
+        Examples:
+            >>> import io
+            >>> out = io.StringIO()
+            >>> bar = Progress(4, stream=out, enabled=True, width=8)
+            >>> bar.tick("CartPole-v1")
+            >>> out.getvalue().startswith("[##------] 1/4 ")
+            True
+        """
         self.done += 1
         if not self.enabled:
             return
@@ -68,13 +77,32 @@ class Progress:
         self._drawn = len(line)
 
     def log(self, line: str) -> None:
-        """Prints ``line`` above the bar."""
+        """Prints ``line`` above the bar.
+
+        Examples:
+            >>> import io
+            >>> out = io.StringIO()
+            >>> bar = Progress(2, stream=out, enabled=False)
+            >>> bar.log("batch 16: done")
+            >>> out.getvalue().splitlines()
+            ['batch 16: done']
+        """
         self._clear()
         self.stream.write(line + "\n")
         self.stream.flush()
 
     def close(self) -> None:
-        """Erases the bar."""
+        """Erases the bar.
+
+        Examples:
+            >>> import io
+            >>> out = io.StringIO()
+            >>> bar = Progress(2, stream=out, enabled=True, width=4)
+            >>> bar.tick()
+            >>> bar.close()
+            >>> out.getvalue().rsplit(chr(13), 1)[-1]  # nothing after the last carriage return
+            ''
+        """
         if self.enabled:
             self._clear()
             self.stream.flush()

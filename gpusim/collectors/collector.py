@@ -291,7 +291,16 @@ class Collector:
     # ------------------------------------------------------------------ engines
     @property
     def compiled(self) -> bool:
-        """Whether the compiled engine runs the policy batches."""
+        """Whether the compiled engine runs the policy batches.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)
+            >>> gs.Collector(env, frames_per_batch=4).compiled
+            False
+            >>> gs.Collector(env, frames_per_batch=4, compile=True).compiled  # compiles lazily
+            True
+        """
         return self.compile_options is not None
 
     def _compiled_runner(self) -> CompiledRollout:
@@ -313,7 +322,19 @@ class Collector:
 
     # ------------------------------------------------------------------ collection
     def rollout(self) -> TensorDictBase:
-        """Collects one batch (``[*B, T]``) and returns it (the iterator calls this)."""
+        """Collects one batch (``[*B, T]``) and returns it (the iterator calls this).
+
+        Raises:
+            RuntimeError: the collector was shut down.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)
+            >>> collector = gs.Collector(env, frames_per_batch=6)
+            >>> data = collector.rollout()
+            >>> data.batch_size, collector.frames
+            (torch.Size([2, 3]), 6)
+        """
         if self._closed:
             raise RuntimeError("the collector was shut down; make a new one")
         env = self.env
@@ -345,6 +366,15 @@ class Collector:
         return data
 
     def __iter__(self) -> Iterator[TensorDictBase]:
+        """Yields batches until ``total_frames`` are collected (endlessly for ``-1``).
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)
+            >>> collector = gs.Collector(env, frames_per_batch=4, total_frames=12)
+            >>> [data.batch_size for data in collector.iterator()]
+            [torch.Size([2, 2]), torch.Size([2, 2]), torch.Size([2, 2])]
+        """
         while self.total_frames < 0 or self._frames < self.total_frames:
             yield self.rollout()
 
@@ -355,6 +385,17 @@ class Collector:
 
         Raises:
             StopIteration: ``total_frames`` were collected.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)
+            >>> collector = gs.Collector(env, frames_per_batch=4, total_frames=4)
+            >>> collector.next().batch_size
+            torch.Size([2, 2])
+            >>> collector.next()
+            Traceback (most recent call last):
+            ...
+            StopIteration: the collector has collected its total_frames (4)
         """
         if 0 < self.total_frames <= self._frames:
             raise StopIteration(f"the collector has collected its total_frames ({self.total_frames})")
@@ -383,7 +424,16 @@ class Collector:
 
     @property
     def frames(self) -> int:
-        """Frames collected so far."""
+        """Frames collected so far.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)
+            >>> collector = gs.Collector(env, frames_per_batch=4)
+            >>> _ = collector.rollout(); _ = collector.rollout()
+            >>> collector.frames
+            8
+        """
         return self._frames
 
     # ------------------------------------------------------------------ control
@@ -429,13 +479,34 @@ class Collector:
                 tensor.copy_(source[name])
 
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
-        """Seeds the env (see ``EnvBase.set_seed``); the next batch starts from a reset."""
+        """Seeds the env (see ``EnvBase.set_seed``); the next batch starts from a reset.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> collector = gs.Collector(gs.make("CartPole-v1", num_envs=2), frames_per_batch=4)
+            >>> _ = collector.set_seed(7)
+            >>> first = collector.rollout()["observation"][:, 0]  # the reset observations
+            >>> _ = collector.set_seed(7)
+            >>> collector.rollout()["observation"][:, 0].equal(first)
+            True
+        """
         out = self.env.set_seed(seed, static_seed=static_seed)
         self._restart()
         return out
 
     def reset(self) -> None:
-        """Resets every env: the next batch starts new episodes."""
+        """Resets every env: the next batch starts new episodes.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)
+            >>> collector = gs.Collector(env, frames_per_batch=4)
+            >>> collector.rollout()["next", "step_count"][:, -1].flatten().tolist()
+            [2, 2]
+            >>> collector.reset()
+            >>> collector.rollout()["next", "step_count"][:, 0].flatten().tolist()  # new episodes
+            [1, 1]
+        """
         self._restart()
 
     def _restart(self) -> None:

@@ -130,7 +130,8 @@ def _share_result(value: Any) -> Any:
 
 
 class AsyncEnvPool(EnvBase):
-    """A pool of independent envs stepped and reset asynchronously (see the module docstring).
+    """A pool of independent envs stepped and reset asynchronously (the module docstring
+    describes sending and receiving).
 
     ``AsyncEnvPool(...)`` builds the pool of the chosen ``backend``: a
     :class:`ThreadingAsyncEnvPool` or a :class:`ProcessorAsyncEnvPool`.
@@ -150,7 +151,20 @@ class AsyncEnvPool(EnvBase):
         min_get: the default ``min_get`` of the ``recv`` methods (1).
 
     Examples:
-        See the module docstring.
+        >>> import torch
+        >>> from functools import partial
+        >>> from gpusim import CartPoleEnv
+        >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+        >>> pool
+        ThreadingAsyncEnvPool(num_envs=2, batch_size=[2], stack='dense')
+        >>> td = pool.reset()  # the synchronous EnvBase interface over every env
+        >>> td["env_index"].tolist(), td["observation"].shape
+        ([0, 1], torch.Size([2, 4]))
+        >>> pool.async_step_send(td[1:].set("action", torch.tensor([1])))  # env 1 only
+        >>> out = pool.async_step_recv(min_get=1)
+        >>> out["env_index"].tolist(), out["next", "observation"].shape
+        ([1], torch.Size([1, 4]))
+        >>> pool.close()
     """
 
     #: The entry naming the env of each row of the inputs and results.
@@ -255,7 +269,16 @@ class AsyncEnvPool(EnvBase):
 
     @property
     def env_batch_sizes(self) -> list[torch.Size]:
-        """The batch size of every env."""
+        """The batch size of every env.
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, batch_size=[3])] * 2)
+            >>> pool.batch_size, pool.env_batch_sizes
+            (torch.Size([2, 3]), [torch.Size([3]), torch.Size([3])])
+            >>> pool.close()
+        """
         return [self.env_batch_size] * self.num_envs
 
     def _send_command(self, i: int, command: str, kind: str | None, data: Any, per_env: bool) -> None:
@@ -273,7 +296,16 @@ class AsyncEnvPool(EnvBase):
         return value
 
     def shutdown(self) -> None:
-        """Closes the envs and stops the workers."""
+        """Closes the envs and stops the workers.
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> pool.shutdown()
+            >>> pool.is_closed
+            True
+        """
         workers = self.__dict__.get("_workers", [])
         if not workers:
             return
@@ -296,7 +328,21 @@ class AsyncEnvPool(EnvBase):
             pass
 
     def close(self, *, raise_if_closed: bool = False) -> None:
-        """Closes the envs and stops the workers (``raise_if_closed``: raise when already closed)."""
+        """Closes the envs and stops the workers (``raise_if_closed``: raise when already closed).
+
+        Raises:
+            RuntimeError: ``raise_if_closed`` and the pool is already closed.
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> pool.close()
+            >>> pool.close(raise_if_closed=True)
+            Traceback (most recent call last):
+            ...
+            RuntimeError: AsyncEnvPool.close: the pool is already closed
+        """
         if raise_if_closed and self.is_closed:
             raise RuntimeError("AsyncEnvPool.close: the pool is already closed")
         self._maybe_shutdown()
@@ -360,17 +406,51 @@ class AsyncEnvPool(EnvBase):
             self._send_command(i, kind, kind, data, per_env)
 
     def async_reset_send(self, tensordict: TensorDictBase | None = None, env_index: int | Sequence[int] | None = None) -> None:
-        """Queues a reset of the envs named by ``tensordict["env_index"]`` or ``env_index``."""
+        """Queues a reset of the envs named by ``tensordict["env_index"]`` or ``env_index``.
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> pool.async_reset_send(env_index=[1])
+            >>> pool.async_reset_recv(min_get=1)["env_index"].tolist()
+            [1]
+            >>> pool.close()
+        """
         self._send("reset", tensordict, env_index)
 
     def async_step_send(self, tensordict: TensorDictBase, env_index: int | Sequence[int] | None = None) -> None:
-        """Queues a step of the envs named by ``tensordict["env_index"]`` or ``env_index``."""
+        """Queues a step of the envs named by ``tensordict["env_index"]`` or ``env_index``.
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> td = pool.reset()
+            >>> td = td.set("action", pool.action_spec.zero())
+            >>> pool.async_step_send(td)  # every env (the rows' "env_index")
+            >>> pool.async_step_recv(min_get=2)["next", "reward"].flatten().tolist()
+            [1.0, 1.0]
+            >>> pool.close()
+        """
         self._send("step", tensordict, env_index)
 
     def async_step_and_maybe_reset_send(
         self, tensordict: TensorDictBase, env_index: int | Sequence[int] | None = None
     ) -> None:
-        """Queues a ``step_and_maybe_reset`` of the envs named by the input or ``env_index``."""
+        """Queues a ``step_and_maybe_reset`` of the envs named by the input or ``env_index``.
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> td = pool.reset().set("action", pool.action_spec.zero())
+            >>> pool.async_step_and_maybe_reset_send(td[:1])  # env 0 only
+            >>> stepped, root = pool.async_step_and_maybe_reset_recv(min_get=1)
+            >>> stepped["env_index"].tolist(), root["observation"].shape
+            ([0], torch.Size([1, 4]))
+            >>> pool.close()
+        """
         self._send("step_and_maybe_reset", tensordict, env_index)
 
     # ------------------------------------------------------------------ receiving
@@ -420,20 +500,61 @@ class AsyncEnvPool(EnvBase):
     def async_reset_recv(
         self, min_get: int | None = None, env_index: int | None = None, *, max_get: int | None = None, timeout: float | None = None
     ) -> TensorDictBase:
-        """The results of queued resets (see the module docstring for ``min_get``,
-        ``max_get``, ``timeout`` and ``env_index``)."""
+        """The results of queued resets, stacked in env order.
+
+        Args:
+            min_get: wait for at least this many results (default: ``self.min_get``).
+            env_index: wait for the result of this env only, sent with ``env_index=`` (returned
+                unstacked).
+            max_get: take at most this many.
+            timeout: after ``min_get`` results, also take those arriving within ``timeout``
+                seconds (``None``: only those already there).
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> pool.async_reset_send(env_index=1)
+            >>> pool.async_reset_recv(env_index=1)["observation"].shape  # one env's result
+            torch.Size([4])
+            >>> pool.close()
+        """
         return self._receive("reset", min_get, max_get, timeout, env_index)
 
     def async_step_recv(
         self, min_get: int | None = None, env_index: int | None = None, *, max_get: int | None = None, timeout: float | None = None
     ) -> TensorDictBase:
-        """The results of queued steps."""
+        """The results of queued steps (arguments as :meth:`async_reset_recv`).
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> td = pool.reset().set("action", pool.action_spec.zero())
+            >>> pool.async_step_send(td, env_index=[0, 1])
+            >>> pool.async_step_recv(min_get=2)["env_index"].tolist()
+            [0, 1]
+            >>> pool.close()
+        """
         return self._receive("step", min_get, max_get, timeout, env_index)
 
     def async_step_and_maybe_reset_recv(
         self, min_get: int | None = None, env_index: int | None = None, *, max_get: int | None = None, timeout: float | None = None
     ) -> tuple[TensorDictBase, TensorDictBase]:
-        """The results of queued ``step_and_maybe_reset`` calls: ``(stepped, next roots)``."""
+        """The results of queued ``step_and_maybe_reset`` calls: ``(stepped, next roots)``
+        (arguments as :meth:`async_reset_recv`).
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> td = pool.reset().set("action", pool.action_spec.zero())
+            >>> pool.async_step_and_maybe_reset_send(td)
+            >>> stepped, root = pool.async_step_and_maybe_reset_recv(min_get=2)
+            >>> stepped["next", "done"].shape, root["env_index"].tolist()
+            (torch.Size([2, 1]), [0, 1])
+            >>> pool.close()
+        """
         return self._receive("step_and_maybe_reset", min_get, max_get, timeout, env_index)
 
     # ------------------------------------------------------------------ synchronous interface
@@ -444,20 +565,53 @@ class AsyncEnvPool(EnvBase):
         return tensordict
 
     def reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
-        """Resets every env (synchronously) and returns the stacked results."""
+        """Resets every env (synchronously) and returns the stacked results.
+
+        Raises:
+            TypeError: keyword arguments (the pool's envs take none through it).
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> pool.reset()["observation"].shape
+            torch.Size([2, 4])
+            >>> pool.close()
+        """
         if kwargs:
             raise TypeError(f"AsyncEnvPool.reset takes no keyword arguments, got {sorted(kwargs)}")
         self.async_reset_send(self._all(tensordict), env_index=list(range(self.num_envs)))
         return self.async_reset_recv(min_get=self.num_envs)
 
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Steps every env (synchronously) and returns the stacked results."""
+        """Steps every env (synchronously) and returns the stacked results.
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> td = pool.reset().set("action", pool.action_spec.zero())
+            >>> pool.step(td)["next", "observation"].shape
+            torch.Size([2, 4])
+            >>> pool.close()
+        """
         self._check_batch(tensordict)
         self.async_step_send(tensordict, env_index=list(range(self.num_envs)))
         return self.async_step_recv(min_get=self.num_envs)
 
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
-        """``step_and_maybe_reset`` of every env (synchronously)."""
+        """``step_and_maybe_reset`` of every env (synchronously).
+
+        Examples:
+            >>> from functools import partial
+            >>> from gpusim import CartPoleEnv
+            >>> pool = AsyncEnvPool([partial(CartPoleEnv, seed=i) for i in range(2)])
+            >>> td = pool.reset().set("action", pool.action_spec.zero())
+            >>> stepped, root = pool.step_and_maybe_reset(td)
+            >>> stepped["next", "reward"].flatten().tolist(), root["observation"].shape
+            ([1.0, 1.0], torch.Size([2, 4]))
+            >>> pool.close()
+        """
         self._check_batch(tensordict)
         self.async_step_and_maybe_reset_send(tensordict, env_index=list(range(self.num_envs)))
         return self.async_step_and_maybe_reset_recv(min_get=self.num_envs)
@@ -496,7 +650,17 @@ class AsyncEnvPool(EnvBase):
         self.set_seed(seed)
 
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
-        """Seeds the envs in order, chaining the seeds; returns the last env's next seed."""
+        """Seeds the envs in order, chaining the seeds; returns the last env's next seed.
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> a, b = AsyncEnvPool([CartPoleEnv] * 2), AsyncEnvPool([CartPoleEnv] * 2)
+            >>> a.set_seed(3) == b.set_seed(3)
+            True
+            >>> a.reset()["observation"].equal(b.reset()["observation"])
+            True
+            >>> a.close(); b.close()
+        """
         for i in range(self.num_envs):
             seed = self._control(i, "seed", (seed, static_seed))
         return seed

@@ -308,10 +308,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             >>> env = CartPoleEnv(batch_size=[2])
             >>> env.batch_locked
             True
-            >>> env.reset(env.reset()[:1])  # a tensordict of another batch size
+            >>> env.reset(env.reset()[:1])  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            ValueError: Expected a tensordict with batch_size [2] (the env's), got batch_size [1]
+            gpusim.envs.common.BatchSizeError: Expected a tensordict with ... got batch_size [1]
         """
         return self.__dict__.get("_batch_locked", True)
 
@@ -483,25 +483,60 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @property
     def shape(self) -> torch.Size:
-        """The env's batch size (an alias of :attr:`batch_size`)."""
+        """The env's batch size (an alias of :attr:`batch_size`).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2, 3])
+            >>> env.shape
+            torch.Size([2, 3])
+        """
         return self.batch_size
 
     @property
     def batch_dims(self) -> int:
-        """The number of batch dims of the env."""
+        """The number of batch dims of the env.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2, 3])
+            >>> env.batch_dims
+            2
+        """
         return len(self.batch_size)
 
     def ndimension(self) -> int:
-        """The number of batch dims of the env."""
+        """The number of batch dims of the env (a method, as :meth:`torch.Tensor.ndimension`).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2, 3])
+            >>> env.ndimension()
+            2
+        """
         return len(self.batch_size)
 
     @property
     def ndim(self) -> int:
-        """The number of batch dims of the env."""
+        """The number of batch dims of the env.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2, 3])
+            >>> env.ndim, CartPoleEnv().ndim
+            (2, 0)
+        """
         return len(self.batch_size)
 
     def numel(self) -> int:
-        """The number of envs in the batch (product of the batch dims; 1 for a single env)."""
+        """The number of envs in the batch (product of the batch dims; 1 for a single env).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2, 3])
+            >>> env.numel(), CartPoleEnv().numel()
+            (6, 1)
+        """
         return self.batch_size.numel()
 
     # ------------------------------------------------------------------ specs
@@ -760,7 +795,16 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     @property
     def specs(self) -> Composite:
         """``Composite(output_spec=..., input_spec=...)`` of the env's batch: every spec in one
-        container (kept when the env is deleted)."""
+        container (kept when the env is deleted).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> specs = CartPoleEnv(batch_size=[4]).specs
+            >>> list(specs.keys())
+            ['output_spec', 'input_spec']
+            >>> specs["output_spec", "full_observation_spec", "observation"].shape
+            torch.Size([4, 4])
+        """
         return Composite(output_spec=self.output_spec, input_spec=self.input_spec, shape=self.batch_size)
 
     def _unbatch(self, spec: TensorSpec | Composite) -> TensorSpec | Composite:
@@ -1770,7 +1814,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         self.__dict__["_closed"] = True
 
     def check_env_specs(self, *args: Any, **kwargs: Any) -> None:
-        """:func:`~gpusim.envs.checks.check_env_specs` on this env (same arguments)."""
+        """:func:`~gpusim.envs.checks.check_env_specs` on this env (same arguments).
+
+        Runs a short rollout and checks that its data matches the env's specs; raises an
+        ``AssertionError`` naming the key that does not.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv(batch_size=[4], seed=0).check_env_specs()  # silent when it passes
+        """
         from gpusim.envs.checks import check_env_specs
 
         check_env_specs(self, *args, **kwargs)
@@ -1834,7 +1886,19 @@ def _unbatched_property(name: str) -> property:
     def setter(self: EnvBase, spec) -> None:
         setattr(self, name, self._batch(f"{name}_unbatched", spec))
 
-    return property(getter, setter, doc=f"``{name}`` without the batch dims (the spec of one env); settable.")
+    doc = f"""``{name}`` without the batch dims (the spec of one env); settable: a spec of one env
+        is expanded to the env's batch size.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[4])
+            >>> env.{name}_unbatched.shape == env.{name}.shape[1:]
+            True
+            >>> env.{name}_unbatched = env.{name}_unbatched  # expanded back to [4, ...]
+            >>> env.{name}.shape[:1]
+            torch.Size([4])
+        """
+    return property(getter, setter, doc=doc)
 
 
 for _name in (

@@ -20,7 +20,8 @@ import importlib.util
 from typing import Any, Callable, Sequence
 
 from tensordict import NonTensorData, NonTensorStack, TensorDictBase
-from tensordict.nn import InteractionType, interaction_type, set_interaction_type
+from tensordict.nn import InteractionType, set_interaction_type
+from tensordict.nn.probabilistic import interaction_type  # (tensordict.nn exports it from 0.15 on only)
 
 from gpusim.envs._keys import DONE_NAMES, NestedKey, as_tuple, join, leaf_keys, unravel
 from gpusim.envs._step_mdp import StepMDPPlan

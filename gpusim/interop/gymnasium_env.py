@@ -313,6 +313,18 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         Raises:
             TypeError, ValueError: a seed that is not an int, an unknown option, or a bad reset mask.
             RuntimeError: a reset mask before the first full reset.
+
+        Examples:
+            >>> import numpy as np
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=3)
+            >>> envs = GymnasiumVectorEnv(env, observation_keys="observation")
+            >>> obs, infos = envs.reset(seed=0)
+            >>> obs.shape, infos
+            ((3, 4), {})
+            >>> new, _ = envs.reset(options={"reset_mask": np.array([True, False, False])})
+            >>> bool((new[1:] == obs[1:]).all())  # rows 1 and 2 kept their state
+            True
         """
         if seed is not None and not isinstance(seed, (int, np.integer)):
             raise TypeError(f"reset(seed=...) takes one int for the whole batch (or None), got {seed!r}")
@@ -356,6 +368,16 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         Raises:
             RuntimeError: called before :meth:`reset`.
             ValueError, TypeError: actions that do not match the action space (naming the entry).
+
+        Examples:
+            >>> import numpy as np
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=3)
+            >>> envs = GymnasiumVectorEnv(env, observation_keys="observation")
+            >>> _ = envs.reset(seed=0)
+            >>> obs, rewards, terminations, truncations, infos = envs.step(np.array([0, 1, 1]))
+            >>> obs.shape, rewards, truncations
+            ((3, 4), array([1., 1., 1.]), array([False, False, False]))
         """
         td = self._td
         if td is None:
@@ -431,14 +453,37 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         )
 
     def render(self) -> tuple[np.ndarray, ...] | None:
-        """One frame per env (``render_mode="rgb_array"``) from the latest data, else ``None``."""
+        """One frame per env (``render_mode="rgb_array"``) from the latest data, else ``None``.
+
+        Examples:
+            >>> import torch
+            >>> import gpusim as gs
+            >>> from gpusim.transforms import TransformedEnv, UnaryTransform
+            >>> to_frame = lambda x: torch.zeros(*x.shape[:-1], 8, 8, 3, dtype=torch.uint8)
+            >>> frames = UnaryTransform(in_keys=["observation"], out_keys=["frame"], fn=to_frame)
+            >>> env = TransformedEnv(gs.make("CartPole-v1", num_envs=2), frames)
+            >>> envs = GymnasiumVectorEnv(
+            ...     env, observation_keys="observation", render_mode="rgb_array", render_key="frame"
+            ... )
+            >>> _ = envs.reset(seed=0)
+            >>> [(f.shape, f.dtype.name) for f in envs.render()]
+            [((8, 8, 3), 'uint8'), ((8, 8, 3), 'uint8')]
+        """
         if self._render_key is None or self._td is None:
             return None
         frames = self._td.get(self._render_key).detach().cpu().numpy()
         return tuple(frames[i].copy() for i in range(self.num_envs))
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Closes the gpusim env."""
+        """Closes the gpusim env (``close()`` calls it).
+
+        Examples:
+            >>> import gpusim as gs
+            >>> envs = GymnasiumVectorEnv(gs.make("CartPole-v1", num_envs=2))
+            >>> envs.close()
+            >>> envs.gpusim_env.is_closed
+            True
+        """
         self.gpusim_env.close()
 
 

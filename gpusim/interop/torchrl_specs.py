@@ -57,7 +57,8 @@ def _leaf(spec: TensorSpec, key: tuple) -> Any:
     if isinstance(spec, OneHot):
         return trl.OneHot(spec.n, shape=shape, device=device, dtype=dtype, mask=_mask(spec))
     if isinstance(spec, MultiCategorical):
-        return trl.MultiCategorical(list(spec.nvec), shape=shape, device=device, dtype=dtype, mask=_mask(spec))
+        nvec = torch.as_tensor(spec.nvec).clone()  # spec-shaped, as TorchRL keeps it
+        return trl.MultiCategorical(nvec, shape=shape, device=device, dtype=dtype, mask=_mask(spec))
     if isinstance(spec, MultiOneHot):
         return trl.MultiOneHot(list(spec.nvec), shape=shape, device=device, dtype=dtype, mask=_mask(spec))
     if isinstance(spec, Binary):

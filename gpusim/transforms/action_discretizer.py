@@ -9,16 +9,14 @@ attached, as one ``(*batch, n, max K)`` tensor on the env device; a step is one 
 
 Examples:
     >>> import torch
-    >>> from gpusim.specs import Bounded
+    >>> from gpusim.envs.native import PendulumEnv
     >>> from gpusim.transforms import TransformedEnv
-    >>> from tests.transforms._stateless_envs import VectorEnv
-    >>> env = TransformedEnv(VectorEnv(batch_size=[2]), ActionDiscretizer(num_intervals=4))
-    >>> env.action_spec.nvec  # 4 intervals of [-2, 2] for the one action dim
+    >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), ActionDiscretizer(num_intervals=4))
+    >>> env.action_spec.space.nvec  # 4 intervals of the torque range [-2, 2]
     (4,)
-    >>> td = env.reset().set("action", torch.tensor([[0], [3]]))
-    >>> _ = env.step(td)
-    >>> env.base_env.last_input["action"].flatten().tolist()  # interval middles
-    [-1.5, 1.5]
+    >>> td = env.rand_step(env.reset())
+    >>> td["action"].dtype, td["action"].shape
+    (torch.int64, torch.Size([2, 1]))
 """
 
 from __future__ import annotations
@@ -58,7 +56,18 @@ class ActionDiscretizer(Transform):
         ValueError: a non-positive interval count, or counts that do not match the action dims.
 
     Examples:
-        See the module docstring.
+        >>> import torch
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> t = ActionDiscretizer(num_intervals=4, out_action_key="action_index")
+        >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), t)
+        >>> td = env.reset().set("action_index", torch.tensor([[0], [3]]))
+        >>> env.step(td)["action"].flatten().tolist()  # the middles of the first/last interval
+        [-1.5, 1.5]
+        >>> t = ActionDiscretizer(4, out_action_key="i", sampling=ActionDiscretizer.SamplingStrategy.LOW)
+        >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), t)
+        >>> env.step(env.reset().set("i", torch.tensor([[0], [3]])))["action"].flatten().tolist()
+        [-2.0, 1.0]
     """
 
     class SamplingStrategy(enum.IntEnum):

@@ -151,7 +151,18 @@ class ActionScaling(_ActionMap):
     # ------------------------------------------------------------------ statistics
     @property
     def initialized(self) -> bool:
-        """Whether ``loc`` and ``scale`` are known (explicit, or read from the env's bounds)."""
+        """Whether ``loc`` and ``scale`` are known (explicit, or read from the env's bounds).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> t = ActionScaling()
+            >>> t.initialized
+            False
+            >>> env = TransformedEnv(PendulumEnv(batch_size=[2]), t)  # reads the bounds [-2, 2]
+            >>> t.initialized, t.scale.flatten().tolist()
+            (True, [2.0, 2.0])
+        """
         return self.loc is not None
 
     @classmethod
@@ -298,11 +309,25 @@ class ActionScaling(_ActionMap):
         return action * scale + loc
 
     def normalize(self, action: torch.Tensor) -> torch.Tensor:
-        """Env-space action -> normalised action (the forward map)."""
+        """Env-space action -> normalised action (the forward map).
+
+        Examples:
+            >>> import torch
+            >>> t = ActionScaling(loc=torch.tensor([0.0, 10.0]), scale=torch.tensor([1.0, 5.0]))
+            >>> t.normalize(torch.tensor([[0.5, 15.0]]))
+            tensor([[0.5000, 1.0000]])
+        """
         return self._apply_transform(action)
 
     def denormalize(self, action: torch.Tensor) -> torch.Tensor:
-        """Normalised action -> env-space action (the inverse map)."""
+        """Normalised action -> env-space action (the inverse map).
+
+        Examples:
+            >>> import torch
+            >>> t = ActionScaling(loc=torch.tensor(1.0), scale=torch.tensor(2.0), standard_normal=False)
+            >>> t.denormalize(torch.tensor([0.0, 0.5, 1.0]))  # [0, 1] -> [-1, 1] -> * 2 + 1
+            tensor([-1.,  1.,  3.])
+        """
         return self._inv_apply_transform(action)
 
     # ------------------------------------------------------------------ specs
@@ -415,12 +440,28 @@ class FlattenAction(_ActionMap):
 
     @property
     def first_dim(self) -> int:
-        """The first flattened dim (positive dims are offset by the parent's batch dims)."""
+        """The first flattened dim (positive dims are offset by the parent's batch dims).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> t = FlattenAction(0, 0, allow_positive_dim=True)
+            >>> t.first_dim
+            0
+            >>> env = TransformedEnv(PendulumEnv(batch_size=[2]), t)
+            >>> t.first_dim  # after the env's one batch dim
+            1
+        """
         return self._abs(self._first_dim)
 
     @property
     def last_dim(self) -> int:
-        """The last flattened dim (positive dims are offset by the parent's batch dims)."""
+        """The last flattened dim (positive dims are offset by the parent's batch dims).
+
+        Examples:
+            >>> FlattenAction(first_dim=-3, last_dim=-2).last_dim
+            -2
+        """
         return self._abs(self._last_dim)
 
     def _merged_dim(self) -> int:

@@ -54,8 +54,8 @@ __all__ = ["AutoResetTransform", "AutoResetEnv"]
 
 class AutoResetTransform(Transform):
     """Replaces the observations of the done rows of an auto-resetting env by fill values and
-    hands them out at the next reset (see the module docstring). Its container must be an
-    :class:`AutoResetEnv`.
+    hands them out at the next reset (the module docstring shows a rollout). Its container must be
+    an :class:`AutoResetEnv`.
 
     Keyword Args:
         replace: ``False``: leave the observations of done rows as they are (no fill).
@@ -64,7 +64,16 @@ class AutoResetTransform(Transform):
         fill_bool: fill value of bool (and unsigned) observations.
 
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> env = CartPoleEnv(batch_size=[2], seed=0, auto_reset=True)  # builds the pair
+        >>> env.transform
+        AutoResetTransform()
+        >>> t = AutoResetTransform(fill_float=0.0)
+        >>> t.fill_float, t.fill_int, t.fill_bool
+        (0.0, -1, False)
+        >>> t = AutoResetTransform(replace=False)  # done rows keep the env's observations
+        >>> t.fill_float, t.fill_int, t.fill_bool
+        (None, None, None)
     """
 
     def __init__(
@@ -145,8 +154,19 @@ class AutoResetEnv(TransformedEnv):
     next episode) but lets its :class:`AutoResetTransform` hand out the kept observations; a
     reset without them (the first one) resets the base env.
 
+    ``SomeEnv(..., auto_reset=True)`` builds one; further transforms go in a
+    :class:`TransformedEnv` around it (the auto-reset transform stays the only one inside).
+
     Examples:
-        See the module docstring.
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> from gpusim.transforms import StepCounter, TransformedEnv
+        >>> env = CartPoleEnv(batch_size=[2], seed=0, auto_reset=True)
+        >>> isinstance(env, AutoResetEnv), type(env.base_env).__name__
+        (True, 'CartPoleEnv')
+        >>> env.reset()["observation"].shape  # the first reset resets the base env
+        torch.Size([2, 4])
+        >>> TransformedEnv(env, StepCounter()).reset()["step_count"].flatten().tolist()
+        [0, 0]
     """
 
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
@@ -166,7 +186,19 @@ class AutoResetEnv(TransformedEnv):
         return self.transform._reset(TensorDict({}, batch_size=base.batch_size, device=base.device), tensordict_reset)
 
     def insert_transform(self, index: int, transform: Transform) -> "AutoResetEnv":
-        """Not allowed: the auto-reset transform must stay the only transform."""
+        """Not allowed: the auto-reset transform must stay the only transform.
+
+        Raises:
+            RuntimeError: always.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import StepCounter
+            >>> CartPoleEnv(auto_reset=True).insert_transform(0, StepCounter())
+            Traceback (most recent call last):
+            ...
+            RuntimeError: cannot insert a transform in an AutoResetEnv; wrap it in a TransformedEnv
+        """
         raise RuntimeError(f"cannot insert a transform in an {type(self).__name__}; wrap it in a TransformedEnv")
 
 

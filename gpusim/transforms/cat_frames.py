@@ -158,7 +158,15 @@ class CatFrames(Transform):
 
     def transform_observation_spec(self, observation_spec):
         """The stacked spec of every in_key of ``observation_spec`` (a Composite, or a leaf taken
-        as the first in_key's)."""
+        as the first in_key's).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> t = CatFrames(N=3, dim=-1, in_keys=["observation"])
+            >>> spec = t.transform_observation_spec(CartPoleEnv().observation_spec.clone())
+            >>> spec["observation"].shape  # 3 frames of 4 features
+            torch.Size([12])
+        """
         from gpusim.specs import Composite
 
         if not isinstance(observation_spec, Composite):

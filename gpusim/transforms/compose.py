@@ -334,8 +334,8 @@ class Compose(Transform):
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
-            >>> from gpusim.transforms import StepCounter, TransformedEnv
-            >>> env = TransformedEnv(CartPoleEnv(), StepCounter())
+            >>> from gpusim.transforms import Compose, StepCounter, TransformedEnv
+            >>> env = TransformedEnv(CartPoleEnv(), Compose(StepCounter()))
             >>> t = env.transform.pop()
             >>> t.container is None, "step_count" in env.observation_spec.keys()
             (True, False)
@@ -369,8 +369,9 @@ class Compose(Transform):
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
-            >>> from gpusim.transforms import TransformedEnv, VecNorm
-            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), VecNorm(in_keys=["observation"]))
+            >>> from gpusim.transforms import Compose, TransformedEnv, VecNorm
+            >>> norm = VecNorm(in_keys=["observation"])
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), Compose(norm))
             >>> copy = env.transform.clone()
             >>> copy.container is None, copy[0].stats is env.transform[0].stats
             (True, True)

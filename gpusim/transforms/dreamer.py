@@ -32,10 +32,28 @@ __all__ = ["DreamerDecoder"]
 
 
 class DreamerDecoder(Transform):
-    """Runs the base env's ``obs_decoder`` on every reset and step output (see the module docstring).
+    """Runs the base env's ``obs_decoder`` on every reset and step output (the module docstring
+    says how the decoded entries are specified).
 
     Raises:
         ValueError: (when used) the base env has no ``obs_decoder``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> from gpusim.envs.model_based import DreamerEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> step = lambda s, b, a: (s * 0.5, b + a, -a.abs())
+        >>> keys = ["state", "belief", "action"], ["state", "belief", "reward"]
+        >>> world = TensorDictModule(step, *keys)
+        >>> decoder = TensorDictModule(lambda s: s.sum(-1, keepdim=True), ["state"], ["obs"])
+        >>> env = DreamerEnv(world, (2,), (1,), obs_decoder=decoder, batch_size=[3])
+        >>> env = TransformedEnv(env, DreamerDecoder())
+        >>> env.observation_spec["obs"].shape  # read from the decoder's output on zero latents
+        torch.Size([3, 1])
+        >>> td = env.reset()
+        >>> torch.equal(td["obs"], td["state"].sum(-1, keepdim=True))
+        True
     """
 
     def _decoder(self):
@@ -64,5 +82,22 @@ class DreamerDecoder(Transform):
         return observation_spec
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Decodes ``tensordict`` offline (a replay batch of latents)."""
+        """Decodes ``tensordict`` offline (a replay batch of latents).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> from tensordict.nn import TensorDictModule
+            >>> from gpusim.envs.model_based import DreamerEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> world = TensorDictModule(lambda s, b, a: (s, b, a), ["state", "belief", "action"],
+            ...                          ["state", "belief", "reward"])
+            >>> decoder = TensorDictModule(lambda s: s.sum(-1, keepdim=True), ["state"], ["obs"])
+            >>> t = DreamerDecoder()
+            >>> base = DreamerEnv(world, (2,), (1,), obs_decoder=decoder, batch_size=[3])
+            >>> env = TransformedEnv(base, t)
+            >>> replay = TensorDict({"state": torch.ones(5, 2), "belief": torch.zeros(5, 1)}, [5])
+            >>> t(replay)["obs"].flatten().tolist()
+            [2.0, 2.0, 2.0, 2.0, 2.0]
+        """
         return self._call(tensordict)

@@ -313,7 +313,15 @@ class DeviceCastTransform(Transform):
 
     def transform_env_device(self, device: torch.device | None) -> torch.device | None:
         """The cast device for a whole-env cast; ``None`` (mixed devices) for a cast of some keys
-        (TorchRL's behaviour)."""
+        (TorchRL's behaviour).
+
+        Examples:
+            >>> import torch
+            >>> DeviceCastTransform("cpu").transform_env_device(torch.device("cpu"))
+            device(type='cpu')
+            >>> print(DeviceCastTransform("cpu", in_keys=["observation"]).transform_env_device(None))
+            None
+        """
         return self.device if self._whole else None
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:

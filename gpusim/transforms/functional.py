@@ -138,7 +138,14 @@ def cat_frames(
             unknown ``padding``.
 
     Examples:
-        See the module docstring.
+        >>> import torch
+        >>> x = torch.arange(4.0).view(4, 1)  # 4 steps of a 1-feature observation
+        >>> cat_frames(x, N=2, dim=-1, time_dim=-2).tolist()  # "same": repeats the first frame
+        [[0.0, 0.0], [0.0, 1.0], [1.0, 2.0], [2.0, 3.0]]
+        >>> # two trajectories (steps 0-1 and 2-3): a window's oldest slot is padded at a start
+        >>> done_mask = torch.tensor([[True, False], [False, False], [True, False], [False, False]])
+        >>> cat_frames(x, N=2, dim=-1, time_dim=-2, done_mask=done_mask).tolist()
+        [[0.0, 0.0], [0.0, 1.0], [2.0, 2.0], [2.0, 3.0]]
     """
     time_pos = _check_dims(tensor, dim, time_dim, padding)
     lead_time = tensor.shape[: time_pos + 1]

@@ -68,7 +68,16 @@ class SignTransform(KeyedTransform):
         return self._sign_spec(spec)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        """Unchanged: the inverse keys keep their specs (TorchRL's behaviour)."""
+        """Unchanged: the inverse keys keep their specs (TorchRL's behaviour).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> t = SignTransform(in_keys=["reward"], in_keys_inv=["action"])
+            >>> env = TransformedEnv(PendulumEnv(batch_size=[2]), t)
+            >>> env.action_spec.space.high.max().item()  # still Pendulum's torque bound
+            2.0
+        """
         return input_spec
 
 
@@ -87,7 +96,16 @@ class LineariseRewards(KeyedTransform):
         NotImplementedError: (when attached) a reward with discrete values.
 
     Examples:
-        See the module docstring.
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from gpusim.specs import Bounded, Composite
+        >>> t = LineariseRewards(in_keys=["reward"], weights=[2.0, -1.0])
+        >>> t(TensorDict({"reward": torch.tensor([[1.0, 3.0], [0.5, 0.0]])}, [2]))["reward"]
+        tensor([[-1.],
+                [ 1.]])
+        >>> spec = t.transform_reward_spec(Composite(reward=Bounded(0.0, 1.0, shape=(2,))))
+        >>> spec["reward"].shape, spec["reward"].space.low, spec["reward"].space.high
+        (torch.Size([1]), tensor([-1.]), tensor([2.]))
     """
 
     def __init__(
@@ -156,7 +174,12 @@ class SuccessReward(Transform):
         RuntimeError: (spec time) neither the success entry nor the reward entry gives a shape.
 
     Examples:
-        See the module docstring.
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> t = SuccessReward(scale=3.0)
+        >>> t(TensorDict({"success": torch.tensor([[True], [False]])}, [2]))["reward"]
+        tensor([[3.],
+                [0.]])
     """
 
     def __init__(self, success_key: NestedKey = "success", reward_key: NestedKey = "reward", *, scale: float = 1.0) -> None:
@@ -186,7 +209,18 @@ class SuccessReward(Transform):
 
     def transform_reward_spec(self, reward_spec: Composite, shape=None, device=None) -> Composite:
         """Writes the ``{0, scale}`` reward leaf into ``reward_spec`` (shaped like ``shape``, or
-        like the existing reward leaf)."""
+        like the existing reward leaf).
+
+        Raises:
+            RuntimeError: no ``shape`` is given and ``reward_spec`` has no reward leaf.
+
+        Examples:
+            >>> import torch
+            >>> from gpusim.specs import Composite
+            >>> spec = SuccessReward(scale=3.0).transform_reward_spec(Composite(), torch.Size([2, 1]))
+            >>> spec["reward"].shape, spec["reward"].space.high.max().item()
+            (torch.Size([2, 1]), 3.0)
+        """
         reward = unravel(self.out_keys[0])
         if shape is None and reward in reward_spec.keys(True, True):
             leaf = reward_spec[reward]

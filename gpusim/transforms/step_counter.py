@@ -11,9 +11,11 @@ independently.
 Examples:
     >>> import gpusim as gs
     >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)  # CartPoleEnv + StepCounter(500)
-    >>> env.transform
-    Compose(
-        StepCounter(max_steps=500, truncated_key='truncated', step_count_key='step_count', update_done=True))
+    >>> env.transform.max_steps
+    500
+    >>> td = env.rollout(3)
+    >>> td["next", "step_count"][0].squeeze(-1).tolist()
+    [1, 2, 3]
 """
 
 from __future__ import annotations

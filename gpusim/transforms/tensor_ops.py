@@ -62,7 +62,17 @@ class UnaryTransform(Transform):
     The output specs are those of ``fn``'s output on zero-filled inputs built from the specs.
 
     Examples:
-        See the module docstring.
+        >>> import torch
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> from gpusim.transforms import TransformedEnv
+        >>> norm = lambda x: x.norm(dim=-1)
+        >>> t = UnaryTransform(in_keys=["observation"], out_keys=["norm"], fn=norm)
+        >>> env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), t)
+        >>> env.observation_spec["norm"].shape  # read from fn's output on zeros
+        torch.Size([2])
+        >>> td = env.reset()
+        >>> torch.equal(td["norm"], td["observation"].norm(dim=-1))
+        True
     """
 
     def __init__(
@@ -210,12 +220,26 @@ class Hash(UnaryTransform):
         )
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
-        """The repertoire (the hash -> value map)."""
+        """The repertoire (the hash -> value map).
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> t = Hash(in_keys=["s"], out_keys=["h"], repertoire={})
+            >>> _ = t(TensorDict({"s": "abc"}, []))
+            >>> list(t.state_dict()["_repertoire"].values())
+            ['abc']
+        """
         return {"_repertoire": self._repertoire}
 
     @classmethod
     def hash_to_repertoire_key(cls, hash_tensor: Any) -> Any:
-        """A hashable key for a hash tensor (nested tuples of its values)."""
+        """A hashable key for a hash tensor (nested tuples of its values).
+
+        Examples:
+            >>> import torch
+            >>> Hash.hash_to_repertoire_key(torch.tensor([[1, 2], [3, 4]]))
+            ((1, 2), (3, 4))
+        """
         if isinstance(hash_tensor, torch.Tensor):
             return hash_tensor.tolist() if hash_tensor.dim() == 0 else tuple(
                 cls.hash_to_repertoire_key(t) for t in hash_tensor.tolist()
@@ -225,13 +249,33 @@ class Hash(UnaryTransform):
         return hash_tensor
 
     def get_input_from_hash(self, hash_tensor: Any) -> Any:
-        """The value that gave ``hash_tensor`` (from the repertoire)."""
+        """The value that gave ``hash_tensor`` (from the repertoire).
+
+        Raises:
+            RuntimeError: the transform keeps no repertoire.
+            KeyError: ``hash_tensor`` was never produced by this transform.
+
+        Examples:
+            >>> t = Hash(in_keys=["s"], out_keys=["h"], repertoire={})
+            >>> t.get_input_from_hash(t.call_hash_fn("abc"))
+            'abc'
+        """
         if self._repertoire is None:
             raise RuntimeError("Hash: an inverse lookup needs a repertoire (pass repertoire= or inverse keys)")
         return self._repertoire[self.hash_to_repertoire_key(hash_tensor)]
 
     def call_hash_fn(self, value: Any) -> torch.Tensor:
-        """The hash of ``value`` (recorded in the repertoire when there is one)."""
+        """The hash of ``value`` (recorded in the repertoire when there is one).
+
+        Raises:
+            ValueError: ``hash_fn`` did not return a tensor.
+
+        Examples:
+            >>> t = Hash(in_keys=["s"], out_keys=["h"], seed="salt-")
+            >>> h = t.call_hash_fn("abc")
+            >>> h.dtype, h.shape, h.equal(Hash.reproducible_hash("salt-abc"))
+            (torch.uint8, torch.Size([32]), True)
+        """
         out = self._hash_fn(value) if self._seed is None else self._hash_fn(value, self._seed)
         if not torch.is_tensor(out):
             raise ValueError(f"Hash: hash_fn must return a tensor, got {type(out).__name__}")
@@ -281,7 +325,14 @@ class Stack(Transform):
             ``out_keys_inv``; ``out_key`` among ``in_keys``.
 
     Examples:
-        See the module docstring.
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2, 3), "b": torch.ones(2, 3)}, [2])
+        >>> out = Stack(in_keys=["a", "b"], out_key="ab", dim=-2)(td)
+        >>> out["ab"].shape, "a" in out.keys()  # the inputs are deleted (del_keys=True)
+        (torch.Size([2, 2, 3]), False)
+        >>> out["ab"][0, :, 0]
+        tensor([0., 1.])
     """
 
     invertible = True

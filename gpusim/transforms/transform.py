@@ -218,11 +218,36 @@ class Transform(nn.Module):
 
     @property
     def missing_tolerance(self) -> bool:
-        """Whether absent keys are skipped (``True``) or raise a ``KeyError`` (the default)."""
+        """Whether absent keys are skipped (``True``) or raise a ``KeyError`` (the default).
+
+        Examples:
+            >>> from gpusim.transforms import RewardScaling
+            >>> t = RewardScaling(loc=0.0, scale=2.0)
+            >>> t.missing_tolerance
+            False
+            >>> t.set_missing_tolerance(True)
+            >>> t.missing_tolerance
+            True
+        """
         return self.__dict__.get("_missing_tolerance", False)
 
     def set_missing_tolerance(self, mode: bool = False) -> None:
-        """Skip (``True``) or reject (``False``) data that lacks an ``in_key``."""
+        """Skip (``True``) or reject (``False``) data that lacks an ``in_key``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> from gpusim.transforms import RewardScaling
+            >>> t = RewardScaling(loc=0.0, scale=2.0)
+            >>> td = TensorDict({"observation": torch.zeros(2, 3)}, [2])  # no "reward"
+            >>> _ = t(td)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            KeyError: "RewardScaling: 'reward' not found in the data ..."
+            >>> t.set_missing_tolerance(True)
+            >>> sorted(t(td).keys())  # skipped
+            ['observation']
+        """
         self.__dict__["_missing_tolerance"] = bool(mode)
 
     def _missing(self, key: NestedKey, tensordict: TensorDictBase) -> KeyError:

@@ -104,7 +104,21 @@ class set_auto_unwrap_transformed_env(ContextDecorator):
         self._previous: list[str | None] = []
 
     def set(self) -> None:
-        """Sets the mode for the rest of the process (and the workers it starts)."""
+        """Sets the mode for the rest of the process (and the workers it starts).
+
+        Examples:
+            >>> import os
+            >>> from gpusim import CartPoleEnv, StepCounter
+            >>> previous = os.environ.get("AUTO_UNWRAP_TRANSFORMED_ENV")
+            >>> set_auto_unwrap_transformed_env(False).set()
+            >>> inner = TransformedEnv(CartPoleEnv(), StepCounter())
+            >>> type(TransformedEnv(inner, StepCounter(step_count_key="n")).base_env).__name__
+            'TransformedEnv'
+            >>> if previous is None:  # restore the process's setting
+            ...     del os.environ["AUTO_UNWRAP_TRANSFORMED_ENV"]
+            ... else:
+            ...     os.environ["AUTO_UNWRAP_TRANSFORMED_ENV"] = previous
+        """
         os.environ[AUTO_UNWRAP_VAR] = str(self.mode)
 
     def __enter__(self) -> "set_auto_unwrap_transformed_env":
@@ -621,7 +635,7 @@ class TransformedEnv(EnvBase):
             >>> norm = ObservationNorm(loc=0.0, scale=2.0, in_keys=["observation"])
             >>> env = TransformedEnv(CartPoleEnv(), norm)
             >>> sorted(env.state_dict())
-            ['transform.transforms.0.loc', 'transform.transforms.0.scale']
+            ['transform.loc', 'transform.scale']
         """
         return super().state_dict(*args, **kwargs)
 

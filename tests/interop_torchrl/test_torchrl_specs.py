@@ -69,7 +69,7 @@ def test_a_spec_without_equivalent_is_named():
         def _invalid_reason(self, val):
             return None
 
-        def _project_values(self, val):
+        def _project(self, val):
             return val
 
     with pytest.raises(TypeError, match=r"key \('group', 'odd'\) is a Odd, which has no TorchRL equivalent"):

@@ -90,7 +90,19 @@ def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
 class WorkerValues(list):
     """The values of an attribute on every worker (a list, in worker order); attributes of the
     values are read on the workers too: ``env.nested.value`` is ``[w.nested.value for w in
-    workers]``, and ``env.nested.method()`` calls the method on every worker."""
+    workers]``, and ``env.nested.method()`` calls the method on every worker.
+
+    Examples:
+        >>> from gpusim.envs.batched import SerialEnv
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> env = SerialEnv(2, CartPoleEnv)
+        >>> values = env.gravity  # an attribute of the worker envs, not of SerialEnv
+        >>> type(values).__name__, values
+        ('WorkerValues', [9.8, 9.8])
+        >>> env.gravity.is_integer()  # a method of the values, called on every worker
+        [False, False]
+        >>> env.close()
+    """
 
     def __init__(self, env: "BatchedEnvBase", path: str | tuple, values: list) -> None:
         super().__init__(values)
@@ -712,6 +724,20 @@ class BatchedEnvBase(EnvBase):
 
         Raises:
             RuntimeError, ValueError: a list whose length is not ``num_workers``.
+            TypeError: an element that is not a dict.
+
+        Examples:
+            >>> from gpusim.envs.batched import SerialEnv
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = SerialEnv(2, CartPoleEnv)
+            >>> env.update_kwargs({"seed": 3})
+            >>> env.create_env_kwargs
+            [{'seed': 3}, {'seed': 3}]
+            >>> env.update_kwargs([{"seed": 1}])  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            gpusim.envs.batched.base.ConfigurationError: ... got 1 dicts for 2 workers
+            >>> env.close()
         """
         if isinstance(kwargs, dict):
             kwargs = [kwargs] * self.num_workers

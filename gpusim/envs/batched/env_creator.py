@@ -114,7 +114,7 @@ def load_shared_state(env: nn.Module, state: SharedState) -> None:
         >>> a, b = make(), make()
         >>> load_shared_state(a, state)
         >>> load_shared_state(b, state)
-        >>> a.transform[0].stats["observation_sum"] is b.transform[0].stats["observation_sum"]
+        >>> a.transform.stats["observation_sum"] is b.transform.stats["observation_sum"]
         True
     """
     if not state:
@@ -223,10 +223,10 @@ class EnvCreator:
             >>> from gpusim.transforms import TransformedEnv, VecNorm
             >>> creator = EnvCreator(lambda: TransformedEnv(CartPoleEnv(), VecNorm(in_keys=["observation"], decay=1.0)))
             >>> list(creator.shared_state)  # the VecNorm module's statistics
-            ['transform.transforms.0']
+            ['transform']
             >>> env_a, env_b = creator(), creator()
             >>> _ = env_a.rollout(3)  # updates the statistics every env of the creator reads
-            >>> env_b.transform[0].stats["observation_count"].item()  # 1 reset + 3 steps
+            >>> env_b.transform.stats["observation_count"].item()  # 1 reset + 3 steps
             4.0
         """
         return self._shared_state

@@ -199,12 +199,23 @@ class ChessEnv(EnvBase):
 
     @property
     def san_moves(self) -> tuple[str, ...]:
-        """The SAN vocabulary (the action space)."""
+        """The SAN vocabulary (the action space): an action is an index into it.
+
+        Examples:
+            >>> moves = ChessEnv().san_moves
+            >>> len(moves), moves.index("e4") < len(moves), "O-O" in moves
+            (14006, True, True)
+        """
         return san_vocabulary()
 
     @property
     def lib(self) -> Any:
-        """The chess module."""
+        """The chess module.
+
+        Examples:
+            >>> ChessEnv().lib.__name__
+            'chess'
+        """
         return self._chess
 
     # ------------------------------------------------------------------ board helpers

@@ -71,8 +71,11 @@ class BraxWrapper(JaxWrapper):
     Examples:
         >>> import brax.envs
         >>> env = BraxWrapper(brax.envs.get_environment("fast"), batch_size=[2], seed=0)
-        >>> env.action_spec
-        Bounded(domain='continuous', shape=(2, 1), dtype=torch.float32, device=cpu, low=-1.0, high=1.0)
+        >>> spec = env.action_spec
+        >>> type(spec).__name__, spec.shape, spec.dtype
+        ('Bounded', torch.Size([2, 1]), torch.float32)
+        >>> spec.space.low.min().item(), spec.space.high.max().item()
+        (-1.0, 1.0)
     """
 
     library = "Brax"
@@ -120,7 +123,12 @@ class BraxWrapper(JaxWrapper):
 
     @property
     def lib(self) -> Any:
-        """The brax module."""
+        """The brax module.
+
+        Examples:
+            >>> BraxEnv("fast", batch_size=[2], seed=0).lib.__name__
+            'brax'
+        """
         return _import_brax("lib")
 
     # ------------------------------------------------------------------ conversion

@@ -60,8 +60,11 @@ def dm_spec_to_spec(spec: Any, device: torch.device | None = None, categorical: 
 
     Examples:
         >>> from dm_env import specs
-        >>> dm_spec_to_spec(specs.BoundedArray((2,), np.float64, -1.0, 1.0))
-        Bounded(domain='continuous', shape=(2,), dtype=torch.float64, device=cpu, low=-1.0, high=1.0)
+        >>> spec = dm_spec_to_spec(specs.BoundedArray((2,), np.float64, -1.0, 1.0))
+        >>> type(spec).__name__, spec.shape, spec.dtype
+        ('Bounded', torch.Size([2]), torch.float64)
+        >>> spec.space.low, spec.space.high
+        (tensor([-1., -1.], dtype=torch.float64), tensor([1., 1.], dtype=torch.float64))
     """
     from dm_env import specs as dm_specs
 
@@ -171,7 +174,12 @@ class DMControlWrapper(LibraryWrapper):
 
     @property
     def lib(self) -> Any:
-        """The dm_control module."""
+        """The dm_control module.
+
+        Examples:
+            >>> DMControlEnv("cartpole", "balance", seed=0).lib.__name__
+            'dm_control'
+        """
         return self._lib
 
     @property
@@ -230,7 +238,14 @@ class DMControlWrapper(LibraryWrapper):
         self._task._random = np.random.RandomState(seed)
 
     def close(self) -> None:
-        """Closes the dm_control environment."""
+        """Closes the dm_control environment.
+
+        Examples:
+            >>> env = DMControlEnv("cartpole", "balance", seed=0)
+            >>> env.close()
+            >>> env.is_closed
+            True
+        """
         if not self.is_closed:
             self._env.close()
         super().close()

@@ -144,7 +144,12 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
 
     @property
     def lib(self) -> Any:
-        """The envpool module."""
+        """The envpool module.
+
+        Examples:
+            >>> MultiThreadedEnv(2, "CartPole-v1").lib.__name__
+            'envpool'
+        """
         return _import_envpool("lib")
 
     # ------------------------------------------------------------------ conversion
@@ -216,7 +221,14 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
             )
 
     def close(self) -> None:
-        """Closes the pool."""
+        """Closes the pool.
+
+        Examples:
+            >>> env = MultiThreadedEnv(2, "CartPole-v1")
+            >>> env.close()
+            >>> env.is_closed
+            True
+        """
         if not self.is_closed:
             self._env.close()
         super().close()

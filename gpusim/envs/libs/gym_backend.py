@@ -55,8 +55,20 @@ def import_gymnasium(what: str = "gpusim's gym wrappers") -> ModuleType:
 def import_gym_backend(name: str, what: str = "gpusim's gym wrappers") -> ModuleType:
     """Imports the backend ``name`` (``"gymnasium"`` or ``"gym"``), checking gym's version.
 
+    Args:
+        name: ``"gymnasium"`` or ``"gym"``.
+        what: who needs it (named in the error).
+
+    Returns:
+        The imported module.
+
     Raises:
         ImportError: the library is missing, or gym is not 0.26 (naming what to install).
+
+    Examples:
+        >>> gym = import_gym_backend("gymnasium")
+        >>> gym.__name__, gym.spaces.Discrete(3).contains(2)
+        ('gymnasium', True)
     """
     if name == "gymnasium":
         return import_gymnasium(what)

@@ -54,8 +54,9 @@ def jumanji_action_spec(spec: Any, batch_size: torch.Size, device: torch.device,
 
     Examples:
         >>> from jumanji import specs
-        >>> jumanji_action_spec(specs.DiscreteArray(4), torch.Size([2]), torch.device("cpu"))
-        Categorical(n=4, shape=(2,), dtype=torch.int32, device=cpu)
+        >>> spec = jumanji_action_spec(specs.DiscreteArray(4), torch.Size([2]), torch.device("cpu"))
+        >>> type(spec).__name__, spec.space.n, spec.shape, spec.dtype
+        ('Categorical', 4, torch.Size([2]), torch.int32)
     """
     jumanji = _import_jumanji("jumanji_action_spec")
     B = tuple(batch_size)
@@ -162,7 +163,12 @@ class JumanjiWrapper(JaxWrapper):
 
     @property
     def lib(self) -> Any:
-        """The jumanji module."""
+        """The jumanji module.
+
+        Examples:
+            >>> JumanjiEnv("Snake-v1", batch_size=[2], seed=0).lib.__name__
+            'jumanji'
+        """
         return _import_jumanji("lib")
 
     # ------------------------------------------------------------------ conversion

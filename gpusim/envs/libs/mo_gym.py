@@ -10,7 +10,7 @@ Examples:
     >>> env = MOGymEnv("deep-sea-treasure-v0")
     >>> env.reward_spec.shape
     torch.Size([2])
-    >>> env.rollout(3)["next", "reward"].shape
+    >>> env.rollout(3, break_when_any_done=False)["next", "reward"].shape
     torch.Size([3, 2])
 """
 

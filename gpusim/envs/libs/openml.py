@@ -75,7 +75,8 @@ def _prepare(frame: Any, target: Any, label: str | None, onehot: bool) -> tuple[
 
 
 class OpenMLEnv(EnvBase):
-    """A classification data set as a one-step contextual bandit (see the module docstring).
+    """A classification data set as a one-step contextual bandit (the module docstring says how
+    the data is fetched and prepared).
 
     Args:
         dataset_name: one of :attr:`available_envs`.
@@ -87,6 +88,19 @@ class OpenMLEnv(EnvBase):
     Raises:
         ValueError: an unknown data set name (naming the known ones).
         ImportError: scikit-learn or pandas missing (saying ``pip install scikit-learn pandas``).
+
+    Examples:
+        >>> OpenMLEnv("iris")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown OpenML data set 'iris'; known: ['adult_num', 'adult_onehot', ...]
+        >>> from sklearn.datasets import load_iris  # offline: a data set scikit-learn ships
+        >>> env = OpenMLEnv.from_arrays(*load_iris(return_X_y=True), batch_size=[4], seed=0)
+        >>> env.action_spec.space.n  # three classes
+        3
+        >>> td = env.reset()
+        >>> env.step(td.set("action", td["y"]))["next", "reward"].flatten().tolist()  # the labels
+        [1.0, 1.0, 1.0, 1.0]
     """
 
     available_envs = list(_DATASETS)

@@ -156,11 +156,26 @@ class OpenSpielWrapper(LibraryWrapper):
     # ------------------------------------------------------------------ attributes
     @property
     def lib(self) -> Any:
-        """The pyspiel module."""
+        """The pyspiel module.
+
+        Examples:
+            >>> OpenSpielEnv("tic_tac_toe", seed=0).lib.__name__
+            'pyspiel'
+        """
         return self._lib
 
     def current_player(self) -> int:
-        """The player to act (OpenSpiel's id: negative for terminal/chance/simultaneous)."""
+        """The player to act (OpenSpiel's id: negative for terminal/chance/simultaneous).
+
+        Examples:
+            >>> env = OpenSpielEnv("tic_tac_toe", seed=0)
+            >>> td = env.reset()
+            >>> env.current_player()
+            0
+            >>> _ = env.rand_step(td)
+            >>> env.current_player()  # the players alternate
+            1
+        """
         return self._env.current_player()
 
     # ------------------------------------------------------------------ game mechanics

@@ -199,7 +199,12 @@ class PettingZooWrapper(LibraryWrapper):
 
     @property
     def lib(self) -> Any:
-        """The pettingzoo module."""
+        """The pettingzoo module.
+
+        Examples:
+            >>> PettingZooEnv("rps_v2", parallel=True, seed=0).lib.__name__
+            'pettingzoo'
+        """
         return _import_pettingzoo("lib")
 
     # ------------------------------------------------------------------ specs
@@ -420,7 +425,14 @@ class PettingZooWrapper(LibraryWrapper):
         self.__dict__["_first"] = self._library_reset(seed)
 
     def close(self) -> None:
-        """Closes the PettingZoo env."""
+        """Closes the PettingZoo env.
+
+        Examples:
+            >>> env = PettingZooEnv("rps_v2", parallel=True, seed=0)
+            >>> env.close()
+            >>> env.is_closed
+            True
+        """
         if not self.is_closed:
             self._env.close()
         super().close()

@@ -49,7 +49,8 @@ __all__ = ["ModelBasedEnvBase"]
 
 
 class ModelBasedEnvBase(EnvBase):
-    """A batched env whose transition is a world model (see the module docstring).
+    """A batched env whose transition is a world model (the module docstring says what the model
+    reads and writes).
 
     Args:
         world_model: a tensordict module; moved to ``device``.
@@ -62,6 +63,27 @@ class ModelBasedEnvBase(EnvBase):
 
     Raises:
         TypeError: ``world_model`` is not callable; ``params``/``buffers`` that are not dicts.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> from gpusim.specs import Composite, Unbounded
+        >>> class Drift(ModelBasedEnvBase):  # x' = x + a, reward = -|x'|
+        ...     def __init__(self, world_model):
+        ...         super().__init__(world_model, batch_size=[2])
+        ...         self.observation_spec = Composite(x=Unbounded((2, 1)), shape=(2,))
+        ...         self.state_spec = Composite(x=Unbounded((2, 1)), shape=(2,))
+        ...         self.action_spec = Unbounded((2, 1))
+        ...         self.reward_spec = Unbounded((2, 1))
+        ...     def _reset(self, tensordict=None, **kwargs):
+        ...         return self.full_observation_spec.zero()
+        >>> step = lambda x, a: (x + a, -(x + a).abs())
+        >>> env = Drift(TensorDictModule(step, ["x", "action"], ["x", "reward"]))
+        >>> td = env.rollout(3, policy=lambda t: t.set("action", torch.ones(2, 1)))
+        >>> td["next", "x"][0].flatten().tolist(), td["next", "reward"][0].flatten().tolist()
+        ([1.0, 2.0, 3.0], [-1.0, -2.0, -3.0])
+        >>> bool(td["next", "done"].any())  # no done head: the episodes never end
+        False
     """
 
     functional_step = True

@@ -38,7 +38,7 @@ __all__ = ["DreamerEnv"]
 
 
 class DreamerEnv(ModelBasedEnvBase):
-    """The imagination env of Dreamer (see the module docstring).
+    """The imagination env of Dreamer (the module docstring describes the world model).
 
     Args:
         world_model: ``("state", "belief", "action") -> ("state", "belief", "reward")``.
@@ -50,6 +50,23 @@ class DreamerEnv(ModelBasedEnvBase):
 
     The action spec is taken from the real env (:meth:`set_specs_from_env`) or set directly
     (``env.action_spec = ...``).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> from gpusim.specs import Bounded
+        >>> step = lambda s, b, a: (s * 0.5, b + a, -a.abs())
+        >>> keys = ["state", "belief", "action"], ["state", "belief", "reward"]
+        >>> world = TensorDictModule(step, *keys)
+        >>> from tensordict import TensorDict
+        >>> env = DreamerEnv(world, prior_shape=(2,), belief_shape=(1,), batch_size=[3])
+        >>> env.action_spec = Bounded(-1.0, 1.0, shape=(3, 1))
+        >>> posterior = TensorDict({"state": torch.ones(3, 2), "belief": torch.zeros(3, 1)}, [3])
+        >>> start = env.reset(posterior)  # imagination starts from the given latents
+        >>> td = env.rollout(4, tensordict=start, auto_reset=False,
+        ...                  policy=lambda t: t.set("action", torch.ones(3, 1)))
+        >>> td["next", "belief"][0].flatten().tolist(), td["next", "state"][0, -1].tolist()
+        ([1.0, 2.0, 3.0, 4.0], [0.0625, 0.0625])
     """
 
     def __init__(
@@ -77,7 +94,26 @@ class DreamerEnv(ModelBasedEnvBase):
 
     def set_specs_from_env(self, env: EnvBase) -> None:
         """Takes the specs of the (transformed) real env, whose observations hold ``"state"`` and
-        ``"belief"``; the state spec becomes those two entries."""
+        ``"belief"``; the state spec becomes those two entries.
+
+        Raises:
+            ValueError: the env's batch size differs.
+            KeyError: its observation spec lacks ``"state"`` or ``"belief"``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> from gpusim.specs import Bounded
+            >>> step = lambda s, b, a: (s * 0.5, b + a, -a.abs())
+            >>> keys = ["state", "belief", "action"], ["state", "belief", "reward"]
+            >>> world = TensorDictModule(step, *keys)
+            >>> real = DreamerEnv(world, (2,), (1,), batch_size=[3])  # observes latents
+            >>> real.action_spec = Bounded(-2.0, 2.0, shape=(3, 1))
+            >>> env = DreamerEnv(world, (2,), (1,), batch_size=[3])
+            >>> env.set_specs_from_env(real)
+            >>> env.action_spec.space.high.max().item(), sorted(env.state_spec.keys())
+            (2.0, ['belief', 'state'])
+        """
         super().set_specs_from_env(env)
         obs = self.observation_spec
         missing = [k for k in ("state", "belief") if k not in obs.keys()]
@@ -98,12 +134,39 @@ class DreamerEnv(ModelBasedEnvBase):
         return new_td(src, B, self.device)
 
     def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Imagination never ends: nothing to reset (and no read of the done flags)."""
+        """Imagination never ends: nothing to reset (and no read of the done flags).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> from gpusim.specs import Bounded
+            >>> step = lambda s, b, a: (s * 0.5, b + a, -a.abs())
+            >>> keys = ["state", "belief", "action"], ["state", "belief", "reward"]
+            >>> world = TensorDictModule(step, *keys)
+            >>> env = DreamerEnv(world, (2,), (1,), batch_size=[3])
+            >>> td = env.reset()
+            >>> env.maybe_reset(td) is td
+            True
+        """
         return tensordict
 
     def rollout(self, max_steps: int, policy: Any = None, callback: Any = None, **kwargs: Any) -> TensorDictBase:
         """:meth:`EnvBase.rollout <gpusim.envs.common.EnvBase.rollout>` with
-        ``break_when_any_done=False`` by default (imagination runs for the whole horizon)."""
+        ``break_when_any_done=False`` by default (imagination runs for the whole horizon).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> from gpusim.specs import Bounded
+            >>> step = lambda s, b, a: (s * 0.5, b + a, -a.abs())
+            >>> keys = ["state", "belief", "action"], ["state", "belief", "reward"]
+            >>> world = TensorDictModule(step, *keys)
+            >>> env = DreamerEnv(world, (2,), (1,), batch_size=[3])
+            >>> env.action_spec = Bounded(-1.0, 1.0, shape=(3, 1))
+            >>> td = env.rollout(5)
+            >>> td.shape, bool(td["next", "done"].any())
+            (torch.Size([3, 5]), False)
+        """
         if kwargs.get("break_when_any_done") is None and not kwargs.get("break_when_all_done"):
             kwargs["break_when_any_done"] = False
         return super().rollout(max_steps, policy, callback, **kwargs)
@@ -114,6 +177,23 @@ class DreamerEnv(ModelBasedEnvBase):
 
         Raises:
             ValueError: the env has no ``obs_decoder``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> from gpusim.specs import Bounded
+            >>> step = lambda s, b, a: (s * 0.5, b + a, -a.abs())
+            >>> keys = ["state", "belief", "action"], ["state", "belief", "reward"]
+            >>> world = TensorDictModule(step, *keys)
+            >>> from tensordict import TensorDict
+            >>> decoder = TensorDictModule(lambda s: s.sum(-1, keepdim=True), ["state"], ["obs"])
+            >>> env = DreamerEnv(world, (2,), (1,), obs_decoder=decoder, batch_size=[3])
+            >>> td = TensorDict({"state": torch.ones(3, 2), "belief": torch.zeros(3, 1)}, [3])
+            >>> env.decode_obs(td)["obs"].flatten().tolist()
+            [2.0, 2.0, 2.0]
+            >>> td["action"] = torch.ones(3, 1)
+            >>> env.decode_obs(td, compute_latents=True)["obs"].flatten().tolist()  # state * 0.5
+            [1.0, 1.0, 1.0]
         """
         if self.obs_decoder is None:
             raise ValueError("DreamerEnv.decode_obs: the env was built without obs_decoder")
