@@ -42,7 +42,15 @@ class VecNormSync:
         comm: the collectives.
 
     Examples:
-        See the module docstring.
+        >>> import torch.distributed as dist
+        >>> import gpusim as gs
+        >>> from gpusim.collectors._comm import Comm
+        >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        >>> env = gs.TransformedEnv(gs.CartPoleEnv(batch_size=[4]), gs.VecNorm(in_keys=["observation"]))
+        >>> sync = VecNormSync(env, Comm(None, watchdog=False))  # None: the default group
+        >>> len(sync.norms)  # the VecNorm modules it keeps equal on every rank
+        1
+        >>> dist.destroy_process_group()
     """
 
     def __init__(self, env: torch.nn.Module, comm: Comm) -> None:

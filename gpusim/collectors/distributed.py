@@ -190,27 +190,92 @@ class DistributedSyncDataCollector:
     # ------------------------------------------------------------------ properties
     @property
     def env(self) -> EnvBase:
-        """This rank's env."""
+        """This rank's env.
+
+        Examples:
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> type(collector.env).__name__, collector.env.batch_size  # 8 // world_size envs
+            ('TransformedEnv', torch.Size([8]))
+            >>> collector.shutdown(); dist.destroy_process_group()
+        """
         return self.collector.env
 
     @property
     def policy(self) -> Any:
-        """The policy (the same object on every rank's collector)."""
+        """The policy (the same object on every rank's collector).
+
+        Examples:
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> collector.policy is None  # random actions
+            True
+            >>> collector.shutdown(); dist.destroy_process_group()
+        """
         return self.collector.policy
 
     @property
     def rank(self) -> int:
-        """This process's rank in the group."""
+        """This process's rank in the group.
+
+        Examples:
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> collector.rank
+            0
+            >>> collector.shutdown(); dist.destroy_process_group()
+        """
         return self.comm.rank
 
     @property
     def world_size(self) -> int:
-        """The number of ranks."""
+        """The number of ranks.
+
+        Examples:
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> collector.world_size
+            1
+            >>> collector.shutdown(); dist.destroy_process_group()
+        """
         return self.comm.world_size
 
     @property
     def frames(self) -> int:
-        """Frames collected so far by all the ranks."""
+        """Frames collected so far by all the ranks.
+
+        Examples:
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> collector.frames, collector.next().shape, collector.frames
+            (0, torch.Size([8, 4]), 32)
+            >>> collector.shutdown(); dist.destroy_process_group()
+        """
         return self._frames
 
     def __len__(self) -> int:
@@ -248,7 +313,17 @@ class DistributedSyncDataCollector:
             CommError: the broadcast failed (a peer died or stalled).
 
         Examples:
-            See the class docstring.
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> collector.update_policy_weights_()  # rank 0's weights on every rank
+            >>> collector.next().shape
+            torch.Size([8, 4])
+            >>> collector.shutdown(); dist.destroy_process_group()
         """
         self.collector.update_policy_weights_(policy_or_weights)
         with torch.no_grad():
@@ -264,7 +339,18 @@ class DistributedSyncDataCollector:
             CommError: the collective failed, or the ranks are at different batches.
 
         Examples:
-            See the class docstring.
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> _ = collector.next()  # iterating calls it after every batch
+            >>> collector.sync_stats()  # one more all-reduce: every rank must make it too
+            >>> collector.frames
+            32
+            >>> collector.shutdown(); dist.destroy_process_group()
         """
         self._batches += 1
         beat = torch.tensor([float(self._batches)], dtype=torch.float64)
@@ -281,7 +367,18 @@ class DistributedSyncDataCollector:
         must call it).
 
         Examples:
-            See the class docstring.
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> _ = collector.next()
+            >>> stats = collector.episode_stats()
+            >>> sorted(stats), stats["returns"].shape == stats["lengths"].shape
+            (['lengths', 'returns'], True)
+            >>> collector.shutdown(); dist.destroy_process_group()
         """
         local = self.collector.episode_stats()
         rows = torch.stack([local["returns"].to(torch.float64), local["lengths"].to(torch.float64)], 1).cpu()
@@ -322,7 +419,16 @@ class DistributedSyncDataCollector:
             CommError: a collective failed (a peer died or stalled).
 
         Examples:
-            See the class docstring.
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> collector.rollout().shape  # this rank's [8 // world_size, 4] batch
+            torch.Size([8, 4])
+            >>> collector.shutdown(); dist.destroy_process_group()
         """
         data = self.collector.rollout()
         self.sync_stats()
@@ -341,6 +447,21 @@ class DistributedSyncDataCollector:
         return data
 
     def __iter__(self) -> Iterator[TensorDictBase | None]:
+        """Yields :meth:`rollout` until ``total_frames`` (all the ranks' frames) are collected
+        (also ``collector.iterator()``, TorchRL's name).
+
+        Examples:
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> [data.shape for data in collector.iterator()]
+            [torch.Size([8, 4]), torch.Size([8, 4])]
+            >>> collector.shutdown(); dist.destroy_process_group()
+        """
         while self.total_frames < 0 or self._frames < self.total_frames:
             yield self.rollout()
 
@@ -353,7 +474,20 @@ class DistributedSyncDataCollector:
             StopIteration: ``total_frames`` were collected.
 
         Examples:
-            See the class docstring.
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> collector.next().shape, collector.next().shape
+            (torch.Size([8, 4]), torch.Size([8, 4]))
+            >>> collector.next()
+            Traceback (most recent call last):
+            ...
+            StopIteration: the collector has collected its total_frames (64)
+            >>> collector.shutdown(); dist.destroy_process_group()
         """
         if 0 < self.total_frames <= self._frames:
             raise StopIteration(f"the collector has collected its total_frames ({self.total_frames})")
@@ -364,7 +498,16 @@ class DistributedSyncDataCollector:
         returns what the env's ``set_seed`` returns. Local (no collective).
 
         Examples:
-            See the module docstring.
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> isinstance(collector.set_seed(3), int)  # rank r seeds with 3 + r * 8
+            True
+            >>> collector.shutdown(); dist.destroy_process_group()
         """
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int, got {seed!r}")
@@ -375,7 +518,17 @@ class DistributedSyncDataCollector:
         """Shuts the rank's collector down; destroys the process group if this collector made it.
 
         Examples:
-            See the class docstring.
+            (one rank; under ``torchrun`` every rank runs the same lines)
+
+            >>> import torch.distributed as dist
+            >>> import gpusim as gs
+            >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            >>> collector = DistributedSyncDataCollector(gs.make, frames_per_batch=32, total_frames=64,
+            ...     num_envs=8, create_env_kwargs={"env_id": "CartPole-v1"}, seed=0)
+            >>> collector.shutdown()  # closes this rank's env (the group stays)
+            >>> collector.env.is_closed
+            True
+            >>> dist.destroy_process_group()
         """
         self.collector.shutdown(close_env=close_env)
         if self._owns_group and dist.is_initialized():
