@@ -61,6 +61,7 @@ from gpusim.transforms.action_maps import ActionScaling, FlattenAction
 from gpusim.transforms.action_discretizer import ActionDiscretizer
 from gpusim.transforms.reward_ops import LineariseRewards, SignTransform, SuccessReward
 from gpusim.transforms import functional
+from gpusim.transforms.functional import cat_frames, rgb_to_grayscale
 from gpusim.transforms.tensor_ops import Hash, Stack, UnaryTransform
 from gpusim.transforms.dreamer import DreamerDecoder
 
@@ -129,4 +130,6 @@ __all__ = [
     "Stack",
     "UnaryTransform",
     "DreamerDecoder",
+    "cat_frames",
+    "rgb_to_grayscale",
 ]
