@@ -295,6 +295,11 @@ class Reward2GoTransform(Transform):
     """
 
     invertible = True
+    #: the message of the ValueError raised when the transform is used within an environment
+    ENV_ERR = (
+        "Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); "
+        "it cannot be used within an environment"
+    )
 
     def __init__(
         self,
@@ -367,10 +372,7 @@ class Reward2GoTransform(Transform):
             ...
             ValueError: Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); it cannot be used within an environment
         """
-        raise ValueError(
-            "Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); "
-            "it cannot be used within an environment"
-        )
+        raise ValueError(self.ENV_ERR)
 
     def set_container(self, container: "Transform | EnvBase") -> None:
         """Registers the transform in a ``Compose``; an environment is refused.
@@ -393,10 +395,7 @@ class Reward2GoTransform(Transform):
         from gpusim.envs.common import EnvBase
 
         if isinstance(container, EnvBase):
-            raise ValueError(
-                "Reward2GoTransform is an inverse transform for stored trajectories (replay "
-                "buffers); it cannot be used within an environment"
-            )
+            raise ValueError(self.ENV_ERR)
         super().set_container(container)
 
     def __repr__(self) -> str:

@@ -151,8 +151,9 @@ def test_reward2go_matches_documented_values():
     out = Reward2GoTransform(gamma=1.0).inv(td)
     assert out["next", "reward"].flatten().tolist() == [4, 3, 2, 1, 2, 1, 2, 1, 2, 1]
     assert Reward2GoTransform()(td) is td  # forward: unchanged
-    with pytest.raises(ValueError, match="replay"):
+    with pytest.raises(ValueError, match="replay") as err:
         TransformedEnv(StatelessCounter(), Reward2GoTransform())
+    assert str(err.value) == Reward2GoTransform.ENV_ERR  # the documented message attribute
 
 
 # ---------------------------------------------------------------------------------- InitTracker
