@@ -708,7 +708,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @done_spec.setter
     def done_spec(self, value) -> None:
-        self.full_done_spec = self._wrap_leaf("done_spec", "done", value)
+        # a leaf done spec at the root makes both "done" and "terminated" entries, as in TorchRL
+        full = self._wrap_leaf("done_spec", "done", value)
+        if not isinstance(value, Composite) and list(full.keys()) == ["done"]:
+            full["terminated"] = full["done"].clone()
+        self.full_done_spec = full
 
     @property
     def observation_spec(self) -> Composite:
