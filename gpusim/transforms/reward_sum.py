@@ -297,7 +297,7 @@ class Reward2GoTransform(Transform):
     invertible = True
     #: the message of the ValueError raised when the transform is used within an environment
     ENV_ERR = (
-        "Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); "
+        "Reward2GoTransform is an inverse transform for stored trajectories, e.g. in a replay buffer; "
         "it cannot be used within an environment"
     )
 
@@ -370,7 +370,7 @@ class Reward2GoTransform(Transform):
             >>> Reward2GoTransform().transform_output_spec(CartPoleEnv().output_spec)
             Traceback (most recent call last):
             ...
-            ValueError: Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); it cannot be used within an environment
+            ValueError: Reward2GoTransform is an inverse transform for stored trajectories, e.g. in a replay buffer; it cannot be used within an environment
         """
         raise ValueError(self.ENV_ERR)
 
@@ -390,7 +390,7 @@ class Reward2GoTransform(Transform):
             >>> TransformedEnv(CartPoleEnv(), Reward2GoTransform())
             Traceback (most recent call last):
             ...
-            ValueError: Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); it cannot be used within an environment
+            ValueError: Reward2GoTransform is an inverse transform for stored trajectories, e.g. in a replay buffer; it cannot be used within an environment
         """
         from gpusim.envs.common import EnvBase
 

@@ -154,6 +154,8 @@ def test_reward2go_matches_documented_values():
     with pytest.raises(ValueError, match="replay") as err:
         TransformedEnv(StatelessCounter(), Reward2GoTransform())
     assert str(err.value) == Reward2GoTransform.ENV_ERR  # the documented message attribute
+    with pytest.raises(ValueError, match=Reward2GoTransform.ENV_ERR):  # usable as a pattern
+        TransformedEnv(StatelessCounter(), Compose(Reward2GoTransform()))
 
 
 # ---------------------------------------------------------------------------------- InitTracker
