@@ -12,14 +12,14 @@ Examples:
     >>> import gpusim as gs
     >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)  # CartPoleEnv + StepCounter(500)
     >>> env.transform
-    Compose(
-        StepCounter(max_steps=500, truncated_key='truncated', step_count_key='step_count', update_done=True))
+    StepCounter(max_steps=500, truncated_key='truncated', step_count_key='step_count', update_done=True)
 """
 
 from __future__ import annotations
 
 import torch
 from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
 
 from gpusim.envs import _keys
 from gpusim.specs import Bounded, Categorical, Composite
@@ -104,6 +104,36 @@ class StepCounter(Transform):
             shape = done.shape if done is not None else (*tensordict.batch_size, 1)
             plan = [(self.step_count_key, self.truncated_key, "done", torch.Size(shape))]
         return plan
+
+    @property
+    def step_count_keys(self) -> list[NestedKey]:
+        """The count entries, one per done level of the parent (``[step_count_key]`` without one).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(PendulumEnv(), StepCounter()).transform.step_count_keys
+            ['step_count']
+        """
+        plan = self.__dict__["_plan"]
+        if plan is None:
+            return [self.step_count_key]
+        return [count_key for count_key, *_ in plan]
+
+    @property
+    def truncated_keys(self) -> list[NestedKey]:
+        """The truncated entries, one per done level of the parent (``[truncated_key]`` without one).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(PendulumEnv(), StepCounter(10)).transform.truncated_keys
+            ['truncated']
+        """
+        plan = self.__dict__["_plan"]
+        if plan is None:
+            return [self.truncated_key]
+        return [trunc_key for _, trunc_key, *_ in plan]
 
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:

@@ -433,3 +433,15 @@ def test_vecnorm_partial_reset_statistics_sum_the_reset_rows_only(batch, backend
     torch.testing.assert_close(stats[0], xr.sum(0), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(stats[1], (xr * xr).sum(0), rtol=1e-5, atol=1e-4)
     assert float(stats[2]) == float(mask.sum())
+
+
+def test_step_counter_lists_its_keys_per_done_level():
+    from tests.envs.toy_envs import NestedCountingEnv
+
+    assert StepCounter().step_count_keys == ["step_count"]  # no parent: the root key
+    env = TransformedEnv(NestedCountingEnv(), StepCounter(5))
+    assert env.transform.step_count_keys == ["step_count", ("agents", "step_count")]
+    assert env.transform.truncated_keys == ["truncated", ("agents", "truncated")]
+    td = env.rollout(2)  # batch (): the time dim leads
+    for key in env.transform.step_count_keys:
+        assert td["next", key][0].eq(1).all() and td["next", key][1].eq(2).all()
