@@ -64,6 +64,7 @@ from gpusim.transforms import functional
 from gpusim.transforms.functional import cat_frames, rgb_to_grayscale
 from gpusim.transforms.tensor_ops import Hash, Stack, UnaryTransform
 from gpusim.transforms.dreamer import DreamerDecoder
+from gpusim.transforms.conditional import ConditionalSkip
 
 __all__ = [
     "Transform",
@@ -130,6 +131,7 @@ __all__ = [
     "Stack",
     "UnaryTransform",
     "DreamerDecoder",
+    "ConditionalSkip",
     "cat_frames",
     "rgb_to_grayscale",
 ]

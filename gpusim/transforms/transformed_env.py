@@ -30,6 +30,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from gpusim.envs import _partial
 from gpusim.envs.common import TRANSFORM_HOOKS, EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.specs import Composite
@@ -468,6 +469,16 @@ class TransformedEnv(EnvBase):
         td_in = transform.inv(tensordict) if self._needs_inv else tensordict
         for key in self._inv_exports:  # inverse outputs that the caller's data records
             tensordict.set(key, td_in.get(key))
+        partial = td_in.pop("_step", None) if self._needs_inv else None
+        if partial is not None:  # an inverse (ConditionalSkip) selected the rows to step
+            mask = _partial.step_mask(self, partial, td_in.batch_size)
+            if self._sparse_now():
+                if not bool(mask.any()):  # nothing steps: neither the base env nor the transforms
+                    return _partial.skip_next(self, tensordict, clone=True)
+                if bool(mask.all()):
+                    partial = None
+            if partial is not None:
+                return transform._step(tensordict, self.base_env._step_rows(td_in, mask))
         next_tensordict = self.base_env._step_output(td_in)
         return transform._step(tensordict, next_tensordict)
 
