@@ -59,7 +59,6 @@ def _const_policy(value):
         (lambda: NoopResetEnv(noops=-1), "noops"),
         (lambda: FrameSkipTransform(0), "frame_skip"),
         (lambda: TargetReturn(1.0, mode="grow"), "mode"),
-        (lambda: TensorDictPrimer(), "primer"),
         (lambda: TensorDictPrimer({"a": 3.0}), "TensorSpec"),
     ],
 )
@@ -445,3 +444,20 @@ def test_step_counter_lists_its_keys_per_done_level():
     td = env.rollout(2)  # batch (): the time dim leads
     for key in env.transform.step_count_keys:
         assert td["next", key][0].eq(1).all() and td["next", key][1].eq(2).all()
+
+
+def test_primer_composite_values_empty_primers_and_expand_specs():
+    from gpusim.specs import Bounded, Composite
+
+    env = TransformedEnv(
+        CountingEnv(batch_size=(2,)),
+        TensorDictPrimer(memory=Composite(b=Bounded(-3, 3, (4,))), default_value=1.0),
+    )
+    td = env.reset()
+    assert td["memory", "b"].shape == (2, 4) and (td["memory", "b"] == 1).all()
+    assert ("memory", "b") in env.state_keys
+    assert TensorDictPrimer().out_keys == []  # no primer: a no-op transform
+    stacked = TensorDictPrimer(Composite(h=Unbounded((2, 4)), shape=(2,)), expand_specs=False)
+    assert TransformedEnv(CountingEnv(batch_size=(2,)), stacked).reset()["h"].shape == (2, 4)
+    with pytest.raises(ValueError, match=r"primer 'h' has shape \[4\].*expand_specs=False"):
+        TransformedEnv(CountingEnv(batch_size=(2,)), TensorDictPrimer(h=Unbounded((4,)), expand_specs=False))
