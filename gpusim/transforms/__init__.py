@@ -65,6 +65,7 @@ from gpusim.transforms.functional import cat_frames, rgb_to_grayscale
 from gpusim.transforms.tensor_ops import Hash, Stack, UnaryTransform
 from gpusim.transforms.dreamer import DreamerDecoder
 from gpusim.transforms.conditional import ConditionalSkip
+from gpusim.transforms.expand_as import ExpandAs
 
 __all__ = [
     "Transform",
@@ -132,6 +133,7 @@ __all__ = [
     "UnaryTransform",
     "DreamerDecoder",
     "ConditionalSkip",
+    "ExpandAs",
     "cat_frames",
     "rgb_to_grayscale",
 ]
