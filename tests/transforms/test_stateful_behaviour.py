@@ -461,3 +461,24 @@ def test_primer_composite_values_empty_primers_and_expand_specs():
     assert TransformedEnv(CountingEnv(batch_size=(2,)), stacked).reset()["h"].shape == (2, 4)
     with pytest.raises(ValueError, match=r"primer 'h' has shape \[4\].*expand_specs=False"):
         TransformedEnv(CountingEnv(batch_size=(2,)), TensorDictPrimer(h=Unbounded((4,)), expand_specs=False))
+
+
+def test_reward_sum_offline_reward_spec_and_key_errors():
+    td = TensorDict({"next": {"reward": torch.tensor([[1.0], [2.0], [3.0]])}}, [3])
+    t = RewardSum(in_keys=[("next", "reward")], out_keys=[("next", "episode_reward")])
+    with pytest.raises(ValueError, match="named 'time'"):
+        t(td)
+    td.names = ["time"]
+    assert t(td)["next", "episode_reward"].flatten().tolist() == [1.0, 3.0, 6.0]
+    with pytest.raises(KeyError, match="reward"):
+        RewardSum(in_keys=["reward"], out_keys=["s"])(td)
+    with pytest.raises(ValueError, match="same number of input and output keys"):
+        RewardSum(in_keys=["a", "b"], out_keys=["s"])
+    with pytest.raises(ValueError, match=r"Could not match the env reset_keys \['_reset'\] with the in_keys"):
+        RewardSum(in_keys=["a", "b"], reset_keys=["_reset"])._reset(td, td.empty())
+    with pytest.raises(ValueError, match="Could not match the env reset_keys"):
+        TransformedEnv(CountingEnv(batch_size=(2,)), RewardSum(reset_keys=[("some", "_reset")]))
+    env = TransformedEnv(CountingEnv(batch_size=(2,)), RewardSum(reward_spec=True))
+    assert "episode_reward" in env.reward_keys and "episode_reward" not in env.observation_spec.keys()
+    out = env.rollout(3)
+    assert torch.equal(out["next", "episode_reward"], out["next", "reward"].cumsum(1))
