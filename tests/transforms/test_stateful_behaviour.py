@@ -482,3 +482,13 @@ def test_reward_sum_offline_reward_spec_and_key_errors():
     assert "episode_reward" in env.reward_keys and "episode_reward" not in env.observation_spec.keys()
     out = env.rollout(3)
     assert torch.equal(out["next", "episode_reward"], out["next", "reward"].cumsum(1))
+
+
+def test_init_tracker_lists_its_keys_per_done_level():
+    from tests.envs.toy_envs import NestedCountingEnv
+
+    assert InitTracker(init_key="first").init_keys == ["first"]
+    env = TransformedEnv(NestedCountingEnv(), InitTracker())
+    assert env.transform.init_keys == ["is_init", ("agents", "is_init")]
+    td = env.reset()
+    assert all(td[key].all() for key in env.transform.init_keys)
