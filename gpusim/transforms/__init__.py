@@ -66,6 +66,7 @@ from gpusim.transforms.tensor_ops import Hash, Stack, UnaryTransform
 from gpusim.transforms.dreamer import DreamerDecoder
 from gpusim.transforms.conditional import ConditionalSkip
 from gpusim.transforms.expand_as import ExpandAs
+from gpusim.transforms.remove_empty import RemoveEmptySpecs
 
 __all__ = [
     "Transform",
@@ -134,6 +135,7 @@ __all__ = [
     "DreamerDecoder",
     "ConditionalSkip",
     "ExpandAs",
+    "RemoveEmptySpecs",
     "cat_frames",
     "rgb_to_grayscale",
 ]
