@@ -108,10 +108,10 @@ class InitTracker(Transform):
             >>> InitTracker()(TensorDict({}, []))
             Traceback (most recent call last):
             ...
-            NotImplementedError: InitTracker marks env resets; it has no offline forward. Use it in a TransformedEnv.
+            NotImplementedError: InitTracker cannot be executed without a parent env: it marks env resets; it has no offline forward. Use it in a TransformedEnv.
         """
         raise NotImplementedError(
-            "InitTracker marks env resets; it has no offline forward. Use it in a TransformedEnv."
+            "InitTracker cannot be executed without a parent env: it marks env resets; it has no offline forward. Use it in a TransformedEnv."
         )
 
     def __repr__(self) -> str:

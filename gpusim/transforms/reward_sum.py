@@ -325,10 +325,10 @@ class TargetReturn(_RewardTracker):
             >>> TargetReturn(10.0)(TensorDict({}, []))
             Traceback (most recent call last):
             ...
-            NotImplementedError: TargetReturn updates a target during env steps; it has no offline forward. Use it in a TransformedEnv.
+            NotImplementedError: TargetReturn cannot be executed without a parent env: it updates a target during env steps; it has no offline forward. Use it in a TransformedEnv.
         """
         raise NotImplementedError(
-            "TargetReturn updates a target during env steps; it has no offline forward. "
+            "TargetReturn cannot be executed without a parent env: it updates a target during env steps; it has no offline forward. "
             "Use it in a TransformedEnv."
         )
 

@@ -35,7 +35,7 @@ def _leaf_name(key, what: str) -> str:
     key = _keys.unravel(key)
     if isinstance(key, str):
         return key
-    raise ValueError(f"{what} must be a leaf name (it is placed at every done level), got {key!r}")
+    raise ValueError(f"{what} can only be of type str: a leaf name (it is placed at every done level), got {key!r}")
 
 
 class StepCounter(Transform):
@@ -214,10 +214,10 @@ class StepCounter(Transform):
             >>> StepCounter()(TensorDict({}, []))
             Traceback (most recent call last):
             ...
-            NotImplementedError: StepCounter counts env steps; it has no offline forward. Use it in a TransformedEnv.
+            NotImplementedError: StepCounter cannot be called independently: it counts env steps; it has no offline forward. Use it in a TransformedEnv.
         """
         raise NotImplementedError(
-            "StepCounter counts env steps; it has no offline forward. Use it in a TransformedEnv."
+            "StepCounter cannot be called independently: it counts env steps; it has no offline forward. Use it in a TransformedEnv."
         )
 
     def __repr__(self) -> str:

@@ -492,3 +492,23 @@ def test_init_tracker_lists_its_keys_per_done_level():
     assert env.transform.init_keys == ["is_init", ("agents", "is_init")]
     td = env.reset()
     assert all(td[key].all() for key in env.transform.init_keys)
+
+
+@pytest.mark.parametrize(
+    "call, error, phrase",
+    [
+        (lambda: StepCounter()(TensorDict()), NotImplementedError, "StepCounter cannot be called independently"),
+        (lambda: TimeMaxPool(in_keys=["o"])(TensorDict()), NotImplementedError, "TimeMaxPool cannot be called independently"),
+        (lambda: InitTracker()(TensorDict()), NotImplementedError, "InitTracker cannot be executed without a parent"),
+        (lambda: TargetReturn(1.0)(TensorDict()), NotImplementedError, "cannot be executed without a parent"),
+        (lambda: FrameSkipTransform(-1), ValueError, "frame_skip should have a value greater or equal to one"),
+        (lambda: FrameSkipTransform(2)._step(TensorDict({"next": {}}), TensorDict()), RuntimeError,
+         "parent not found for FrameSkipTransform"),
+        (lambda: InitTracker(init_key=("a", "b")), ValueError, "init_key can only be of type str"),
+        (lambda: Compose().pop(), IndexError, "index -1 is out of range"),
+    ],
+)
+def test_errors_carry_torchrl_phrases(call, error, phrase):
+    # TorchRL users match these phrases; the messages keep them (and say more)
+    with pytest.raises(error, match=phrase):
+        call()
