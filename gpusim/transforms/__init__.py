@@ -67,6 +67,7 @@ from gpusim.transforms.dreamer import DreamerDecoder
 from gpusim.transforms.conditional import ConditionalSkip
 from gpusim.transforms.expand_as import ExpandAs
 from gpusim.transforms.remove_empty import RemoveEmptySpecs
+from gpusim.transforms.timer import Timer
 
 __all__ = [
     "Transform",
@@ -136,6 +137,7 @@ __all__ = [
     "ConditionalSkip",
     "ExpandAs",
     "RemoveEmptySpecs",
+    "Timer",
     "cat_frames",
     "rgb_to_grayscale",
 ]

@@ -509,8 +509,7 @@ class TransformedEnv(EnvBase):
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         transform = self.transform
         base = self.base_env
-        if tensordict is not None:
-            tensordict = transform._reset_env_preprocess(tensordict)
+        tensordict = transform._reset_env_preprocess(tensordict)  # None included: a first reset
         base_masks = masks
         if [lvl.prefix for lvl in base.done_levels] != [lvl.prefix for lvl in masks.levels]:
             base_masks = base.episode.resolve(tensordict, masks.sparse)  # a transform changed the levels
