@@ -68,6 +68,7 @@ from gpusim.transforms.conditional import ConditionalSkip
 from gpusim.transforms.expand_as import ExpandAs
 from gpusim.transforms.remove_empty import RemoveEmptySpecs
 from gpusim.transforms.timer import Timer
+from gpusim.transforms.terminate import TerminateTransform
 
 __all__ = [
     "Transform",
@@ -138,6 +139,7 @@ __all__ = [
     "ExpandAs",
     "RemoveEmptySpecs",
     "Timer",
+    "TerminateTransform",
     "cat_frames",
     "rgb_to_grayscale",
 ]
