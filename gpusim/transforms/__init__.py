@@ -69,6 +69,7 @@ from gpusim.transforms.expand_as import ExpandAs
 from gpusim.transforms.remove_empty import RemoveEmptySpecs
 from gpusim.transforms.timer import Timer
 from gpusim.transforms.terminate import TerminateTransform
+from gpusim.transforms.random_truncation import RandomTruncationTransform
 
 __all__ = [
     "Transform",
@@ -140,6 +141,7 @@ __all__ = [
     "RemoveEmptySpecs",
     "Timer",
     "TerminateTransform",
+    "RandomTruncationTransform",
     "cat_frames",
     "rgb_to_grayscale",
 ]
