@@ -406,8 +406,11 @@ class Reward2GoTransform(Transform):
             done = done | trunc
         for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
             reward = tget(tensordict, in_key)
-            if reward is None:
-                continue
+            if reward is None:  # no silent no-op: the reward-to-go of absent rewards is undefined
+                raise KeyError(
+                    f"Reward2GoTransform: Could not find the reward entry {in_key!r} in the data (keys: "
+                    f"{sorted(map(str, tensordict.keys(True, True)))[:20]})"
+                )
             tset(tensordict, out_key, _reward_to_go(reward, done, self.gamma, tdim))
         return tensordict
 

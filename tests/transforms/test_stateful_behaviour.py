@@ -153,6 +153,8 @@ def test_reward2go_matches_documented_values():
     with pytest.raises(ValueError, match="replay") as err:
         TransformedEnv(StatelessCounter(), Reward2GoTransform())
     assert str(err.value) == Reward2GoTransform.ENV_ERR  # the documented message attribute
+    with pytest.raises(KeyError, match="Could not find the reward entry"):  # the reward lives under "next"
+        Reward2GoTransform().inv(TensorDict({"reward": reward, "next": {"done": done}}, [1, 10]))
     with pytest.raises(ValueError, match=Reward2GoTransform.ENV_ERR):  # usable as a pattern
         TransformedEnv(StatelessCounter(), Compose(Reward2GoTransform()))
 
