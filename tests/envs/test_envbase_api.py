@@ -87,7 +87,7 @@ def test_leaf_done_spec_makes_done_and_terminated():
 
     env = LeafDone(batch_size=(2,))
     assert sorted(env.done_keys) == ["done", "terminated", "truncated"]
-    td = env.rollout(3)
+    td = env.rollout(3, break_when_any_done=False)
     assert td["next", "terminated"].shape == (2, 3, 1)
 
 
