@@ -335,7 +335,7 @@ class Compose(Transform):
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
             >>> from gpusim.transforms import StepCounter, TransformedEnv
-            >>> env = TransformedEnv(CartPoleEnv(), StepCounter())
+            >>> env = TransformedEnv(CartPoleEnv(), Compose(StepCounter()))
             >>> t = env.transform.pop()
             >>> t.container is None, "step_count" in env.observation_spec.keys()
             (True, False)
@@ -372,7 +372,7 @@ class Compose(Transform):
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
             >>> from gpusim.transforms import TransformedEnv, VecNorm
-            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), VecNorm(in_keys=["observation"]))
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2]), Compose(VecNorm(in_keys=["observation"])))
             >>> copy = env.transform.clone()
             >>> copy.container is None, copy[0].stats is env.transform[0].stats
             (True, True)

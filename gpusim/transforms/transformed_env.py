@@ -631,7 +631,7 @@ class TransformedEnv(EnvBase):
             >>> norm = ObservationNorm(loc=0.0, scale=2.0, in_keys=["observation"])
             >>> env = TransformedEnv(CartPoleEnv(), norm)
             >>> sorted(env.state_dict())
-            ['transform.transforms.0.loc', 'transform.transforms.0.scale']
+            ['transform.loc', 'transform.scale']
         """
         return super().state_dict(*args, **kwargs)
 

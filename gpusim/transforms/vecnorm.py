@@ -105,7 +105,7 @@ class VecNorm(Transform):
         >>> from gpusim.transforms import TransformedEnv, VecNorm
         >>> env = TransformedEnv(CartPoleEnv(batch_size=[64], seed=0), VecNorm(in_keys=["observation"], decay=1.0))
         >>> td = env.rollout(5, break_when_any_done=False)
-        >>> vn = env.transform[0]
+        >>> vn = env.transform  # the single transform given
         >>> vn.stats["observation_count"].item()  # 64 reset rows + 5 steps of 64 rows
         384.0
         >>> vn.loc["observation"].shape, vn.scale["observation"].shape  # per-feature statistics
