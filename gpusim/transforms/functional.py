@@ -138,7 +138,9 @@ def cat_frames(
             unknown ``padding``.
 
     Examples:
-        See the module docstring.
+        >>> frames = torch.arange(4.0).view(1, 4, 1)  # one trajectory of 4 one-number frames
+        >>> cat_frames(frames, N=2, dim=-1, time_dim=-2, padding="same")[0].tolist()
+        [[0.0, 0.0], [0.0, 1.0], [1.0, 2.0], [2.0, 3.0]]
     """
     time_pos = _check_dims(tensor, dim, time_dim, padding)
     lead_time = tensor.shape[: time_pos + 1]
