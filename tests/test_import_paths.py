@@ -29,6 +29,7 @@ TRANSFORM_NAMES = ["Transform", "TransformedEnv", "Compose", "StepCounter", "Rew
         ("gpusim.data", ["Composite", "Bounded", "Unbounded", "Categorical", "OneHot", "NonTensor", "TensorSpec"]),
         ("gpusim.data.tensor_specs", ["Composite", "Bounded", "Unbounded", "Binary"]),
         ("gpusim", ["set_auto_unwrap_transformed_env", "auto_unwrap_transformed_env", "StepMDP"]),
+        ("gpusim.transforms.functional", ["cat_frames", "rgb_to_grayscale"]),
     ],
 )
 def test_torchrl_import_paths(module, names):

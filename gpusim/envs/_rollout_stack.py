@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._dispatch import select, threshold
@@ -79,11 +79,19 @@ def _stack_leaf(xs: list[torch.Tensor], dim: int, dest: torch.Tensor) -> None:
 
 
 def _output_bytes(td: TensorDictBase, steps: int) -> int:
+    if _has_lazy_stack(td):  # heterogeneous entries: torch.stack's lazy result, no buffers
+        return 0
     total = 0
     for value in td.values(True, True):
         if isinstance(value, torch.Tensor):
             total += value.numel() * value.element_size()
     return total * steps
+
+
+def _has_lazy_stack(td: TensorDictBase) -> bool:
+    if isinstance(td, LazyStackedTensorDict):
+        return True
+    return any(isinstance(v, TensorDictBase) and _has_lazy_stack(v) for v in td.values())
 
 
 def stack_steps_reference(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:

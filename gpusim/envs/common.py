@@ -743,7 +743,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @done_spec.setter
     def done_spec(self, value) -> None:
-        self.full_done_spec = self._wrap_leaf("done_spec", "done", value)
+        # a leaf done spec at the root makes both "done" and "terminated" entries, as in TorchRL
+        full = self._wrap_leaf("done_spec", "done", value)
+        if not isinstance(value, Composite) and list(full.keys()) == ["done"]:
+            full["terminated"] = full["done"].clone()
+        self.full_done_spec = full
 
     @property
     def observation_spec(self) -> Composite:
@@ -1211,15 +1215,46 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         out = []
         for k in self.action_keys:
             leaf = spec[k]
+            if -1 in leaf.shape and hasattr(leaf, "stack_dim"):
+                # heterogeneous leaf (lazy stack of unequal specs): checked part by part
+                parts = [(p.shape, p.dtype) for p in leaf.unbind(leaf.stack_dim)]
+                out.append((k, leaf.shape, leaf.dtype, parts))
+                continue
             squeezes = getattr(leaf, "_squeezes", None)
             out.append((k, leaf.shape, leaf.dtype, leaf.shape[:-1] if squeezes is not None and squeezes() else None))
         return out
+
+    def _check_stacked_action(self, tensordict: TensorDictBase, key: NestedKey, parts: list) -> None:
+        """The step-boundary check of a heterogeneous action leaf: one tensor per stacked spec."""
+        name = type(self).__name__
+        try:
+            values = tensordict.get(key, as_list=True)
+        except KeyError:
+            values = None
+        if values is None:
+            raise KeyError(f"{name}.step: the input has no action entry {_keys.fmt(key)}; write one first, e.g. "
+                           "env.rand_action(td) or a policy")
+        if isinstance(values, torch.Tensor):
+            values = list(values.unbind(self.full_action_spec[key].stack_dim))
+        if len(values) != len(parts):
+            raise ValueError(f"{name}.step: the action {_keys.fmt(key)} has {len(values)} stacked parts, expected "
+                             f"{len(parts)} (the action spec's lazy stack)")
+        for i, (value, (shape, dtype)) in enumerate(zip(values, parts)):
+            if value.shape != shape:
+                raise ValueError(f"{name}.step: part {i} of the action {_keys.fmt(key)} has shape {list(value.shape)}, "
+                                 f"expected {list(shape)} (the action spec's shape)")
+            if value.dtype != dtype:
+                raise TypeError(f"{name}.step: part {i} of the action {_keys.fmt(key)} has dtype {value.dtype}, "
+                                f"expected {dtype} (the action spec's dtype)")
 
     def _check_inputs(self, tensordict: TensorDictBase) -> None:
         actions, states = self._input_checks
         name = type(self).__name__
         lead = tensordict.batch_size if not self.batch_size and tensordict.batch_size else None
         for key, shape, dtype, squeezed in actions:
+            if isinstance(squeezed, list):
+                self._check_stacked_action(tensordict, key, squeezed)
+                continue
             if lead is not None:  # a batch-unlocked env fed a batch: the rows lead the spec shape
                 shape = lead + shape
             value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)

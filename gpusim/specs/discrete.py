@@ -614,6 +614,39 @@ class Binary(TensorSpec):
         values = torch.arange(2, device=self.device).to(self.dtype)
         return values.reshape(2, *([1] * self.ndim)).expand(2, *self._safe_shape).clone()
 
+    def unsqueeze(self, dim: int) -> Binary:
+        """Inserts a size-1 dim at ``dim``, the last position included: the bits are independent,
+        so any shape of 0/1 values is a Binary (``n`` becomes the new last dim), as in TorchRL.
+
+        Examples:
+            >>> spec = Binary(3, shape=(2, 3)).unsqueeze(-1)
+            >>> spec.shape, spec.n
+            (torch.Size([2, 3, 1]), 1)
+        """
+        d = dim + self.ndim + 1 if dim < 0 else dim
+        if not 0 <= d <= self.ndim:
+            raise ValueError(f"unsqueeze: dim {dim} is out of range for Binary with shape {tuple(self.shape)}")
+        shape = (*self.shape[:d], 1, *self.shape[d:])
+        return Binary(shape=shape, device=self.device, dtype=self.dtype)
+
+    def squeeze(self, dim: int | None = None) -> Binary:
+        """Removes size-1 dims (``dim`` or all of them), the last one included (see :meth:`unsqueeze`).
+
+        Examples:
+            >>> Binary(1, shape=(2, 1)).squeeze().shape
+            torch.Size([2])
+        """
+        if dim is None:
+            shape = tuple(s for s in self.shape if s != 1)
+        else:
+            d = dim + self.ndim if dim < 0 else dim
+            if not 0 <= d < self.ndim:
+                raise ValueError(f"squeeze: dim {dim} is out of range for Binary with shape {tuple(self.shape)}")
+            shape = tuple(s for i, s in enumerate(self.shape) if i != d or s != 1)
+        if shape == tuple(self.shape):
+            return self
+        return Binary(shape=shape, device=self.device, dtype=self.dtype)
+
     def _rand(self, full_shape: torch.Size) -> torch.Tensor:
         return rand_bits(full_shape, self.dtype, self.device)
 

@@ -95,6 +95,17 @@ class StackedComposite(_LazyStack, Composite):
         """
         return self._device
 
+    @device.setter
+    def device(self, value: Any) -> None:
+        # a StackedComposite set into a Composite with a device takes that device, like a
+        # Composite: every stacked Composite is moved there in place (None erases nothing)
+        if value is None:
+            if self._device is not None:
+                raise RuntimeError("To erase the device of a StackedComposite, call spec.clear_device_().")
+            return
+        for spec in self._specs:
+            spec.device = value
+
     @property
     def is_locked(self) -> bool:  # type: ignore[override]
         """Whether every stacked Composite is locked.

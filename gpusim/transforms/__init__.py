@@ -61,8 +61,15 @@ from gpusim.transforms.action_maps import ActionScaling, FlattenAction
 from gpusim.transforms.action_discretizer import ActionDiscretizer
 from gpusim.transforms.reward_ops import LineariseRewards, SignTransform, SuccessReward
 from gpusim.transforms import functional
+from gpusim.transforms.functional import cat_frames, rgb_to_grayscale
 from gpusim.transforms.tensor_ops import Hash, Stack, UnaryTransform
 from gpusim.transforms.dreamer import DreamerDecoder
+from gpusim.transforms.conditional import ConditionalSkip
+from gpusim.transforms.expand_as import ExpandAs
+from gpusim.transforms.remove_empty import RemoveEmptySpecs
+from gpusim.transforms.timer import Timer
+from gpusim.transforms.terminate import TerminateTransform
+from gpusim.transforms.random_truncation import RandomTruncationTransform
 
 __all__ = [
     "Transform",
@@ -129,4 +136,12 @@ __all__ = [
     "Stack",
     "UnaryTransform",
     "DreamerDecoder",
+    "ConditionalSkip",
+    "ExpandAs",
+    "RemoveEmptySpecs",
+    "Timer",
+    "TerminateTransform",
+    "RandomTruncationTransform",
+    "cat_frames",
+    "rgb_to_grayscale",
 ]

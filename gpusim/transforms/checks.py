@@ -10,7 +10,7 @@ Examples:
     >>> FiniteTensorDictCheck()(TensorDict({"obs": torch.tensor([float("nan")])}, []))
     Traceback (most recent call last):
     ...
-    ValueError: FiniteTensorDictCheck: non-finite values at key 'obs': tensor([nan])
+    ValueError: Encountered a non-finite tensor: FiniteTensorDictCheck found non-finite values at key 'obs': tensor([nan])
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class FiniteTensorDictCheck(Transform):
         >>> env.step(env.rand_action(td))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: FiniteTensorDictCheck: non-finite values at key 'observation': tensor([    inf, ...])
+        ValueError: Encountered a non-finite tensor: FiniteTensorDictCheck found non-finite values at key 'observation': tensor([    inf, ...])
     """
 
     def __init__(self) -> None:
@@ -61,7 +61,7 @@ class FiniteTensorDictCheck(Transform):
             for key, value in items:
                 if not bool(torch.isfinite(value).all()):
                     raise ValueError(
-                        f"FiniteTensorDictCheck: non-finite values at key {fmt_key(key)}: "
+                        f"Encountered a non-finite tensor: FiniteTensorDictCheck found non-finite values at key {fmt_key(key)}: "
                         f"{value.flatten()[:8]}"
                     )
         return next_tensordict

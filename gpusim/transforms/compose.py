@@ -341,6 +341,8 @@ class Compose(Transform):
             (True, False)
         """
         items = list(self.transforms)
+        if not -len(items) <= index < len(items):
+            raise IndexError(f"Compose.pop: index {index} is out of range (the Compose has {len(items)} transforms)")
         t = items.pop(index)
         self.transforms = nn.ModuleList(items)
         t._detach_container()

@@ -53,7 +53,7 @@ class FrameSkipTransform(Transform):
 
     def __init__(self, frame_skip: int = 1) -> None:
         if isinstance(frame_skip, bool) or not isinstance(frame_skip, int) or frame_skip < 1:
-            raise ValueError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
+            raise ValueError(f"frame_skip should have a value greater or equal to one (an int >= 1), got {frame_skip!r}")
         super().__init__()
         self.frame_skip = frame_skip
 
@@ -62,7 +62,7 @@ class FrameSkipTransform(Transform):
             return next_tensordict
         parent = self.parent
         if parent is None:
-            raise RuntimeError("FrameSkipTransform needs a parent env (use it in a TransformedEnv)")
+            raise RuntimeError("parent not found for FrameSkipTransform: it needs a parent env (use it in a TransformedEnv)")
         reward_keys = parent.reward_keys
         episode = parent.episode
         # stopping once every row is done saves steps; only where done rows are read on the host
@@ -100,9 +100,9 @@ class FrameSkipTransform(Transform):
             >>> FrameSkipTransform(2)(TensorDict({}, []))
             Traceback (most recent call last):
             ...
-            NotImplementedError: FrameSkipTransform repeats env steps; it has no offline forward.
+            NotImplementedError: FrameSkipTransform can only be used when appended to a transformed env: it repeats env steps; it has no offline forward.
         """
-        raise NotImplementedError("FrameSkipTransform repeats env steps; it has no offline forward.")
+        raise NotImplementedError("FrameSkipTransform can only be used when appended to a transformed env: it repeats env steps; it has no offline forward.")
 
     def __repr__(self) -> str:
         return f"FrameSkipTransform(frame_skip={self.frame_skip})"

@@ -57,6 +57,21 @@ class InitTracker(Transform):
             plan = [(self.init_key, torch.Size(shape))]
         return plan
 
+    @property
+    def init_keys(self) -> list:
+        """The flag entries, one per done level of the parent (``[init_key]`` without one).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> TransformedEnv(CartPoleEnv(), InitTracker()).transform.init_keys
+            ['is_init']
+        """
+        plan = self.__dict__["_plan"]
+        if plan is None:
+            return [self.init_key]
+        return [key for key, _ in plan]
+
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         plan = []
         for level in done_levels_of(output_spec):
@@ -93,10 +108,10 @@ class InitTracker(Transform):
             >>> InitTracker()(TensorDict({}, []))
             Traceback (most recent call last):
             ...
-            NotImplementedError: InitTracker marks env resets; it has no offline forward. Use it in a TransformedEnv.
+            NotImplementedError: InitTracker cannot be executed without a parent env: it marks env resets; it has no offline forward. Use it in a TransformedEnv.
         """
         raise NotImplementedError(
-            "InitTracker marks env resets; it has no offline forward. Use it in a TransformedEnv."
+            "InitTracker cannot be executed without a parent env: it marks env resets; it has no offline forward. Use it in a TransformedEnv."
         )
 
     def __repr__(self) -> str:

@@ -114,7 +114,7 @@ class NoopResetEnv(Transform):
             return tensordict_reset
         parent = self.parent
         if parent is None:
-            raise RuntimeError("NoopResetEnv needs a parent env (use it in a TransformedEnv)")
+            raise RuntimeError("NoopResetEnv.parent not found. Make sure that the parent is set: NoopResetEnv needs a parent env (use it in a TransformedEnv)")
         batch = parent.batch_size
         levels = parent.done_levels or default_levels(batch)
         if len(levels) > 1:

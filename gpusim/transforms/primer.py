@@ -42,10 +42,14 @@ class TensorDictPrimer(Transform):
         default_value: the reset value when ``random=False``: a number, a callable returning a
             tensor (broadcast to the spec shape), or a dict of those per key.
         reset_key: accepted for API compatibility (the parent's ``"_reset"`` merge is used).
-        **kwargs: primers given as keyword arguments (``hidden=Unbounded((3,))``).
+        expand_specs: ``False``: every primer must already start with the env's batch dims
+            (raises otherwise when the specs are computed); ``True`` or ``None``: primers without
+            them are expanded to the env's batch size (TorchRL's documented behaviour).
+        **kwargs: primers given as keyword arguments (``hidden=Unbounded((3,))``). A primer may
+            be a Composite: its leaves are primed under its key.
 
     Raises:
-        ValueError: no primers, both ``primers`` and keyword primers, or a non-spec primer.
+        ValueError: both ``primers`` and keyword primers, or a non-spec primer.
 
     Examples:
         A recurrent state that a policy updates and the env carries from step to step:
@@ -71,19 +75,23 @@ class TensorDictPrimer(Transform):
         random: bool | None = False,
         default_value: float | Callable | Mapping | None = 0.0,
         reset_key: NestedKey | None = None,
+        expand_specs: bool | None = None,
         **kwargs: Any,
     ) -> None:
         if primers is not None and kwargs:
             raise ValueError("TensorDictPrimer takes primers either as a dict/Composite or as kwargs, not both")
         if primers is None:
             primers = kwargs
-        items = (
-            [(k, primers[k]) for k in primers.keys(True, True)]
-            if isinstance(primers, Composite)
-            else list(primers.items())
-        )
-        if not items:
-            raise ValueError("TensorDictPrimer needs at least one primer spec")
+        items = []
+        for key, spec in (primers.items() if not isinstance(primers, Composite) else [(None, primers)]):
+            if isinstance(spec, Composite):  # its leaves, under its key
+                prefix = () if key is None else _keys.unravel(key)
+                prefix = prefix if isinstance(prefix, tuple) else (prefix,)
+                for leaf in spec.keys(True, True):
+                    leaf = leaf if isinstance(leaf, tuple) else (leaf,)
+                    items.append((_keys.unravel((*prefix, *leaf)), spec[leaf]))
+            else:
+                items.append((key, spec))
         specs = {}
         for key, spec in items:
             if not isinstance(spec, TensorSpec):
@@ -99,6 +107,7 @@ class TensorDictPrimer(Transform):
         self.random = bool(random)
         self.default_value = 0.0 if default_value is None else default_value
         self.reset_key = reset_key
+        self.expand_specs = expand_specs
         self.__dict__["_specs"] = dict(specs)  # expanded to the env batch size
 
     @property
@@ -131,8 +140,13 @@ class TensorDictPrimer(Transform):
     def out_keys(self, value) -> None:
         pass
 
-    def _expand(self, spec: TensorSpec, batch_size: torch.Size, device) -> TensorSpec:
+    def _expand(self, spec: TensorSpec, batch_size: torch.Size, device, key: NestedKey = None) -> TensorSpec:
         if tuple(spec.shape[: len(batch_size)]) != tuple(batch_size):
+            if self.__dict__.get("expand_specs") is False:
+                raise ValueError(
+                    f"TensorDictPrimer: the primer {key!r} has shape {list(spec.shape)}, which does not start with "
+                    f"the env batch size {list(batch_size)} (expand_specs=False)"
+                )
             spec = spec.expand(*batch_size, *spec.shape)
         if device is not None and spec.device != torch.device(device):
             spec = spec.to(device)
@@ -143,7 +157,7 @@ class TensorDictPrimer(Transform):
         device = output_spec.device
         specs = {}
         for key, spec in self.primers.items():
-            spec = self._expand(spec, output_spec.shape, device)
+            spec = self._expand(spec, output_spec.shape, device, key)
             specs[key] = spec
             obs_spec[key] = spec.clone()
         self.__dict__["_specs"] = specs

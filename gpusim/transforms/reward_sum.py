@@ -122,13 +122,20 @@ class RewardSum(_RewardTracker):
         in_keys: reward keys to sum (default: the parent env's reward keys, else ``"reward"``).
         out_keys: the sums (default: the in_keys with ``"episode_"`` prepended to the last name,
             e.g. ``("agents", "episode_reward")``).
-        reset_keys: accepted for API compatibility; the ``"_reset"`` entries of the parent's
-            done levels are always honoured (through the reset merge).
+        reset_keys: the reset entries, one per ``in_key``; each must be a reset key of the parent
+            (the ``"_reset"`` entries of the parent's done levels are honoured through the reset
+            merge). Default: the parent's.
 
-    The sum is zeroed on reset rows only and appears in the observation spec (and in the state
-    spec, as it is read back at the next step).
+    Keyword Args:
+        reward_spec: register the sums in the reward spec instead of the observation spec.
+
+    The sum is zeroed on reset rows only and appears in the observation spec (or the reward spec)
+    and in the state spec, as it is read back at the next step. Offline (``forward``), the sum is
+    the cumulative sum along the dim of the data named ``"time"``.
 
     Raises:
+        ValueError: ``in_keys`` and ``out_keys`` of different lengths; ``reset_keys`` that do not
+            match the ``in_keys`` (their number, or a key that is not a reset key of the parent).
         KeyError: (when the env is built) an ``in_key`` that is not a reward key of the parent.
 
     Examples:
@@ -148,14 +155,55 @@ class RewardSum(_RewardTracker):
         in_keys: Sequence[NestedKey] | None = None,
         out_keys: Sequence[NestedKey] | None = None,
         reset_keys: Sequence[NestedKey] | None = None,
+        *,
+        reward_spec: bool = False,
     ) -> None:
+        if in_keys is not None and out_keys is not None:
+            n_in = 1 if isinstance(in_keys, (str, tuple)) else len(in_keys)
+            n_out = 1 if isinstance(out_keys, (str, tuple)) else len(out_keys)
+            if n_in != n_out:
+                raise ValueError(
+                    f"RewardSum expects the same number of input and output keys, got in_keys={in_keys} and "
+                    f"out_keys={out_keys}"
+                )
         super().__init__(in_keys=in_keys, out_keys=out_keys)
+        if isinstance(reset_keys, (str, tuple)):
+            reset_keys = [reset_keys]
         self.reset_keys = None if reset_keys is None else [_keys.unravel(k) for k in reset_keys]
+        self.reward_spec = bool(reward_spec)
 
     def _default_out_key(self, in_key: NestedKey) -> NestedKey:
         return _prefix_last(in_key, "episode_")
 
+    def _check_reset_keys(self, parent_reset_keys: Sequence[NestedKey] | None = None) -> None:
+        reset_keys = self.reset_keys
+        if reset_keys is None:
+            return
+        bad = len(reset_keys) != len(self.in_keys)
+        if not bad and parent_reset_keys is not None:
+            bad = any(k not in parent_reset_keys for k in reset_keys)
+        if bad:
+            raise ValueError(
+                f"Could not match the env reset_keys {reset_keys} with the in_keys {self.in_keys}: give one reset key "
+                f"per in_key, each a reset key of the parent env"
+                + ("" if parent_reset_keys is None else f" ({list(parent_reset_keys)})")
+            )
+
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        output_spec = super().transform_output_spec(output_spec)
+        levels = _keys.done_levels(output_spec["full_done_spec"], output_spec.shape)
+        self._check_reset_keys([level.reset_key for level in levels])
+        if self.reward_spec:  # the sums are reward entries, not observations
+            obs_spec = output_spec["full_observation_spec"]
+            reward_spec = output_spec["full_reward_spec"]
+            for out_key in self.out_keys:
+                spec = obs_spec[out_key]
+                del obs_spec[out_key]
+                reward_spec[out_key] = spec
+        return output_spec
+
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        self._check_reset_keys()
         for out_key in self.out_keys:
             tset(tensordict_reset, out_key, self._init_value(tensordict_reset, out_key))
         return tensordict_reset
@@ -170,22 +218,40 @@ class RewardSum(_RewardTracker):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Not available: the sum is made by env steps (use the transform in a ``TransformedEnv``).
+        """Offline: the cumulative sum of every ``in_key`` along the dim named ``"time"``.
+
+        Args:
+            tensordict: stored data with a batch dim named ``"time"`` (written in place).
+
+        Returns:
+            ``tensordict`` with the ``out_keys``.
 
         Raises:
-            NotImplementedError: always.
+            ValueError: no batch dim is named ``"time"``.
+            KeyError: an ``in_key`` is missing.
 
         Examples:
             >>> from tensordict import TensorDict
-            >>> RewardSum()(TensorDict({}, []))
-            Traceback (most recent call last):
-            ...
-            NotImplementedError: RewardSum tracks rewards during env steps; it has no offline forward. Use it in a TransformedEnv.
+            >>> td = TensorDict({"next": {"reward": torch.ones(1, 3, 1)}}, [1, 3], names=[None, "time"])
+            >>> t = RewardSum(in_keys=[("next", "reward")], out_keys=[("next", "episode_reward")])
+            >>> t(td)["next", "episode_reward"].flatten().tolist()
+            [1.0, 2.0, 3.0]
         """
-        raise NotImplementedError(
-            "RewardSum tracks rewards during env steps; it has no offline forward. "
-            "Use it in a TransformedEnv."
-        )
+        names = tensordict.names if tensordict.batch_dims else []
+        if "time" not in names:
+            raise ValueError(
+                "At least one dimension of the tensordict must be named 'time' in offline mode: RewardSum sums "
+                f"along it (names: {list(names)})"
+            )
+        dim = list(names).index("time")
+        in_keys = self.in_keys or ["reward"]
+        out_keys = self.out_keys if self.in_keys else [self._default_out_key("reward")]
+        for in_key, out_key in zip(in_keys, out_keys):
+            reward = tensordict.get(in_key, None)
+            if reward is None:
+                raise KeyError(f"RewardSum: the data has no entry {in_key!r}")
+            tensordict.set(out_key, reward.cumsum(dim))
+        return tensordict
 
 
 class TargetReturn(_RewardTracker):
@@ -259,10 +325,10 @@ class TargetReturn(_RewardTracker):
             >>> TargetReturn(10.0)(TensorDict({}, []))
             Traceback (most recent call last):
             ...
-            NotImplementedError: TargetReturn updates a target during env steps; it has no offline forward. Use it in a TransformedEnv.
+            NotImplementedError: TargetReturn cannot be executed without a parent env: it updates a target during env steps; it has no offline forward. Use it in a TransformedEnv.
         """
         raise NotImplementedError(
-            "TargetReturn updates a target during env steps; it has no offline forward. "
+            "TargetReturn cannot be executed without a parent env: it updates a target during env steps; it has no offline forward. "
             "Use it in a TransformedEnv."
         )
 
@@ -295,6 +361,11 @@ class Reward2GoTransform(Transform):
     """
 
     invertible = True
+    #: the message of the ValueError raised when the transform is used within an environment
+    ENV_ERR = (
+        "Reward2GoTransform is an inverse transform for stored trajectories, e.g. in a replay buffer; "
+        "it cannot be used within an environment"
+    )
 
     def __init__(
         self,
@@ -335,8 +406,11 @@ class Reward2GoTransform(Transform):
             done = done | trunc
         for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
             reward = tget(tensordict, in_key)
-            if reward is None:
-                continue
+            if reward is None:  # no silent no-op: the reward-to-go of absent rewards is undefined
+                raise KeyError(
+                    f"Reward2GoTransform: Could not find the reward entry {in_key!r} in the data (keys: "
+                    f"{sorted(map(str, tensordict.keys(True, True)))[:20]})"
+                )
             tset(tensordict, out_key, _reward_to_go(reward, done, self.gamma, tdim))
         return tensordict
 
@@ -365,12 +439,9 @@ class Reward2GoTransform(Transform):
             >>> Reward2GoTransform().transform_output_spec(CartPoleEnv().output_spec)
             Traceback (most recent call last):
             ...
-            ValueError: Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); it cannot be used within an environment
+            ValueError: Reward2GoTransform is an inverse transform for stored trajectories, e.g. in a replay buffer; it cannot be used within an environment
         """
-        raise ValueError(
-            "Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); "
-            "it cannot be used within an environment"
-        )
+        raise ValueError(self.ENV_ERR)
 
     def set_container(self, container: "Transform | EnvBase") -> None:
         """Registers the transform in a ``Compose``; an environment is refused.
@@ -388,15 +459,12 @@ class Reward2GoTransform(Transform):
             >>> TransformedEnv(CartPoleEnv(), Reward2GoTransform())
             Traceback (most recent call last):
             ...
-            ValueError: Reward2GoTransform is an inverse transform for stored trajectories (replay buffers); it cannot be used within an environment
+            ValueError: Reward2GoTransform is an inverse transform for stored trajectories, e.g. in a replay buffer; it cannot be used within an environment
         """
         from gpusim.envs.common import EnvBase
 
         if isinstance(container, EnvBase):
-            raise ValueError(
-                "Reward2GoTransform is an inverse transform for stored trajectories (replay "
-                "buffers); it cannot be used within an environment"
-            )
+            raise ValueError(self.ENV_ERR)
         super().set_container(container)
 
     def __repr__(self) -> str:

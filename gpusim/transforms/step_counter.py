@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
 
 from gpusim.envs import _keys
 from gpusim.specs import Bounded, Categorical, Composite
@@ -37,7 +38,7 @@ def _leaf_name(key, what: str) -> str:
     key = _keys.unravel(key)
     if isinstance(key, str):
         return key
-    raise ValueError(f"{what} must be a leaf name (it is placed at every done level), got {key!r}")
+    raise ValueError(f"{what} can only be of type str: a leaf name (it is placed at every done level), got {key!r}")
 
 
 class StepCounter(Transform):
@@ -106,6 +107,36 @@ class StepCounter(Transform):
             shape = done.shape if done is not None else (*tensordict.batch_size, 1)
             plan = [(self.step_count_key, self.truncated_key, "done", torch.Size(shape))]
         return plan
+
+    @property
+    def step_count_keys(self) -> list[NestedKey]:
+        """The count entries, one per done level of the parent (``[step_count_key]`` without one).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(PendulumEnv(), StepCounter()).transform.step_count_keys
+            ['step_count']
+        """
+        plan = self.__dict__["_plan"]
+        if plan is None:
+            return [self.step_count_key]
+        return [count_key for count_key, *_ in plan]
+
+    @property
+    def truncated_keys(self) -> list[NestedKey]:
+        """The truncated entries, one per done level of the parent (``[truncated_key]`` without one).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(PendulumEnv(), StepCounter(10)).transform.truncated_keys
+            ['truncated']
+        """
+        plan = self.__dict__["_plan"]
+        if plan is None:
+            return [self.truncated_key]
+        return [trunc_key for _, trunc_key, *_ in plan]
 
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:
@@ -186,10 +217,10 @@ class StepCounter(Transform):
             >>> StepCounter()(TensorDict({}, []))
             Traceback (most recent call last):
             ...
-            NotImplementedError: StepCounter counts env steps; it has no offline forward. Use it in a TransformedEnv.
+            NotImplementedError: StepCounter cannot be called independently: it counts env steps; it has no offline forward. Use it in a TransformedEnv.
         """
         raise NotImplementedError(
-            "StepCounter counts env steps; it has no offline forward. Use it in a TransformedEnv."
+            "StepCounter cannot be called independently: it counts env steps; it has no offline forward. Use it in a TransformedEnv."
         )
 
     def __repr__(self) -> str:

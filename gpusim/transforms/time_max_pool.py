@@ -166,10 +166,10 @@ class TimeMaxPool(Transform):
             >>> TimeMaxPool(T=2)(TensorDict({}, []))
             Traceback (most recent call last):
             ...
-            NotImplementedError: TimeMaxPool pools env steps; it has no offline forward. Use it in a TransformedEnv.
+            NotImplementedError: TimeMaxPool cannot be called independently: it pools env steps; it has no offline forward. Use it in a TransformedEnv.
         """
         raise NotImplementedError(
-            "TimeMaxPool pools env steps; it has no offline forward. Use it in a TransformedEnv."
+            "TimeMaxPool cannot be called independently: it pools env steps; it has no offline forward. Use it in a TransformedEnv."
         )
 
     def __repr__(self) -> str:

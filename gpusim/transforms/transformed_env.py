@@ -30,6 +30,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from gpusim.envs import _partial
 from gpusim.envs.common import TRANSFORM_HOOKS, EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.specs import Composite
@@ -207,9 +208,9 @@ class TransformedEnv(EnvBase):
         >>> env = TransformedEnv(CartPoleEnv(batch_size=[4], seed=0), Compose(StepCounter(500), RewardSum()))
         >>> env.observation_keys
         ['observation', 'step_count', 'episode_reward']
-        >>> td = env.rollout(10)
+        >>> td = env.rollout(5)  # (random actions: no CartPole episode ends within 5 steps)
         >>> td.shape, td["next", "episode_reward"][:, -1].flatten().tolist()
-        (torch.Size([4, 10]), [10.0, 10.0, 10.0, 10.0])
+        (torch.Size([4, 5]), [5.0, 5.0, 5.0, 5.0])
 
         Wrapping a transformed env flattens it (``auto_unwrap``):
 
@@ -482,6 +483,16 @@ class TransformedEnv(EnvBase):
         td_in = transform.inv(tensordict) if self._needs_inv else tensordict
         for key in self._inv_exports:  # inverse outputs that the caller's data records
             tensordict.set(key, td_in.get(key))
+        partial = td_in.pop("_step", None) if self._needs_inv else None
+        if partial is not None:  # an inverse (ConditionalSkip) selected the rows to step
+            mask = _partial.step_mask(self, partial, td_in.batch_size)
+            if self._sparse_now():
+                if not bool(mask.any()):  # nothing steps: neither the base env nor the transforms
+                    return _partial.skip_next(self, tensordict, clone=True)
+                if bool(mask.all()):
+                    partial = None
+            if partial is not None:
+                return transform._step(tensordict, self.base_env._step_rows(td_in, mask))
         next_tensordict = self.base_env._step_output(td_in)
         return transform._step(tensordict, next_tensordict)
 
@@ -512,8 +523,7 @@ class TransformedEnv(EnvBase):
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         transform = self.transform
         base = self.base_env
-        if tensordict is not None:
-            tensordict = transform._reset_env_preprocess(tensordict)
+        tensordict = transform._reset_env_preprocess(tensordict)  # None included: a first reset
         base_masks = masks
         if [lvl.prefix for lvl in base.done_levels] != [lvl.prefix for lvl in masks.levels]:
             base_masks = base.episode.resolve(tensordict, masks.sparse)  # a transform changed the levels

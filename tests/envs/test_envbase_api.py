@@ -77,6 +77,20 @@ def test_observation_spec_accepts_a_leaf():
     assert list(env.observation_spec.keys()) == ["observation"]
 
 
+def test_leaf_done_spec_makes_done_and_terminated():
+    class LeafDone(CountingEnv):
+        def __init__(self, batch_size):
+            super().__init__(batch_size=batch_size)
+            self.done_spec = Categorical(2, (*batch_size, 1), dtype=torch.bool)
+            assert sorted(self.full_done_spec.keys()) == ["done", "terminated"]
+            self.full_done_spec["truncated"] = self.full_done_spec["terminated"].clone()
+
+    env = LeafDone(batch_size=(2,))
+    assert sorted(env.done_keys) == ["done", "terminated", "truncated"]
+    td = env.rollout(3, break_when_any_done=False)
+    assert td["next", "terminated"].shape == (2, 3, 1)
+
+
 def test_spec_lock_kwarg_and_setter():
     env = CountingEnv(spec_locked=False)  # __init__ does not take it: the metaclass does
     assert not env.is_spec_locked and not env.output_spec.is_locked

@@ -243,3 +243,18 @@ def test_check_spec_encode_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
     bounded.memoize_encode()
     with pytest.raises(AssertionError, match="out of bounds"):
         bounded.encode([3.0, 0.0])
+
+
+def test_binary_unsqueeze_and_squeeze_reach_the_bit_dim():
+    bits = Binary(3, shape=(2, 3), dtype=torch.bool)
+    last = bits.unsqueeze(-1)
+    assert last.shape == (2, 3, 1) and last.n == 1 and last.dtype == torch.bool
+    assert last.expand(4, 2, 3, 1).shape == (4, 2, 3, 1)
+    assert last.is_in(last.rand()) and last.rand().shape == (2, 3, 1)
+    assert bits.unsqueeze(0).shape == (1, 2, 3)
+    back = last.squeeze(-1)
+    assert back == bits
+    assert Binary(1, shape=(2, 1)).squeeze().shape == (2,)
+    assert Binary(1, shape=(2, 1)).squeeze(0).shape == (2, 1)  # size 2: unchanged
+    with pytest.raises(ValueError, match="out of range"):
+        bits.unsqueeze(3)

@@ -240,3 +240,15 @@ def test_stack_composites_dense_and_devices() -> None:
     assert type(out) is Composite and out.shape == (3, 2) and out["x"].shape == (3, 2)
     td = TensorDict({"x": torch.zeros(3, 2)}, [3, 2])
     assert out.is_in(td)
+
+
+def test_stacked_composite_takes_the_device_of_the_composite_it_is_set_into():
+    a = Composite(x=Unbounded(shape=(3,)))
+    b = Composite(x=Unbounded(shape=(3,)), y=Categorical(2))
+    hetero = torch.stack([a, b], 0)
+    assert hetero.device is None
+    parent = Composite(agents=hetero, shape=(2,), device="cpu")
+    assert parent["agents"].device == torch.device("cpu")
+    assert a.device == b.device == b["y"].device == torch.device("cpu")
+    with pytest.raises(RuntimeError, match="clear_device_"):
+        hetero.device = None

@@ -59,7 +59,6 @@ def _const_policy(value):
         (lambda: NoopResetEnv(noops=-1), "noops"),
         (lambda: FrameSkipTransform(0), "frame_skip"),
         (lambda: TargetReturn(1.0, mode="grow"), "mode"),
-        (lambda: TensorDictPrimer(), "primer"),
         (lambda: TensorDictPrimer({"a": 3.0}), "TensorSpec"),
     ],
 )
@@ -151,8 +150,13 @@ def test_reward2go_matches_documented_values():
     out = Reward2GoTransform(gamma=1.0).inv(td)
     assert out["next", "reward"].flatten().tolist() == [4, 3, 2, 1, 2, 1, 2, 1, 2, 1]
     assert Reward2GoTransform()(td) is td  # forward: unchanged
-    with pytest.raises(ValueError, match="replay"):
+    with pytest.raises(ValueError, match="replay") as err:
         TransformedEnv(StatelessCounter(), Reward2GoTransform())
+    assert str(err.value) == Reward2GoTransform.ENV_ERR  # the documented message attribute
+    with pytest.raises(KeyError, match="Could not find the reward entry"):  # the reward lives under "next"
+        Reward2GoTransform().inv(TensorDict({"reward": reward, "next": {"done": done}}, [1, 10]))
+    with pytest.raises(ValueError, match=Reward2GoTransform.ENV_ERR):  # usable as a pattern
+        TransformedEnv(StatelessCounter(), Compose(Reward2GoTransform()))
 
 
 # ---------------------------------------------------------------------------------- InitTracker
@@ -430,3 +434,83 @@ def test_vecnorm_partial_reset_statistics_sum_the_reset_rows_only(batch, backend
     torch.testing.assert_close(stats[0], xr.sum(0), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(stats[1], (xr * xr).sum(0), rtol=1e-5, atol=1e-4)
     assert float(stats[2]) == float(mask.sum())
+
+
+def test_step_counter_lists_its_keys_per_done_level():
+    from tests.envs.toy_envs import NestedCountingEnv
+
+    assert StepCounter().step_count_keys == ["step_count"]  # no parent: the root key
+    env = TransformedEnv(NestedCountingEnv(), StepCounter(5))
+    assert env.transform.step_count_keys == ["step_count", ("agents", "step_count")]
+    assert env.transform.truncated_keys == ["truncated", ("agents", "truncated")]
+    td = env.rollout(2)  # batch (): the time dim leads
+    for key in env.transform.step_count_keys:
+        assert td["next", key][0].eq(1).all() and td["next", key][1].eq(2).all()
+
+
+def test_primer_composite_values_empty_primers_and_expand_specs():
+    from gpusim.specs import Bounded, Composite
+
+    env = TransformedEnv(
+        CountingEnv(batch_size=(2,)),
+        TensorDictPrimer(memory=Composite(b=Bounded(-3, 3, (4,))), default_value=1.0),
+    )
+    td = env.reset()
+    assert td["memory", "b"].shape == (2, 4) and (td["memory", "b"] == 1).all()
+    assert ("memory", "b") in env.state_keys
+    assert TensorDictPrimer().out_keys == []  # no primer: a no-op transform
+    stacked = TensorDictPrimer(Composite(h=Unbounded((2, 4)), shape=(2,)), expand_specs=False)
+    assert TransformedEnv(CountingEnv(batch_size=(2,)), stacked).reset()["h"].shape == (2, 4)
+    with pytest.raises(ValueError, match=r"primer 'h' has shape \[4\].*expand_specs=False"):
+        TransformedEnv(CountingEnv(batch_size=(2,)), TensorDictPrimer(h=Unbounded((4,)), expand_specs=False))
+
+
+def test_reward_sum_offline_reward_spec_and_key_errors():
+    td = TensorDict({"next": {"reward": torch.tensor([[1.0], [2.0], [3.0]])}}, [3])
+    t = RewardSum(in_keys=[("next", "reward")], out_keys=[("next", "episode_reward")])
+    with pytest.raises(ValueError, match="named 'time'"):
+        t(td)
+    td.names = ["time"]
+    assert t(td)["next", "episode_reward"].flatten().tolist() == [1.0, 3.0, 6.0]
+    with pytest.raises(KeyError, match="reward"):
+        RewardSum(in_keys=["reward"], out_keys=["s"])(td)
+    with pytest.raises(ValueError, match="same number of input and output keys"):
+        RewardSum(in_keys=["a", "b"], out_keys=["s"])
+    with pytest.raises(ValueError, match=r"Could not match the env reset_keys \['_reset'\] with the in_keys"):
+        RewardSum(in_keys=["a", "b"], reset_keys=["_reset"])._reset(td, td.empty())
+    with pytest.raises(ValueError, match="Could not match the env reset_keys"):
+        TransformedEnv(CountingEnv(batch_size=(2,)), RewardSum(reset_keys=[("some", "_reset")]))
+    env = TransformedEnv(CountingEnv(batch_size=(2,)), RewardSum(reward_spec=True))
+    assert "episode_reward" in env.reward_keys and "episode_reward" not in env.observation_spec.keys()
+    out = env.rollout(3)
+    assert torch.equal(out["next", "episode_reward"], out["next", "reward"].cumsum(1))
+
+
+def test_init_tracker_lists_its_keys_per_done_level():
+    from tests.envs.toy_envs import NestedCountingEnv
+
+    assert InitTracker(init_key="first").init_keys == ["first"]
+    env = TransformedEnv(NestedCountingEnv(), InitTracker())
+    assert env.transform.init_keys == ["is_init", ("agents", "is_init")]
+    td = env.reset()
+    assert all(td[key].all() for key in env.transform.init_keys)
+
+
+@pytest.mark.parametrize(
+    "call, error, phrase",
+    [
+        (lambda: StepCounter()(TensorDict()), NotImplementedError, "StepCounter cannot be called independently"),
+        (lambda: TimeMaxPool(in_keys=["o"])(TensorDict()), NotImplementedError, "TimeMaxPool cannot be called independently"),
+        (lambda: InitTracker()(TensorDict()), NotImplementedError, "InitTracker cannot be executed without a parent"),
+        (lambda: TargetReturn(1.0)(TensorDict()), NotImplementedError, "cannot be executed without a parent"),
+        (lambda: FrameSkipTransform(-1), ValueError, "frame_skip should have a value greater or equal to one"),
+        (lambda: FrameSkipTransform(2)._step(TensorDict({"next": {}}), TensorDict()), RuntimeError,
+         "parent not found for FrameSkipTransform"),
+        (lambda: InitTracker(init_key=("a", "b")), ValueError, "init_key can only be of type str"),
+        (lambda: Compose().pop(), IndexError, "index -1 is out of range"),
+    ],
+)
+def test_errors_carry_torchrl_phrases(call, error, phrase):
+    # TorchRL users match these phrases; the messages keep them (and say more)
+    with pytest.raises(error, match=phrase):
+        call()

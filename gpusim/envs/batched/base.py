@@ -512,6 +512,16 @@ class BatchedEnvBase(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         return self._step_workers(tensordict, None)
 
+    def _observation_only_inputs(self) -> list[int]:
+        """Indices in ``plan.input_keys`` of the observation entries that are no action nor state."""
+        cached = self.__dict__.get("_obs_only_inputs")
+        if cached is None or cached[0] is not self._plan:
+            plan = self._plan
+            needed = {*plan.action_keys, *plan.state_keys}
+            cached = (plan, [i for i, k in enumerate(plan.input_keys) if k not in needed])
+            self.__dict__["_obs_only_inputs"] = cached
+        return cached[1]
+
     def _step_workers(self, tensordict: TensorDictBase, workers: list[int] | None) -> TensorDictBase:
         """Steps ``workers`` (``None``: all) on their rows of ``tensordict``; the rows of the
         other workers in the result are stale and must be replaced by the caller."""
@@ -527,6 +537,12 @@ class BatchedEnvBase(EnvBase):
         b = self._exchange
         plan = self._plan
         values = maybe_leaves(tensordict, plan.input_keys)
+        for i in self._observation_only_inputs():
+            # an observation that is no action nor state is an optional input: a transform above
+            # may have reshaped it (CatFrames on "observation"), which the workers do not read
+            v = values[i]
+            if v is not None and (v.shape != b.input_leaves[i].shape or v.dtype != b.input_leaves[i].dtype):
+                values[i] = None
         extras = self._nontensor_inputs(tensordict)
         if all(v is not None for v in values):
             copy_leaves(b.input_leaves, values)
