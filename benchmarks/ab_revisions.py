@@ -11,8 +11,9 @@ Usage::
     python benchmarks/ab_revisions.py --before 926b36a [--after HEAD|WORKTREE] [--rounds 3] \\
         --python /work/benchvenv/bin/python -- benchmarks/bench_native.py --batches 65536
 
-``--after WORKTREE`` (the default) uses the working tree as it is. The script path is taken from
-the ``--after`` tree for both revisions (the benchmark code is the same; only gpusim changes).
+``--after WORKTREE`` (the default) uses the working tree as it is. The script is taken from this
+tree for both revisions (the benchmark code is the same; only gpusim changes), or from
+``--script-rev REV`` when the current script needs modules the older revision lacks.
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ def main() -> None:
     parser.add_argument("--after", default="WORKTREE", help="git revision, or WORKTREE (default)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--python", default=sys.executable, help="interpreter of the venv holding the peers")
+    parser.add_argument(
+        "--script-rev",
+        default=None,
+        help="take the benchmark script from this revision (default: this tree), e.g. when the "
+        "current script imports modules the 'before' revision lacks",
+    )
     parser.add_argument("script", nargs=argparse.REMAINDER, help="-- script.py [its arguments]")
     args = parser.parse_args()
     script = [a for a in args.script if a != "--"]
@@ -67,13 +74,17 @@ def main() -> None:
         parser.error("give the benchmark script after --")
     with tempfile.TemporaryDirectory(prefix="gpusim_ab_") as tmp:
         trees = {"before": _checkout(args.before, Path(tmp)), "after": _checkout(args.after, Path(tmp))}
+        script_root = ROOT
+        if args.script_rev is not None:
+            (Path(tmp) / "script").mkdir()
+            script_root = _checkout(args.script_rev, Path(tmp) / "script")
         results: dict[str, list] = {"before": [], "after": []}
         header = None
         try:
             for r in range(args.rounds):
                 for name, tree in trees.items():
                     env = dict(os.environ, PYTHONPATH=str(tree))
-                    cmd = [args.python, str(ROOT / script[0]), *script[1:]]
+                    cmd = [args.python, str(script_root / script[0]), *script[1:]]
                     out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(tree))
                     if out.returncode != 0:
                         raise RuntimeError(f"{name} round {r} failed:\n{out.stderr[-3000:]}")
@@ -82,7 +93,7 @@ def main() -> None:
                     print(f"round {r} {name} ({args.before if name == 'before' else args.after}):")
                     print("\n".join(line for line in out.stdout.splitlines() if line.startswith("|")), flush=True)
         finally:
-            for name, tree in trees.items():
+            for tree in [*trees.values(), script_root]:
                 if tree != ROOT:
                     subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
     print()

@@ -194,7 +194,13 @@ def torchrl_batches(num_envs, actor, cfg, seed, total_frames=-1):
 
     # GymEnv(num_envs=N) starts N worker processes (gymnasium's AsyncVectorEnv): 4096 processes
     # at 4096 envs. TorchRL's batched GymEnv over gymnasium's in-process SyncVectorEnv instead:
-    vec = gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="sync")
+    # TorchRL's wrapper takes SAME_STEP (or DISABLED) auto-reset only
+    vec = gym.make_vec(
+        "CartPole-v1",
+        num_envs=num_envs,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
+    )
     env = GymWrapper(vec, categorical_action_encoding=True)
     env.set_seed(seed)
     return TorchRLCollector(
