@@ -70,6 +70,7 @@ from gpusim.transforms.remove_empty import RemoveEmptySpecs
 from gpusim.transforms.timer import Timer
 from gpusim.transforms.terminate import TerminateTransform
 from gpusim.transforms.random_truncation import RandomTruncationTransform
+from gpusim.transforms.module import ModuleTransform
 
 __all__ = [
     "Transform",
@@ -142,6 +143,7 @@ __all__ = [
     "Timer",
     "TerminateTransform",
     "RandomTruncationTransform",
+    "ModuleTransform",
     "cat_frames",
     "rgb_to_grayscale",
 ]
