@@ -71,6 +71,7 @@ from gpusim.transforms.timer import Timer
 from gpusim.transforms.terminate import TerminateTransform
 from gpusim.transforms.random_truncation import RandomTruncationTransform
 from gpusim.transforms.module import ModuleTransform
+from gpusim.transforms.batch_size import BatchSizeTransform
 
 __all__ = [
     "Transform",
@@ -144,6 +145,7 @@ __all__ = [
     "TerminateTransform",
     "RandomTruncationTransform",
     "ModuleTransform",
+    "BatchSizeTransform",
     "cat_frames",
     "rgb_to_grayscale",
 ]
