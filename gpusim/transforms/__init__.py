@@ -72,6 +72,7 @@ from gpusim.transforms.terminate import TerminateTransform
 from gpusim.transforms.random_truncation import RandomTruncationTransform
 from gpusim.transforms.module import ModuleTransform
 from gpusim.transforms.batch_size import BatchSizeTransform
+from gpusim.transforms.vecnorm_v2 import VecNormV2
 
 __all__ = [
     "Transform",
@@ -146,6 +147,7 @@ __all__ = [
     "RandomTruncationTransform",
     "ModuleTransform",
     "BatchSizeTransform",
+    "VecNormV2",
     "cat_frames",
     "rgb_to_grayscale",
 ]

@@ -95,6 +95,8 @@ class VecNorm(Transform):
         decay: weight of the old statistics at each update, in ``(0, 1]``.
         eps: variance floor (``std >= sqrt(eps)``), > 0.
         shapes: feature shapes of the in_keys, to build the statistics without an env.
+        new_api: ``True`` builds a :class:`~gpusim.transforms.VecNormV2` (moving-average moments)
+            with the other arguments (``stateful``, ``reduce_batch_dims``, ``shared_data`` imply it).
 
     Raises:
         ValueError: ``decay`` outside ``(0, 1]``, ``eps <= 0``, or ``shapes``/``shared_td`` that
@@ -115,6 +117,24 @@ class VecNorm(Transform):
         (True, False)
     """
 
+    _V2_ONLY = ("stateful", "reduce_batch_dims", "shared_data")
+
+    def __new__(cls, *args: Any, new_api: bool | None = None, **kwargs: Any):
+        if new_api or (new_api is None and any(k in kwargs for k in cls._V2_ONLY)):
+            from gpusim.transforms.vecnorm_v2 import VecNormV2
+
+            if args:
+                kwargs["in_keys"] = args[0]
+                args = args[1:]
+            if kwargs.get("in_keys") is None:
+                kwargs["in_keys"] = ["observation", "reward"]
+            for name in ("shared_td", "shapes"):
+                if kwargs.get(name) is not None:
+                    raise TypeError(f"VecNorm(new_api=True) does not take {name!r}")
+                kwargs.pop(name, None)
+            return VecNormV2(*args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(
         self,
         in_keys: Sequence[NestedKey] | None = None,
@@ -124,7 +144,10 @@ class VecNorm(Transform):
         decay: float = 0.9999,
         eps: float = 1e-4,
         shapes: Sequence[Sequence[int]] | None = None,
+        new_api: bool | None = None,
     ) -> None:
+        if new_api:
+            raise TypeError("VecNorm(new_api=True) builds a VecNormV2")
         if not 0.0 < float(decay) <= 1.0:
             raise ValueError(f"VecNorm decay must be in (0, 1], got {decay!r}")
         if not float(eps) > 0.0:
