@@ -239,6 +239,33 @@ class VecNormV2(Transform):
                 "(attach it to an env or pass it data first)."
             )
 
+    def transform_output_spec(self, output_spec: Any) -> Any:
+        """Declares each ``out_key`` as an unbounded floating entry beside its ``in_key``.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> env = TransformedEnv(PendulumEnv(), VecNormV2(in_keys=["observation"], out_keys=["obs_n"]))
+            >>> type(env.observation_spec["obs_n"]).__name__
+            'Unbounded'
+        """
+        from gpusim.specs import Unbounded
+
+        output_spec = output_spec.clone()  # the input may be an env's locked spec
+        output_spec.unlock_()
+        for full in ("full_observation_spec", "full_reward_spec"):
+            if full not in output_spec.keys():
+                continue
+            spec = output_spec[full]
+            present = set(spec.keys(True, True))
+            for in_key, out_key in zip(self.in_keys, self.out_keys):
+                if in_key not in present:
+                    continue
+                leaf = spec[in_key]
+                dtype = leaf.dtype if leaf.dtype.is_floating_point else torch.get_default_dtype()
+                spec[out_key] = Unbounded(shape=leaf.shape, dtype=dtype, device=leaf.device)
+        return output_spec
+
     # ------------------------------------------------------------------ normalization
     def _normalize(self, data: TensorDictBase, batch_dims: int, update: bool, mask: Any = None) -> TensorDictBase:
         keys = []
@@ -427,18 +454,16 @@ class VecNormV2(Transform):
                 )
             return
         td = TensorDict(dict(state)).unflatten_keys(_SEP)
-        if self._loc is None:
-            if not all(v.is_shared() for v in td.values(True, True)):
-                warnings.warn(
-                    "VecNorm wasn't initialized and the tensordict is not shared: the loaded statistics are "
-                    "moved to shared memory; hand the transform to workers after loading.",
-                    UserWarning,
-                )
-                td.share_memory_()
-            self._loc, self._var, self._count = td["loc"], td["var"], td["count"]
-            return
-        for name, dst in (("loc", self._loc), ("var", self._var), ("count", self._count)):
-            dst.update_(td[name])  # in place: shared statistics stay shared
+        if self._loc is None and not all(v.is_shared() for v in td.values(True, True)):
+            warnings.warn(
+                "VecNorm wasn't initialized and the tensordict is not shared: the loaded statistics are "
+                "moved to shared memory; hand the transform to workers after loading.",
+                UserWarning,
+            )
+            td.share_memory_()
+        # the loaded tensors become the statistics (as in TorchRL): a transform loaded from another's
+        # state_dict updates the same storage
+        self._loc, self._var, self._count = td["loc"], td["var"], td["count"]
 
     def _apply(self, fn, recurse: bool = True):
         out = super()._apply(fn, recurse)
