@@ -73,6 +73,7 @@ from gpusim.transforms.random_truncation import RandomTruncationTransform
 from gpusim.transforms.module import ModuleTransform
 from gpusim.transforms.batch_size import BatchSizeTransform
 from gpusim.transforms.vecnorm_v2 import VecNormV2
+from gpusim.transforms.policy_switch import ConditionalPolicySwitch
 
 __all__ = [
     "Transform",
@@ -148,6 +149,7 @@ __all__ = [
     "ModuleTransform",
     "BatchSizeTransform",
     "VecNormV2",
+    "ConditionalPolicySwitch",
     "cat_frames",
     "rgb_to_grayscale",
 ]

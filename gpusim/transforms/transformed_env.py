@@ -496,6 +496,12 @@ class TransformedEnv(EnvBase):
         next_tensordict = self.base_env._step_output(td_in)
         return transform._step(tensordict, next_tensordict)
 
+    def _step_rows(self, tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
+        # a partial step: the inverse transforms, the base env's own partial step, the transforms
+        transform = self.transform
+        td_in = transform.inv(tensordict) if self._needs_inv else tensordict
+        return transform._step(tensordict, self.base_env._step_rows(td_in, mask))
+
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # the base env completed its output; transforms write complete data
         next_td = self._step(tensordict)
