@@ -74,6 +74,7 @@ from gpusim.transforms.module import ModuleTransform
 from gpusim.transforms.batch_size import BatchSizeTransform
 from gpusim.transforms.vecnorm_v2 import VecNormV2
 from gpusim.transforms.policy_switch import ConditionalPolicySwitch
+from gpusim.transforms.traj_counter import TrajCounter
 
 __all__ = [
     "Transform",
@@ -150,6 +151,7 @@ __all__ = [
     "BatchSizeTransform",
     "VecNormV2",
     "ConditionalPolicySwitch",
+    "TrajCounter",
     "cat_frames",
     "rgb_to_grayscale",
 ]
