@@ -70,6 +70,11 @@ from gpusim.transforms.remove_empty import RemoveEmptySpecs
 from gpusim.transforms.timer import Timer
 from gpusim.transforms.terminate import TerminateTransform
 from gpusim.transforms.random_truncation import RandomTruncationTransform
+from gpusim.transforms.module import ModuleTransform
+from gpusim.transforms.batch_size import BatchSizeTransform
+from gpusim.transforms.vecnorm_v2 import VecNormV2
+from gpusim.transforms.policy_switch import ConditionalPolicySwitch
+from gpusim.transforms.traj_counter import TrajCounter
 
 __all__ = [
     "Transform",
@@ -142,6 +147,11 @@ __all__ = [
     "Timer",
     "TerminateTransform",
     "RandomTruncationTransform",
+    "ModuleTransform",
+    "BatchSizeTransform",
+    "VecNormV2",
+    "ConditionalPolicySwitch",
+    "TrajCounter",
     "cat_frames",
     "rgb_to_grayscale",
 ]

@@ -160,7 +160,8 @@ class VideoRecorder(Transform):
 
     Each recorded observation becomes a ``(C, H, W)`` uint8 frame: channels-last images are
     permuted, float images are taken in ``[0, 1]`` and scaled by 255, ``center_crop`` crops a
-    square, and with ``make_grid`` the batch of images of a batched env is tiled into one image.
+    square, and with ``make_grid`` the batch of images of a batched env is tiled into one image
+    (8 per row, no padding).
     ``dump`` stacks the frames into ``(1, T, C, H, W)`` (``(*B, T, C, H, W)`` for a batched env
     without grid) and calls ``logger.log_video(tag, video, step=..., fps=..., **kwargs)``.
     Observations pass through unchanged (copied to ``out_keys`` when those differ).
@@ -169,7 +170,9 @@ class VideoRecorder(Transform):
     other rows are not new frames).
 
     Args:
-        logger: where videos go (a :class:`~gpusim.transforms.loggers.Logger`).
+        logger: where videos go (a :class:`~gpusim.transforms.loggers.Logger`), or ``None`` to
+            keep the frames only (read them from :attr:`obs`, or view them with
+            :meth:`to_animation`; ``dump`` then just forgets them).
         tag: the video name in the logger.
         in_keys: the pixel entries (default ``["pixels"]``); with several, each gets its own
             video ``<tag>_<key>``.
@@ -185,7 +188,7 @@ class VideoRecorder(Transform):
         **kwargs: extra keyword arguments for ``logger.log_video``.
 
     Raises:
-        TypeError: a logger without ``log_video``.
+        TypeError: a logger (not ``None``) without ``log_video``.
         ValueError: non-positive ``skip``/``center_crop``/``fps``/``max_frames``.
         KeyError: (when attached) a pixel entry that is not in the specs.
 
@@ -216,7 +219,7 @@ class VideoRecorder(Transform):
         dump_on_done: bool = False,
         **kwargs: Any,
     ) -> None:
-        if not hasattr(logger, "log_video"):
+        if logger is not None and not hasattr(logger, "log_video"):
             raise TypeError(f"VideoRecorder: logger must have a log_video method, got {type(logger).__name__}")
         super().__init__(in_keys=["pixels"] if in_keys is None else in_keys, out_keys=out_keys)
         self._check_key_pairs()
@@ -244,10 +247,36 @@ class VideoRecorder(Transform):
         bd = self._env_batch_dims()
         return 2 if bd == 0 else 1
 
+    @property
+    def obs(self) -> list:
+        """The frames recorded (and not dumped yet) for the first in_key: ``(C, H, W)`` uint8
+        tensors, one-channel images repeated to three channels.
+
+        Examples:
+            >>> rec = VideoRecorder(None, None)
+            >>> _ = rec._apply_transform(torch.zeros(1, 4, 4, dtype=torch.uint8))  # grayscale
+            >>> len(rec.obs), rec.obs[0].shape
+            (1, torch.Size([3, 4, 4]))
+        """
+        return self.frames.setdefault(self.in_keys[0], [])
+
+    def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
+        """Records ``obs`` as a frame of the first in_key (kept unchanged)."""
+        self._add_frame(self.in_keys[0], obs)
+        return obs
+
+    def _add_frame(self, key: NestedKey, value: torch.Tensor) -> None:
+        frames = self.frames.setdefault(key, [])
+        if self.max_frames is not None and len(frames) >= self.max_frames:
+            return
+        frames.append(self._to_frame(value))
+
     def _to_frame(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs
         if x.shape[-1] in (1, 3) and x.shape[-3] not in (1, 3):
             x = x.movedim(-1, -3)  # channels last -> channels first
+        if x.shape[-3] == 1:  # grayscale: three channels for video codecs
+            x = x.expand(*x.shape[:-3], 3, *x.shape[-2:])
         if x.dtype != torch.uint8:
             if x.is_floating_point():
                 x = (x * 255).round()
@@ -257,19 +286,14 @@ class VideoRecorder(Transform):
         make_grid = self.make_grid if self.make_grid is not None else self.container is not None
         lead = x.shape[:-3]
         if make_grid and len(lead) > 0:
-            x = _make_grid(x.reshape(-1, *x.shape[-3:]))
+            x = _make_grid(x.reshape(-1, *x.shape[-3:]), padding=0)  # tiles side by side
         return x.detach().clone()
 
     def _record(self, td: TensorDictBase) -> None:
-        full = self.max_frames is not None
         for key in self.in_keys:
             value = td.get(key, None)
-            if value is None:
-                continue
-            frames = self.frames.setdefault(key, [])
-            if full and len(frames) >= self.max_frames:
-                continue
-            frames.append(self._to_frame(value))
+            if value is not None:
+                self._add_frame(key, value)
 
     def _copy_out(self, td: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
@@ -299,11 +323,12 @@ class VideoRecorder(Transform):
         return self._copy_out(tensordict_reset)
 
     # ------------------------------------------------------------------ dump
-    def dump(self, suffix: str | None = None) -> Any:
+    def dump(self, suffix: str | None = None, step: int | None = None) -> Any:
         """Logs the frames kept so far as videos and forgets them.
 
         Args:
             suffix: appended to the video name (``<tag>_<suffix>``).
+            step: the step given to the logger (default: the number of dumps so far).
 
         Returns:
             What the logger's ``log_video`` returned for the (last) video, ``None`` when there
@@ -334,10 +359,54 @@ class VideoRecorder(Transform):
             kwargs = dict(self.video_kwargs)
             if self.fps is not None:
                 kwargs["fps"] = self.fps
-            out = self.logger.log_video(name, video, step=self.iter, **kwargs)
-            self.frames[key] = []
+            if self.logger is not None:
+                out = self.logger.log_video(name, video, step=self.iter if step is None else step, **kwargs)
+            frames.clear()  # in place: `obs` stays the same list
         self.iter += 1
         return out
+
+    def to_animation(self, title: str | None = None, clear: bool = True, interval: int | None = None) -> Any:
+        """A matplotlib ``ArtistAnimation`` of the frames of :attr:`obs` (e.g. for a notebook).
+
+        Args:
+            title: the figure title.
+            clear: forget the frames afterwards (and restart the frame count).
+            interval: milliseconds between frames (default: from ``fps``, else 50).
+
+        Raises:
+            ImportError: matplotlib is not installed.
+            RuntimeError: no frames were recorded.
+
+        Examples:
+            >>> rec = VideoRecorder(None, None, fps=10)
+            >>> _ = rec._apply_transform(torch.zeros(3, 4, 4, dtype=torch.uint8))
+            >>> type(rec.to_animation()).__name__, rec.obs
+            ('ArtistAnimation', [])
+        """
+        try:
+            import matplotlib.pyplot as plt
+            from matplotlib.animation import ArtistAnimation
+        except ImportError as err:  # pragma: no cover - depends on the environment
+            raise ImportError("VideoRecorder.to_animation needs matplotlib (pip install matplotlib)") from err
+        frames = self.obs
+        if not frames:
+            raise RuntimeError("VideoRecorder.to_animation: no frames recorded")
+        fig, ax = plt.subplots()
+        ax.axis("off")
+        if title is not None:
+            ax.set_title(title)
+        artists = []
+        for frame in frames:
+            image = frame.reshape(-1, *frame.shape[-3:])[0] if frame.ndim > 3 else frame
+            artists.append([ax.imshow(image.permute(1, 2, 0).cpu().numpy(), animated=True)])
+        if interval is None:
+            interval = int(1000 / self.fps) if self.fps else 50
+        anim = ArtistAnimation(fig, artists, interval=interval, blit=True)
+        plt.close(fig)
+        if clear:
+            frames.clear()
+            self.count = 0
+        return anim
 
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:

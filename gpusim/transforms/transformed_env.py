@@ -496,6 +496,12 @@ class TransformedEnv(EnvBase):
         next_tensordict = self.base_env._step_output(td_in)
         return transform._step(tensordict, next_tensordict)
 
+    def _step_rows(self, tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
+        # a partial step: the inverse transforms, the base env's own partial step, the transforms
+        transform = self.transform
+        td_in = transform.inv(tensordict) if self._needs_inv else tensordict
+        return transform._step(tensordict, self.base_env._step_rows(td_in, mask))
+
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # the base env completed its output; transforms write complete data
         next_td = self._step(tensordict)
@@ -523,16 +529,21 @@ class TransformedEnv(EnvBase):
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         transform = self.transform
         base = self.base_env
+        outer = tensordict
         tensordict = transform._reset_env_preprocess(tensordict)  # None included: a first reset
         base_masks = masks
-        if [lvl.prefix for lvl in base.done_levels] != [lvl.prefix for lvl in masks.levels]:
-            base_masks = base.episode.resolve(tensordict, masks.sparse)  # a transform changed the levels
+        if [lvl.prefix for lvl in base.done_levels] != [lvl.prefix for lvl in masks.levels] or (
+            base.batch_size != self.batch_size  # a transform changed the levels or the batch size
+        ):
+            base_masks = base.episode.resolve(tensordict, masks.sparse)
         tensordict_reset = base._reset_rows(tensordict, base_masks, **kwargs)
         # the transforms see the base env's new data in the reset rows and the previous data in
         # the others (never placeholders); the final merge skips what is merged here
         base.episode.merge_early(tensordict_reset, tensordict, base_masks)
         if base_masks is not masks:
             masks.premerged.update(base_masks.premerged)
+        if outer is not None and base.batch_size != self.batch_size:
+            tensordict = outer  # the transforms work in the env's (outer) batch size
         if tensordict is None:
             tensordict = TensorDict({}, batch_size=base.batch_size, device=base.device)
         return transform._reset(tensordict, tensordict_reset)

@@ -37,6 +37,7 @@ Examples:
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -95,6 +96,8 @@ class VecNorm(Transform):
         decay: weight of the old statistics at each update, in ``(0, 1]``.
         eps: variance floor (``std >= sqrt(eps)``), > 0.
         shapes: feature shapes of the in_keys, to build the statistics without an env.
+        new_api: ``True`` builds a :class:`~gpusim.transforms.VecNormV2` (moving-average moments)
+            with the other arguments (``stateful``, ``reduce_batch_dims``, ``shared_data`` imply it).
 
     Raises:
         ValueError: ``decay`` outside ``(0, 1]``, ``eps <= 0``, or ``shapes``/``shared_td`` that
@@ -115,6 +118,24 @@ class VecNorm(Transform):
         (True, False)
     """
 
+    _V2_ONLY = ("stateful", "reduce_batch_dims", "shared_data")
+
+    def __new__(cls, *args: Any, new_api: bool | None = None, **kwargs: Any):
+        if new_api or (new_api is None and any(k in kwargs for k in cls._V2_ONLY)):
+            from gpusim.transforms.vecnorm_v2 import VecNormV2
+
+            if args:
+                kwargs["in_keys"] = args[0]
+                args = args[1:]
+            if kwargs.get("in_keys") is None:
+                kwargs["in_keys"] = ["observation", "reward"]
+            for name in ("shared_td", "shapes"):
+                if kwargs.get(name) is not None:
+                    raise TypeError(f"VecNorm(new_api=True) does not take {name!r}")
+                kwargs.pop(name, None)
+            return VecNormV2(*args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(
         self,
         in_keys: Sequence[NestedKey] | None = None,
@@ -124,7 +145,10 @@ class VecNorm(Transform):
         decay: float = 0.9999,
         eps: float = 1e-4,
         shapes: Sequence[Sequence[int]] | None = None,
+        new_api: bool | None = None,
     ) -> None:
+        if new_api:
+            raise TypeError("VecNorm(new_api=True) builds a VecNormV2")
         if not 0.0 < float(decay) <= 1.0:
             raise ValueError(f"VecNorm decay must be in (0, 1], got {decay!r}")
         if not float(eps) > 0.0:
@@ -417,6 +441,12 @@ class VecNorm(Transform):
     # ------------------------------------------------------------------ state
     def get_extra_state(self) -> Any:
         td = self.__dict__["_td"]
+        if td is None:
+            warnings.warn(
+                "Querying state_dict on an uninitialized VecNorm: the state holds no statistics; loading it "
+                "into an initialized VecNorm raises an error.",
+                UserWarning,
+            )
         return {"stats": None if td is None else td.clone(), "frozen": self.frozen}
 
     def set_extra_state(self, state: Any) -> None:
@@ -424,10 +454,21 @@ class VecNorm(Transform):
             return
         self.frozen = bool(state.get("frozen", self.frozen))
         loaded = state.get("stats")
-        if loaded is None:
-            return
         td = self.__dict__["_td"]
+        if loaded is None:
+            if td is not None:
+                raise KeyError(
+                    "VecNorm.load_state_dict: Could not find a tensordict of statistics in the state dict, "
+                    "and this VecNorm has statistics (the state was saved before any data was seen)"
+                )
+            return
         if td is None:
+            if not all(v.is_shared() for v in loaded.values(True, True)):
+                warnings.warn(
+                    "VecNorm wasn't initialized and the tensordict is not shared: the loaded statistics are "
+                    "private to this process; hand the transform to workers after loading.",
+                    UserWarning,
+                )
             self._set_td(loaded.clone())
             return
         for key, value in loaded.items(True, True):
@@ -455,11 +496,41 @@ class VecNorm(Transform):
             >>> copy.frozen, copy.loc["obs"].tolist(), copy.stats is vn.stats
             (True, [2.0], False)
         """
-        out = self.clone()
         td = self.__dict__["_td"]
-        out._set_td(None if td is None else td.clone())
+        if td is None:
+            raise RuntimeError(
+                "VecNorm.frozen_copy: no statistics yet. Make sure the VecNorm has been initialized "
+                "(attach it to an env or pass it data first)."
+            )
+        out = self.clone()
+        out._set_td(td.clone())
         out.lock = None
         out.frozen = True
+        return out
+
+    def denorm(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Inverse normalization on a shallow copy: ``out_key * std + mean`` written to ``in_key``.
+
+        Args:
+            tensordict: data holding normalized ``out_keys``.
+
+        Returns:
+            A shallow copy of ``tensordict`` with the denormalized ``in_keys``.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> vn = VecNorm(in_keys=["obs"], out_keys=["obs_n"], decay=1.0)
+            >>> td = vn(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))
+            >>> vn.denorm(td.exclude("obs"))["obs"].flatten().tolist()
+            [1.0, 3.0]
+        """
+        out = tensordict.copy()
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            value = tget(out, out_key)
+            if value is None or in_key not in self.__dict__["_stats"]:
+                continue
+            mean, std = self._mean_std(in_key)
+            tset(out, in_key, value * std + mean)
         return out
 
     def to_observation_norm(self) -> Transform:

@@ -64,7 +64,7 @@ def test_video_recorder_grid_for_batched_envs(batch):
     video = logger.videos[0][1]
     first = td["pixels"][..., 0, :, :, :].movedim(-1, -3).reshape(-1, 3, H, W)
     assert video.shape[:2] == (1, 3)
-    assert torch.equal(video[0, 0], make_grid(first))
+    assert torch.equal(video[0, 0], make_grid(first, padding=0))
 
 
 def test_video_recorder_skip_defaults_and_counts():
@@ -86,10 +86,10 @@ def test_video_recorder_float_images_center_crop_and_max_frames():
     td = env.rollout(5, break_when_any_done=False)
     rec.dump()
     video = logger.videos[0][1]
-    assert video.shape == (1, 3, 3, 8, 14)  # 3 frames (max_frames) of a 1x2 grid of 4x4 crops
+    assert video.shape == (1, 3, 3, 4, 8)  # 3 frames (max_frames) of a 1x2 grid of 4x4 crops
     # the first frame: the grid of the center-cropped reset images, scaled back to uint8
     imgs = (td["pixels"][:, 0] * 255).round().to(torch.uint8)[..., 1:5, 2:6]
-    assert torch.equal(video[0, 0], make_grid(imgs))
+    assert torch.equal(video[0, 0], make_grid(imgs, padding=0))
 
 
 def test_video_recorder_partial_resets_are_not_frames():
@@ -170,3 +170,28 @@ def test_tensordict_recorder_with_reset_records_common_keys(tmp_path):
     assert (tmp_path / "r_x.pt").exists()
     with pytest.raises(ValueError, match="skip must be a positive int"):
         TensorDictRecorder("x", skip=0)
+
+
+def test_video_recorder_without_logger_keeps_frames():
+    rec = VideoRecorder(None, None, max_frames=2)
+    rec._apply_transform(torch.zeros(1, 4, 4, dtype=torch.uint8))  # grayscale -> 3 channels
+    rec._apply_transform(torch.ones(4, 4, 3, dtype=torch.uint8))  # channels last
+    rec._apply_transform(torch.ones(3, 4, 4, dtype=torch.uint8))  # over max_frames: dropped
+    frames = rec.obs
+    assert [f.shape for f in frames] == [torch.Size([3, 4, 4])] * 2
+    assert rec.dump(step=3) is None and rec.obs is frames and frames == []
+    with pytest.raises(TypeError, match="log_video"):
+        VideoRecorder(object(), "tag")
+
+
+def test_video_recorder_dump_step_and_animation():
+    logger = ListLogger()
+    rec = VideoRecorder(logger, "v", fps=5)
+    rec._apply_transform(torch.zeros(3, 4, 4, dtype=torch.uint8))
+    rec.dump(step=7)
+    assert logger.videos[-1][1].shape == (1, 1, 3, 4, 4) and logger.videos[-1][2] == 7
+    rec._apply_transform(torch.zeros(3, 4, 4, dtype=torch.uint8))
+    anim = rec.to_animation(title="t")
+    assert type(anim).__name__ == "ArtistAnimation" and rec.obs == [] and rec.count == 0
+    with pytest.raises(RuntimeError, match="no frames"):
+        rec.to_animation()

@@ -52,3 +52,17 @@ def test_env_specs_and_data_lose_empty_entries_and_inputs_get_them_back():
     assert "extra" not in td["next"].keys()
     assert base.seen_memory == [True]  # the base env received its declared (empty) state entry
     assert "memory" in env.transform.inv(TensorDict()).keys()
+
+
+def test_batched_env_refuses_workers_with_empty_specs():
+    import pytest
+
+    from gpusim.envs.batched import SerialEnv
+
+    with pytest.raises(RuntimeError, match="SerialEnv has empty specs at .*RemoveEmptySpecs"):
+        SerialEnv(2, _WithEmpties)
+    env = SerialEnv(2, lambda: TransformedEnv(_WithEmpties(), RemoveEmptySpecs()))
+    try:
+        assert env.rollout(2).shape == (2, 2, 2)
+    finally:
+        env.close()

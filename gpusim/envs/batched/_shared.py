@@ -262,9 +262,11 @@ class TDBuilder:
 
 def copy_leaves(dst: Sequence[torch.Tensor], src: Sequence[torch.Tensor]) -> None:
     """``torch._foreach_copy_(dst, src)`` (nothing to do for empty lists: an env may have no
-    action, or no state)."""
+    action, or no state). The buffers hold data, not graphs: the copy runs without autograd, so
+    sources that require grad (an env with a learnable transform) are copied as values."""
     if dst:
-        torch._foreach_copy_(dst, src)
+        with torch.no_grad():
+            torch._foreach_copy_(dst, src)
 
 
 def leaves(td: TensorDictBase, keys: Sequence[NestedKey]) -> list[torch.Tensor]:

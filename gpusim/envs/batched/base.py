@@ -207,6 +207,7 @@ class BatchedEnvBase(EnvBase):
             raise ValueError(f"num_sub_threads must be a positive int, got {num_sub_threads!r}")
         meta_data = self._collect_metadata(fns, kwargs)
         worker_meta = meta_data[0]
+        self._refuse_empty_specs(worker_meta)
         if device is None:
             device = worker_meta.device
         # the workers run on the host: which rows to reset is read there (SPARSE auto-reset)
@@ -246,6 +247,25 @@ class BatchedEnvBase(EnvBase):
         self.input_spec = expanded.input_spec.to(self.device)
         self.output_spec = expanded.output_spec.to(self.device)
         self.__dict__["_batch_locked"] = worker_meta.batch_locked
+
+    @classmethod
+    def _refuse_empty_specs(cls, meta: EnvMetaData) -> None:
+        """Raises when a worker env's specs hold an empty ``Composite`` (no leaf to exchange)."""
+        from gpusim.specs import Composite
+
+        specs = meta.specs
+        for root, names in ((specs["input_spec"], ("full_state_spec", "full_action_spec")),
+                            (specs["output_spec"], ("full_done_spec", "full_reward_spec", "full_observation_spec"))):
+            for name in names:
+                if name not in root.keys():
+                    continue
+                for key, spec in root[name].items(True):
+                    if isinstance(spec, Composite) and spec.is_empty():
+                        raise RuntimeError(
+                            f"The environment passed to {cls.__name__} has empty specs at {key!r} ({name}): "
+                            "a batched env cannot carry an entry without leaves; remove it in the workers "
+                            "with gpusim.transforms.RemoveEmptySpecs"
+                        )
 
     @staticmethod
     def _collect_metadata(fns: list, kwargs: list) -> list[EnvMetaData]:
