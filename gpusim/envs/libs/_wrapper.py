@@ -59,6 +59,30 @@ class LibraryWrapper(EnvBase):
         """The wrapped library object."""
         return self._env
 
+    def close(self, *, raise_if_closed: bool = False) -> None:
+        """Closes the wrapped library object (when it has a ``close``), then the env. Closing a
+        closed env does nothing unless ``raise_if_closed``.
+
+        Args:
+            raise_if_closed: raise a ``RuntimeError`` instead when the env is already closed.
+
+        Examples:
+            >>> from gpusim.envs.libs.vmas import VmasEnv
+            >>> env = VmasEnv("balance", num_envs=2, n_agents=2, seed=0)
+            >>> env.close()
+            >>> env.is_closed
+            True
+            >>> env.close(raise_if_closed=True)
+            Traceback (most recent call last):
+            ...
+            RuntimeError: VmasEnv.close: the env is already closed
+        """
+        if not self.is_closed:
+            closer = getattr(self.__dict__.get("_env"), "close", None)
+            if callable(closer):
+                closer()
+        super().close(raise_if_closed=raise_if_closed)
+
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
 

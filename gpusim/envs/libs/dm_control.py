@@ -237,18 +237,6 @@ class DMControlWrapper(LibraryWrapper):
             return
         self._task._random = np.random.RandomState(seed)
 
-    def close(self) -> None:
-        """Closes the dm_control environment.
-
-        Examples:
-            >>> env = DMControlEnv("cartpole", "balance", seed=0)
-            >>> env.close()
-            >>> env.is_closed
-            True
-        """
-        if not self.is_closed:
-            self._env.close()
-        super().close()
 
 
 def _np_of(dtype: torch.dtype) -> np.dtype:

@@ -220,18 +220,6 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
                 f"(or use MultiThreadedEnv, whose set_seed rebuilds the pool), got set_seed({seed})"
             )
 
-    def close(self) -> None:
-        """Closes the pool.
-
-        Examples:
-            >>> env = MultiThreadedEnv(2, "CartPole-v1")
-            >>> env.close()
-            >>> env.is_closed
-            True
-        """
-        if not self.is_closed:
-            self._env.close()
-        super().close()
 
 
 class MultiThreadedEnv(MultiThreadedEnvWrapper):

@@ -424,18 +424,6 @@ class PettingZooWrapper(LibraryWrapper):
         self.__dict__.pop("_first", None)
         self.__dict__["_first"] = self._library_reset(seed)
 
-    def close(self) -> None:
-        """Closes the PettingZoo env.
-
-        Examples:
-            >>> env = PettingZooEnv("rps_v2", parallel=True, seed=0)
-            >>> env.close()
-            >>> env.is_closed
-            True
-        """
-        if not self.is_closed:
-            self._env.close()
-        super().close()
 
 
 def _find_task(task: str) -> Any:

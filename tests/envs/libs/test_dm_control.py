@@ -104,3 +104,12 @@ def test_wrapper_and_errors():
         DMControlWrapper(suite.load("pendulum", "swingup"), frame_skip=0)
     with pytest.raises(TypeError, match="unexpected keyword"):
         DMControlWrapper(suite.load("pendulum", "swingup"), num_envs=2)
+
+
+def test_close_closes_the_library_env_and_takes_raise_if_closed():
+    env = DMControlEnv("cartpole", "balance", seed=0)
+    env.close()
+    assert env.is_closed
+    env.close()  # closing again does nothing
+    with pytest.raises(RuntimeError, match="already closed"):
+        env.close(raise_if_closed=True)
