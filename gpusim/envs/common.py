@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
@@ -83,6 +83,20 @@ def _hook(name: str) -> Callable[..., Any]:
     if hook is None:  # pragma: no cover - gpusim/__init__ always imports the transforms
         raise RuntimeError(f"{name} needs gpusim.transforms: import gpusim (or gpusim.transforms) first")
     return hook
+
+
+class _ActionCheck(NamedTuple):
+    """What the step boundary checks of one action leaf, planned when the specs lock."""
+
+    key: NestedKey
+    shape: torch.Size
+    dtype: torch.dtype
+    #: the other shape the spec's own samples take (TorchRL's ``MultiCategorical`` with
+    #: ``remove_singleton`` and shape ``[1]`` drops the last dim), or ``None``
+    squeezed: torch.Size | None = None
+    #: ``((shape, dtype), ...)`` of the parts of a heterogeneous (lazy-stacked) leaf, or ``None``
+    parts: tuple | None = None
+    stack_dim: int = 0
 
 
 def _cached_plan(fn: Callable[[Any], Any]) -> property:
@@ -1207,26 +1221,26 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         states = [k for k in self.state_keys if k not in set(self.action_keys)]
         return actions, states
 
-    def _action_checks(self) -> list[tuple]:
-        """``[(key, shape, dtype, squeezed)]`` of the action leaves; ``squeezed`` is the other
-        shape the spec's own samples take (TorchRL's ``MultiCategorical`` with
-        ``remove_singleton`` and shape ``[1]`` drops the last dim) or ``None``."""
+    def _action_checks(self) -> list[_ActionCheck]:
+        """What the step boundary checks of each action leaf (see :class:`_ActionCheck`)."""
         spec = self.full_action_spec
         out = []
         for k in self.action_keys:
             leaf = spec[k]
             if -1 in leaf.shape and hasattr(leaf, "stack_dim"):
                 # heterogeneous leaf (lazy stack of unequal specs): checked part by part
-                parts = [(p.shape, p.dtype) for p in leaf.unbind(leaf.stack_dim)]
-                out.append((k, leaf.shape, leaf.dtype, parts))
+                parts = tuple((p.shape, p.dtype) for p in leaf.unbind(leaf.stack_dim))
+                out.append(_ActionCheck(k, leaf.shape, leaf.dtype, None, parts, leaf.stack_dim))
                 continue
             squeezes = getattr(leaf, "_squeezes", None)
-            out.append((k, leaf.shape, leaf.dtype, leaf.shape[:-1] if squeezes is not None and squeezes() else None))
+            squeezed = leaf.shape[:-1] if squeezes is not None and squeezes() else None
+            out.append(_ActionCheck(k, leaf.shape, leaf.dtype, squeezed))
         return out
 
-    def _check_stacked_action(self, tensordict: TensorDictBase, key: NestedKey, parts: list) -> None:
+    def _check_stacked_action(self, tensordict: TensorDictBase, check: _ActionCheck) -> None:
         """The step-boundary check of a heterogeneous action leaf: one tensor per stacked spec."""
         name = type(self).__name__
+        key, parts = check.key, check.parts
         try:
             values = tensordict.get(key, as_list=True)
         except KeyError:
@@ -1235,7 +1249,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             raise KeyError(f"{name}.step: the input has no action entry {_keys.fmt(key)}; write one first, e.g. "
                            "env.rand_action(td) or a policy")
         if isinstance(values, torch.Tensor):
-            values = list(values.unbind(self.full_action_spec[key].stack_dim))
+            values = list(values.unbind(check.stack_dim))
         if len(values) != len(parts):
             raise ValueError(f"{name}.step: the action {_keys.fmt(key)} has {len(values)} stacked parts, expected "
                              f"{len(parts)} (the action spec's lazy stack)")
@@ -1251,10 +1265,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         actions, states = self._input_checks
         name = type(self).__name__
         lead = tensordict.batch_size if not self.batch_size and tensordict.batch_size else None
-        for key, shape, dtype, squeezed in actions:
-            if isinstance(squeezed, list):
-                self._check_stacked_action(tensordict, key, squeezed)
+        for check in actions:
+            if check.parts is not None:
+                self._check_stacked_action(tensordict, check)
                 continue
+            key, shape, dtype, squeezed = check.key, check.shape, check.dtype, check.squeezed
             if lead is not None:  # a batch-unlocked env fed a batch: the rows lead the spec shape
                 shape = lead + shape
             value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)

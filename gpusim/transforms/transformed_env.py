@@ -532,17 +532,16 @@ class TransformedEnv(EnvBase):
         outer = tensordict
         tensordict = transform._reset_env_preprocess(tensordict)  # None included: a first reset
         base_masks = masks
-        if [lvl.prefix for lvl in base.done_levels] != [lvl.prefix for lvl in masks.levels] or (
-            base.batch_size != self.batch_size  # a transform changed the levels or the batch size
-        ):
-            base_masks = base.episode.resolve(tensordict, masks.sparse)
+        resized = base.batch_size != self.batch_size  # a transform changed the batch size
+        if resized or [lvl.prefix for lvl in base.done_levels] != [lvl.prefix for lvl in masks.levels]:
+            base_masks = base.episode.resolve(tensordict, masks.sparse)  # (or the done levels)
         tensordict_reset = base._reset_rows(tensordict, base_masks, **kwargs)
         # the transforms see the base env's new data in the reset rows and the previous data in
         # the others (never placeholders); the final merge skips what is merged here
         base.episode.merge_early(tensordict_reset, tensordict, base_masks)
         if base_masks is not masks:
             masks.premerged.update(base_masks.premerged)
-        if outer is not None and base.batch_size != self.batch_size:
+        if outer is not None and resized:
             tensordict = outer  # the transforms work in the env's (outer) batch size
         if tensordict is None:
             tensordict = TensorDict({}, batch_size=base.batch_size, device=base.device)
