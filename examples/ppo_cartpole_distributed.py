@@ -59,6 +59,9 @@ def main(argv=None) -> float:
     score = lambda: evaluate(gs.make("CartPole-v1", num_envs=20, seed=args.seed + 1000, device=device), actor, 500)  # noqa: E731
     title = f"CartPole-v1 PPO, data-parallel over {dist.get_world_size()} ranks"
     result = run(title, args, cfg, None, actor, critic, score, BAR, "return", make_collector=make_collector, log=rank == 0, sync_grads=average_gradients)
+    # the ranks tear the group down together: a rank that destroys its gloo group and exits
+    # while another still holds its connections (rank 0 evaluating) can abort at exit
+    dist.barrier()
     dist.destroy_process_group()
     return result
 

@@ -532,6 +532,9 @@ class DistributedSyncDataCollector:
         """
         self.collector.shutdown(close_env=close_env)
         if self._owns_group and dist.is_initialized():
+            if self.comm.world_size > 1:  # the ranks tear the group down together
+                with self.comm.guard("barrier before destroying the process group"):
+                    dist.barrier(group=self.comm.group)
             dist.destroy_process_group()
             self._owns_group = False
 
