@@ -31,11 +31,34 @@ import torch
 
 from gpusim.envs.batched import _serialize
 
-__all__ = ["worker_main", "PickledFactory", "encode", "decode", "STEP", "ACK"]
+__all__ = ["worker_main", "main_process_alive", "PickledFactory", "encode", "decode", "STEP", "ACK"]
 
 STEP = b"s"
 ACK = b"k"
 _IDLE_CHECK_S = 1.0
+
+
+def main_process_alive(parent_pid: int, first_ppid: int) -> bool:
+    """Whether the worker's main process still runs: the worker's parent is still the one it
+    started with (the main process when forked or spawned, the forkserver, which exits with the
+    main process, otherwise) and ``parent_pid`` still exists.
+
+    Examples:
+        >>> import os
+        >>> main_process_alive(os.getpid(), os.getppid())
+        True
+        >>> main_process_alive(os.getpid(), -1)  # reparented: the parent is gone
+        False
+    """
+    if os.getppid() != first_ppid:
+        return False
+    try:
+        os.kill(parent_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists (under another user)
+        pass
+    return True
 
 
 def encode(message: tuple) -> bytes:
@@ -104,13 +127,15 @@ def worker_main(
             :class:`~gpusim.envs.batched._shared.FileBuffers`, or ``None`` (no buffers: the data
             travels through the pipe).
         num_threads: torch threads of this worker.
-        parent_pid: pid of the main process (the worker exits when it disappears).
+        parent_pid: pid of the main process (the worker exits when it disappears, or when the
+            worker's own parent changes: :func:`main_process_alive`).
         close_fds: pipe ends inherited from the parent (forked workers) to close here.
     """
     from gpusim.envs.batched._runner import WorkerRunner
     from gpusim.envs.batched._shared import Buffers, FileBuffers
 
     runner = None
+    first_ppid = os.getppid()  # the main process, or the forkserver under "forkserver"
     try:
         for other in close_fds:
             try:
@@ -138,7 +163,7 @@ def worker_main(
     try:
         while True:
             if not poll(_IDLE_CHECK_S):
-                if os.getppid() != parent_pid:
+                if not main_process_alive(parent_pid, first_ppid):
                     break
                 continue
             data = recv()

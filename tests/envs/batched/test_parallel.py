@@ -237,17 +237,39 @@ def test_garbage_collection_stops_the_workers():
     _assert_no_workers(pids)
 
 
-def _orphan_parent(conn):
-    env = ParallelEnv(2, CountingEnv)
+def _orphan_parent(conn, method):
+    env = ParallelEnv(2, CountingEnv, mp_start_method=method)
     env.reset()
     conn.send(env.worker_pids)
     os._exit(0)  # no cleanup at all: the workers must notice and exit by themselves
 
 
-def test_workers_exit_when_the_main_process_dies():
-    ctx = mp.get_context("fork")
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_idle_workers_stay_up_with_every_start_method(method):
+    """A worker checks for its main process when idle; under forkserver its parent is the
+    forkserver, which must not read as a dead main process (it once did: the workers exited
+    after one idle second)."""
+    from gpusim.envs.batched._worker import _IDLE_CHECK_S
+
+    env = ParallelEnv(2, CountingEnv, mp_start_method=method)
+    try:
+        env.reset()
+        pids = env.worker_pids
+        time.sleep(2.5 * _IDLE_CHECK_S)
+        assert all(pid_alive(pid) for pid in pids)
+        out = env.rand_step()
+        assert out["next", "done"].shape == (2, 1)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_workers_exit_when_the_main_process_dies(method):
+    # the dying main process is spawned for forkserver: a forked one would inherit (and hang
+    # on) this process's forkserver, started by an earlier test
+    ctx = mp.get_context("fork" if method == "fork" else "spawn")
     parent_conn, child_conn = ctx.Pipe()
-    proc = ctx.Process(target=_orphan_parent, args=(child_conn,))
+    proc = ctx.Process(target=_orphan_parent, args=(child_conn, method))
     proc.start()
     assert parent_conn.poll(60)
     pids = parent_conn.recv()
