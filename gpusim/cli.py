@@ -15,7 +15,7 @@ Bad arguments print ``gpusim <command>: error: ...`` and exit with status 2; a f
 ``check`` exits with 1.
 
 Examples:
-    >>> main(["bench", "CartPole-v1", "--num-envs", "8", "--steps", "4", "--repeats", "1"])  # doctest: +ELLIPSIS
+    >>> main(["bench", "CartPole-v1", "--num-envs", "8", "--steps", "4", "--repeats", "1", "--device", "cpu"])  # doctest: +ELLIPSIS
     gpusim bench: CartPole-v1, 8 envs, 4 steps, device cpu, eager
     CartPole-v1 x 8 on cpu, eager: ... env-steps/s (best of 1 runs of 4 steps...)
     0

@@ -94,9 +94,10 @@ def test_bench_prints_a_summary_line(capsys) -> None:
             "--transforms", "RewardSum", "CatFrames", "VecNorm", "--threads", "1"]
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "gpusim bench: CartPole-v1, 8 envs, 5 steps, device cpu, eager, transforms: RewardSum, CatFrames, VecNorm"
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # the default device
+    assert out[0] == f"gpusim bench: CartPole-v1, 8 envs, 5 steps, device {device}, eager, transforms: RewardSum, CatFrames, VecNorm"
     m = re.fullmatch(
-        r"CartPole-v1 x 8 on cpu, eager, transforms: RewardSum, CatFrames, VecNorm: ([\d.]+) ?([kMG]?) env-steps/s "
+        rf"CartPole-v1 x 8 on {device}, eager, transforms: RewardSum, CatFrames, VecNorm: ([\d.]+) ?([kMG]?) env-steps/s "
         r"\(best of 2 runs of 5 steps; median [\d.]+ ?[kMG]?; warm-up [\d.]+ s\)",
         out[1],
     )

@@ -205,6 +205,9 @@ ENVPOOL = Contender(
 
 # ------------------------------------------------------------------------------------ JAX peers
 def _jax_device(options: BenchOptions):
+    from gpusim.envs.libs._jax import share_gpu_with_torch
+
+    share_gpu_with_torch()  # before JAX's first computation: it would take 75 % of the GPU
     import jax
 
     wanted = options.torch_device.type

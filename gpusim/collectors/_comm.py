@@ -79,7 +79,7 @@ def init_distributed(
         >>> with socket.socket() as s:
         ...     _ = s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
         >>> os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        >>> group = init_distributed(timeout=30)
+        >>> group = init_distributed(backend="gloo", timeout=30)  # (the default is NCCL on a GPU)
         >>> dist.get_world_size(group), dist.get_backend(group)
         (1, 'gloo')
         >>> dist.destroy_process_group()

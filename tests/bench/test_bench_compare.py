@@ -45,7 +45,7 @@ def test_quick_config_and_devices() -> None:
 
 def test_one_line_per_skipped_peer_across_envs() -> None:
     lines: list[str] = []
-    cfg = CompareConfig(envs=("TicTacToe-v0", "Pendulum-v1"), batches=(2, 4), steps=2, repeats=1, gpusim=("eager",))
+    cfg = CompareConfig(envs=("TicTacToe-v0", "Pendulum-v1"), batches=(2, 4), steps=2, repeats=1, gpusim=("eager",), devices=("cpu",))
     result = run_compare(cfg, log=lines.append)
     rows = result["rows"]
     assert {(r["env"], r["batch"]) for r in rows if r["contender"] == "gpusim eager"} == {

@@ -25,6 +25,7 @@ Examples:
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -37,8 +38,36 @@ from gpusim.specs import Categorical, Composite, Unbounded
 __all__ = ["TreePlan", "LastState", "JaxWrapper", "import_jax", "to_torch", "to_jax", "nested_td"]
 
 
+#: JAX's switch for taking most of a GPU's memory at its first use.
+JAX_PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
+
+
+def share_gpu_with_torch() -> None:
+    """Turns JAX's GPU memory preallocation off unless the user set ``XLA_PYTHON_CLIENT_PREALLOCATE``.
+
+    JAX takes 75 % of a GPU's memory at its first computation by default. In gpusim JAX shares
+    the card with torch (the Brax and Jumanji wrappers, the JAX peers of ``gpusim compare``),
+    and a preallocating JAX leaves torch, and every other process on the card, out of memory.
+    Takes effect when called before JAX's first computation in the process (as
+    :func:`import_jax` does); a value the user set is kept.
+
+    Examples:
+        >>> import os
+        >>> saved = os.environ.pop(JAX_PREALLOCATE, None)
+        >>> share_gpu_with_torch(); os.environ[JAX_PREALLOCATE]
+        'false'
+        >>> os.environ[JAX_PREALLOCATE] = "true"  # the user's choice stays
+        >>> share_gpu_with_torch(); os.environ[JAX_PREALLOCATE]
+        'true'
+        >>> _ = os.environ.pop(JAX_PREALLOCATE) if saved is None else os.environ.update({JAX_PREALLOCATE: saved})
+    """
+    os.environ.setdefault(JAX_PREALLOCATE, "false")
+
+
 def import_jax(what: str, extra: str) -> Any:
-    """Imports jax, raising an ``ImportError`` that names the package to install."""
+    """Imports jax, raising an ``ImportError`` that names the package to install; JAX then
+    allocates GPU memory as it needs it (:func:`share_gpu_with_torch`)."""
+    share_gpu_with_torch()
     return import_optional("jax", "jax", extra=extra, what=what)
 
 
@@ -66,8 +95,8 @@ def to_torch(array: Any) -> torch.Tensor:
 
     Examples:
         >>> import jax.numpy as jnp
-        >>> to_torch(jnp.ones(2))
-        tensor([1., 1.])
+        >>> to_torch(jnp.ones(2)).tolist()  # (on the GPU where JAX has one)
+        [1.0, 1.0]
     """
     if array.dtype == np.uint32:
         return torch.from_dlpack(array).view(torch.int32)
