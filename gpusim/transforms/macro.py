@@ -9,8 +9,8 @@ transform)`` so the parent env runs the ``T`` base steps in one outer step (Torc
 ``torchrl.envs.transforms.MacroPrimitiveTransform``).
 
 Subclasses specialise three hooks: ``_resolve`` (macro action -> ``(start, target, steps,
-settle_steps)``), ``current_action`` (the interpolation start) and ``transform_input_spec``
-(the policy-facing action spec). See :mod:`gpusim.transforms.robot_macros` (a UR-style arm) and
+settle_steps)``), ``current_action`` (the interpolation start) and the policy-facing action spec
+(``_macro_fields``, the fields that ``transform_input_spec`` puts under the action key). See :mod:`gpusim.transforms.robot_macros` (a UR-style arm) and
 :mod:`gpusim.transforms.satellite` (CMG attitude slews).
 
 The sequence length is a shape, so the ``steps`` / ``settle_steps`` of a structured action are
@@ -405,26 +405,37 @@ class MacroPrimitiveTransform(Transform):
             target = target.to(self._target_dtype(target))
             start = torch.zeros_like(target)
             return start, target, self.macro_steps, self.settle_steps
-        if not _is_structured(action):
-            raise TypeError(
-                f"{type(self).__name__} expands a MacroAction, a TensorDict or a target tensor under "
-                f"{fmt_key(self.action_key)}, got {type(action).__name__}"
-            )
-        keys = set(action.keys(True, True))
-        if "target" not in keys:
-            raise KeyError(
-                f"{type(self).__name__}: the macro action under {fmt_key(self.action_key)} has no 'target' "
-                f"field (keys: {sorted(map(str, keys))})"
-            )
+        keys = self._structured_keys(action, ("target",), "a MacroAction, a TensorDict or a target tensor")
         field = (*_as_tuple(self.action_key), "target")
         target = self._row_shape(tensordict, action.get("target"), field, self.action_dim)
         target = target.to(self._target_dtype(target))
         start = self.current_action(tensordict, tensordict.batch_size, target.device, target.dtype, target.shape[-1])
         steps, settle_steps, _ = self._durations(tensordict, action)
         if "mode" in keys:
-            mode = self._row_shape(tensordict, action.get("mode"), (*_as_tuple(self.action_key), "mode"), 1)
-            target = torch.where(mode == int(MacroPrimitive.WAIT), start, target)
+            target = torch.where(self._mode(tensordict, action) == int(MacroPrimitive.WAIT), start, target)
         return start, target, steps, settle_steps
+
+    def _structured_keys(self, action: Any, required: Sequence[str], accepted: str) -> set:
+        """The keys of a structured macro action; raises when ``action`` is not structured
+        (naming what ``accepted`` lists) or lacks every one of ``required``."""
+        if not _is_structured(action):
+            raise TypeError(
+                f"{type(self).__name__} expands {accepted} under {fmt_key(self.action_key)}, got "
+                f"{type(action).__name__}"
+            )
+        keys = set(action.keys(True, True))
+        if required and not keys.intersection(required):
+            names = " or ".join(repr(r) for r in required)
+            raise KeyError(
+                f"{type(self).__name__}: the action under {fmt_key(self.action_key)} has no {names} field "
+                f"(keys: {sorted(map(str, keys))})"
+            )
+        return keys
+
+    def _mode(self, tensordict: TensorDictBase, action: Any) -> torch.Tensor:
+        """The ``mode`` field of ``action`` as int64 ``[*batch, 1]`` (raises on another shape)."""
+        mode = self._row_shape(tensordict, action.get("mode"), (*_as_tuple(self.action_key), "mode"), 1)
+        return mode.to(torch.long)
 
     def current_action(
         self,

@@ -42,7 +42,7 @@ import torch
 from tensordict import NonTensorData, TensorDictBase
 from tensordict.utils import NestedKey
 
-from gpusim.specs import Categorical, Composite, Unbounded
+from gpusim.specs import Categorical, Unbounded
 from gpusim.transforms._spec_utils import fmt_key
 from gpusim.transforms.macro import (
     MacroAction,
@@ -50,7 +50,6 @@ from gpusim.transforms.macro import (
     MacroPrimitiveTransform,
     _as_tuple,
     _batched_target,
-    _is_structured,
 )
 
 __all__ = [
@@ -712,19 +711,9 @@ class URScriptPrimitiveTransform(MacroPrimitiveTransform):
         if isinstance(action, torch.Tensor):
             target = self._row_shape(tensordict, action, self.action_key, self.action_dim).to(dtype=dtype, device=device)
             return self.macro_steps, self.settle_steps, start, target, None
-        if not _is_structured(action):
-            raise TypeError(
-                f"{type(self).__name__} expands a RobotMacroAction, a TensorDict or a low-level action tensor "
-                f"under {fmt_key(self.action_key)}, got {type(action).__name__}"
-            )
-        keys = set(action.keys(True, True))
-        if "mode" not in keys:
-            raise KeyError(
-                f"{type(self).__name__}: the command under {fmt_key(self.action_key)} has no 'mode' field "
-                f"(keys: {sorted(map(str, keys))})"
-            )
+        self._structured_keys(action, ("mode",), "a RobotMacroAction, a TensorDict or a low-level action tensor")
         mode_key = (*_as_tuple(self.action_key), "mode")
-        mode = self._row_shape(tensordict, action.get("mode"), mode_key, 1).to(device=device, dtype=torch.long)
+        mode = self._mode(tensordict, action).to(device)
         M = RobotMacroActionMode
         pose_rows = mode == int(M.REACH_POSE)
         path = self._field(tensordict, action, "path", 1, torch.zeros_like(mode))
@@ -865,35 +854,19 @@ class URScriptPrimitiveTransform(MacroPrimitiveTransform):
         return home.expand(*batch, self.joint_dim)
 
     # ------------------------------------------------------------------ specs
-    def transform_input_spec(self, input_spec: Composite) -> Composite:
-        """Replaces the ``action_key`` entry with the :class:`RobotMacroAction` spec.
-
-        Args:
-            input_spec: ``Composite(full_action_spec=..., ...)``.
-
-        Returns:
-            A new input spec.
-
-        Examples:
-            >>> from gpusim.specs import Composite
-            >>> spec = URScriptPrimitiveTransform().transform_input_spec(Composite(shape=(2,)))
-            >>> sorted(spec["full_action_spec", "action"].keys())
-            ['gripper', 'joints', 'mode', 'position', 'quaternion']
-        """
-        batch, device = input_spec.shape, input_spec.device
-        dtype = self._spec_dtype(input_spec)
+    def _macro_fields(self, batch: torch.Size, device: Any, dtype: torch.dtype, action_dim: int) -> dict:
+        """The :class:`RobotMacroAction` fields a policy sets (see the class doc)."""
 
         def real(dim: int) -> Unbounded:
             return Unbounded(shape=(*batch, dim), dtype=dtype, device=device)
 
-        fields = {
+        return {
             "mode": Categorical(len(RobotMacroActionMode), shape=(*batch, 1), dtype=torch.long, device=device),
             "position": real(3),
             "quaternion": real(4),
             "joints": real(self.joint_dim),
             "gripper": Categorical(3, shape=(*batch, 1), dtype=torch.long, device=device),
         }
-        return self._set_macro_spec(input_spec, fields)
 
     def __repr__(self) -> str:
         return (

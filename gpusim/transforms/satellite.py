@@ -37,8 +37,7 @@ from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
 from gpusim.specs import Categorical, Composite, Unbounded
-from gpusim.transforms._spec_utils import fmt_key
-from gpusim.transforms.macro import MacroPrimitive, MacroPrimitiveTransform, TargetMacroAction, _as_tuple, _is_structured
+from gpusim.transforms.macro import MacroPrimitive, MacroPrimitiveTransform, TargetMacroAction, _as_tuple
 
 __all__ = ["SatelliteMacroAction", "SatelliteAttitudeTransform", "cmg_geometry"]
 
@@ -228,34 +227,6 @@ class SatelliteAttitudeTransform(MacroPrimitiveTransform):
         self.gimbal_axes = gimbal
         self.rotor_axes_ref = rotor
 
-    def current_action(
-        self,
-        tensordict: TensorDictBase,
-        batch_shape: torch.Size,
-        device: torch.device,
-        dtype: torch.dtype,
-        action_dim: int,
-    ) -> torch.Tensor:
-        """The zero command (the steering command is recomputed at every macro step).
-
-        Args:
-            tensordict: the step input.
-            batch_shape: the rows.
-            device: of the start.
-            dtype: of the start.
-            action_dim: ignored (``num_cmgs``).
-
-        Returns:
-            ``[*batch_shape, num_cmgs]`` zeros.
-
-        Examples:
-            >>> import torch
-            >>> from tensordict import TensorDict
-            >>> SatelliteAttitudeTransform(num_cmgs=6).current_action(TensorDict(), torch.Size([]), "cpu", torch.float32, 6)
-            tensor([0., 0., 0., 0., 0., 0.])
-        """
-        return torch.zeros((*batch_shape, self.num_cmgs), dtype=dtype, device=device)
-
     def _resolve(
         self, tensordict: TensorDictBase, action: Any
     ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
@@ -265,23 +236,15 @@ class SatelliteAttitudeTransform(MacroPrimitiveTransform):
         field: tuple = _as_tuple(self.action_key)
         if isinstance(action, torch.Tensor):
             quat = action
-        elif _is_structured(action):
-            keys = set(action.keys(True, True))
-            name = next((n for n in _TARGET_FIELDS if n in keys), None)
-            if name is None:
-                raise KeyError(
-                    f"{type(self).__name__}: the action under {fmt_key(self.action_key)} has no attitude field "
-                    f"(one of {list(_TARGET_FIELDS)}); keys: {sorted(map(str, keys))}"
-                )
+        else:
+            keys = self._structured_keys(
+                action, _TARGET_FIELDS, "an attitude quaternion tensor, a SatelliteMacroAction or a TensorDict"
+            )
+            name = next(n for n in _TARGET_FIELDS if n in keys)
             quat, field = action.get(name), (*field, name)
             steps, settle, _ = self._durations(tensordict, action)
             if "mode" in keys:
-                mode = self._row_shape(tensordict, action.get("mode"), (*_as_tuple(self.action_key), "mode"), 1)
-        else:
-            raise TypeError(
-                f"{type(self).__name__} expects an attitude quaternion tensor, a SatelliteMacroAction or a "
-                f"TensorDict under {fmt_key(self.action_key)}, got {type(action).__name__}"
-            )
+                mode = self._mode(tensordict, action)
         quat = self._row_shape(tensordict, quat, field, 4)
         target = self.attitude_action_target(tensordict, quat)
         start = self.current_action(tensordict, target.shape[:-1], target.device, target.dtype, self.num_cmgs)
@@ -340,37 +303,22 @@ class SatelliteAttitudeTransform(MacroPrimitiveTransform):
         env = self._find_parent_env_with("action_scale")
         return 3.0 if env is None else float(env.action_scale)
 
-    def transform_input_spec(self, input_spec: Composite) -> Composite:
-        """Replaces the ``action_key`` entry with ``mode`` + a ``[*batch, 4]`` attitude ``target``.
-
-        The target dtype is that of the ``bus_quat`` observation, else of the ``target_quat``
-        state, else of the action.
-
-        Args:
-            input_spec: ``Composite(full_action_spec=..., ...)``.
-
-        Returns:
-            A new input spec.
-
-        Examples:
-            >>> from gpusim.specs import Composite
-            >>> spec = SatelliteAttitudeTransform().transform_input_spec(Composite(shape=(3,)))
-            >>> spec["full_action_spec", "action", "target"].shape
-            torch.Size([3, 4])
-        """
-        dtype = None
+    def _spec_dtype(self, input_spec: Composite) -> torch.dtype:
+        """The dtype of the ``bus_quat`` observation, else of the ``target_quat`` state, else of
+        the action."""
         for group, key in (("full_observation_spec", "bus_quat"), ("full_state_spec", "target_quat"),
                            ("full_action_spec", self.action_key)):
-            leaf = self._leaf(input_spec, group, key)
-            if leaf is not None and getattr(leaf, "dtype", None) is not None and leaf.dtype.is_floating_point:
-                dtype = leaf.dtype
-                break
-        batch, device = input_spec.shape, input_spec.device
-        fields = {
+            dtype = getattr(self._leaf(input_spec, group, key), "dtype", None)
+            if dtype is not None and dtype.is_floating_point:
+                return dtype
+        return torch.get_default_dtype()
+
+    def _macro_fields(self, batch: torch.Size, device: Any, dtype: torch.dtype, action_dim: int) -> dict:
+        """``mode`` and a ``[*batch, 4]`` attitude quaternion ``target``."""
+        return {
             "mode": Categorical(len(MacroPrimitive), shape=(*batch, 1), dtype=torch.long, device=device),
-            "target": Unbounded(shape=(*batch, 4), dtype=dtype or torch.get_default_dtype(), device=device),
+            "target": Unbounded(shape=(*batch, 4), dtype=dtype, device=device),
         }
-        return self._set_macro_spec(input_spec, fields)
 
 
 def _quat_conj(q: torch.Tensor) -> torch.Tensor:
