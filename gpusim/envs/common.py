@@ -1623,8 +1623,9 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             break_when_all_done: stop once every env has finished at least once; envs that are
                 done are reset in between (non-stop mode is used).
             return_contiguous: stack into a contiguous tensordict (else a lazy stack); ``None``
-                (default): contiguous unless the env has dynamic specs (a ``-1`` dim: entries
-                whose size changes from step to step, such as a growing chat history).
+                (default): contiguous, or lazy when the steps do not stack and the env has dynamic
+                specs (a ``-1`` dim: entries whose size changes from step to step, such as a
+                growing chat history).
             tensordict: initial data (required when ``auto_reset=False``; its rows that are
                 done are reset first).
             set_truncated: mark the last step as truncated (requires a ``truncated`` entry).
@@ -1753,8 +1754,14 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool | None) -> TensorDictBase:
         dim = len(self.batch_size)
         if return_contiguous is None:
-            return_contiguous = not self._has_dynamic_specs
-        if return_contiguous:
+            try:
+                out = stack_steps(steps, dim)
+            except (RuntimeError, ValueError):
+                if not self._has_dynamic_specs:
+                    raise
+                # entries whose size changes from step to step (dynamic specs): a lazy stack
+                out = LazyStackedTensorDict.lazy_stack(steps, dim)
+        elif return_contiguous:
             out = stack_steps(steps, dim)
         else:
             out = LazyStackedTensorDict.lazy_stack(steps, dim)
