@@ -45,7 +45,9 @@ import torch
 from tensordict import NonTensorStack, TensorDictBase
 
 from gpusim.envs._fasttd import new_td
+from gpusim.envs._partial import skip_next
 from gpusim.envs.common import EnvBase
+from gpusim.envs.episode import merge_rows
 from gpusim.specs import Bounded, Categorical, Composite, NonTensor, Unbounded
 
 __all__ = ["ToyVLAEnv"]
@@ -274,6 +276,31 @@ class ToyVLAEnv(EnvBase):
         if self.group_repeats is not None:
             td.set("group_id", self._group.clone())
         return td
+
+    def _step_rows(self, tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
+        """A partial step (``"_step"``): every row is computed, the skipped rows keep their data
+        (zero reward) and their success streak (TorchRL's masked-out rows).
+
+        Args:
+            tensordict: the step input.
+            mask: bool, the batch shape: the rows that step.
+
+        Returns:
+            The ``"next"`` data.
+
+        Examples:
+            >>> import torch
+            >>> env = ToyVLAEnv(action_dim=1, state_dim=2, success_steps=1, batch_size=[2], seed=0)
+            >>> td = env.reset()
+            >>> td["action"] = td["observation", "state"][:, 1:2]  # the oracle
+            >>> td["_step"] = torch.tensor([True, False])
+            >>> env.step(td)["next", "success"].flatten().tolist()
+            [True, False]
+        """
+        streak = self._streak
+        out = merge_rows(self._step_output(tensordict), skip_next(self, tensordict, clone=False), mask)
+        self._streak = torch.where(mask.reshape(streak.shape), self._streak, streak)
+        return out
 
     def _set_seed(self, seed: int | None) -> None:
         if seed is not None:

@@ -102,3 +102,16 @@ def test_workers_with_different_instructions():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ToyVLAEnv(**kwargs)
+
+
+def test_partial_steps_freeze_the_skipped_rows_streak():
+    env = ToyVLAEnv(action_dim=2, state_dim=4, success_steps=3, batch_size=[2], seed=2)
+    td = env.reset()
+    oracle = td["observation", "state"][:, 2:4].clone()
+    td = env.step(td.set("action", oracle))["next"]  # streaks 1, 1
+    td = td.set("action", oracle).set("_step", torch.tensor([True, False]))
+    out = env.step(td)["next"]  # streaks 2, 1 (row 1 skipped)
+    assert out["reward"][1].item() == 0.0
+    assert torch.equal(out["observation", "state"][1], td["observation", "state"][1])  # the skipped row holds
+    out = env.step(out.exclude("_step").set("action", oracle))["next"]  # streaks 3, 2
+    assert out["success"].flatten().tolist() == [True, False]
