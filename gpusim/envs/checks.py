@@ -46,8 +46,8 @@ def check_env_specs(
 
     Args:
         env: the env to check.
-        return_contiguous: passed to ``rollout`` (``None``: contiguous unless the env has dynamic
-            specs).
+        return_contiguous: passed to ``rollout`` (``None``: rollout's default, a lazy stack only
+            for steps of dynamic specs that do not stack).
         check_dtype: compare dtypes too.
         seed: seed the env first.
         tensordict: initial data for the rollout's reset.
