@@ -88,6 +88,14 @@ def _own_doc(member: object) -> str | None:
     return getattr(member, "__doc__", None)
 
 
+def _defined_in_gpusim(member: object) -> bool:
+    if isinstance(member, (staticmethod, classmethod)):
+        member = member.__func__
+    if isinstance(member, property):
+        member = member.fget
+    return getattr(member, "__module__", None) is None or member.__module__.startswith("gpusim")
+
+
 def _is_member(member: object) -> bool:
     return isinstance(member, (staticmethod, classmethod, property)) or inspect.isfunction(member)
 
@@ -97,6 +105,8 @@ def _member_problems(cls: type) -> list[str]:
     for name, member in vars(cls).items():
         if name.startswith("_") or not _is_member(member):
             continue
+        if not _defined_in_gpusim(member):
+            continue  # injected by a third-party decorator (tensordict's tensorclass: fields)
         owner = next((c for c in cls.__mro__ if name in vars(c) and _own_doc(vars(c)[name])), None)
         if owner is None:
             upstream = any(name in vars(c) for c in cls.__mro__[1:] if not c.__module__.startswith("gpusim"))

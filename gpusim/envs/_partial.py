@@ -61,13 +61,30 @@ def skip_next(env: "EnvBase", tensordict: TensorDictBase, clone: bool) -> Tensor
     out.update(env.full_reward_spec.zero(lead))
     for key in (*env.observation_keys, *env.done_keys, *env._echo_state_keys):
         value = tensordict.get(key, None)
-        if not isinstance(value, torch.Tensor):
+        if value is None:
+            continue
+        if not isinstance(value, torch.Tensor):  # non-tensor data: carried whole (see below)
+            _carry_structured(out, tensordict, key)
             continue
         current = out.get(key, None)
         if current is not None and current.shape != value.shape:
             continue
         out.set(key, value.clone() if clone else value)
     return out
+
+
+def _carry_structured(out: TensorDictBase, tensordict: TensorDictBase, key) -> None:
+    """Copies the entry holding the non-tensor leaf ``key`` from ``tensordict`` into ``out``: the
+    leaf itself, or its first enclosing entry that is no plain tensordict (a tensorclass such as
+    a chat history, whose size may differ from the spec's zeros)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    for i in range(1, len(parts) + 1):
+        value = tensordict.get(parts[:i], None)
+        if value is None:
+            return
+        if i == len(parts) or not isinstance(value, TensorDictBase):
+            out.set(parts[:i], value)
+            return
 
 
 def step_selected_rows(env: "EnvBase", tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:

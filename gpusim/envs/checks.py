@@ -31,7 +31,7 @@ def _fmt(key) -> str:
 
 def check_env_specs(
     env: "EnvBase",
-    return_contiguous: bool = True,
+    return_contiguous: bool | None = None,
     check_dtype: bool = True,
     seed: int | None = None,
     tensordict: TensorDictBase | None = None,
@@ -46,7 +46,8 @@ def check_env_specs(
 
     Args:
         env: the env to check.
-        return_contiguous: passed to ``rollout``.
+        return_contiguous: passed to ``rollout`` (``None``: rollout's default, a lazy stack only
+            for steps of dynamic specs that do not stack).
         check_dtype: compare dtypes too.
         seed: seed the env first.
         tensordict: initial data for the rollout's reset.

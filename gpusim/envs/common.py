@@ -811,6 +811,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         self.full_state_spec = value
 
     @property
+    def _has_dynamic_specs(self) -> bool:
+        """Whether a spec of the env has a dynamic (``-1``) dim (TorchRL's private name)."""
+        for root in (self.output_spec, self.input_spec):
+            for _, spec in root.items(True):
+                if any(int(n) == -1 for n in spec.shape):
+                    return True
+        return False
+
+    @property
     def specs(self) -> Composite:
         """``Composite(output_spec=..., input_spec=...)`` of the env's batch: every spec in one
         container (kept when the env is deleted).
@@ -1587,7 +1596,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         auto_cast_to_device: bool = False,
         break_when_any_done: bool | None = None,
         break_when_all_done: bool | None = None,
-        return_contiguous: bool = True,
+        return_contiguous: bool | None = None,
         tensordict: TensorDictBase | None = None,
         set_truncated: bool = False,
         storing_device: torch.device | str | None = None,
@@ -1613,7 +1622,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 can continue the run from ``env.step_mdp(out[..., -1])``).
             break_when_all_done: stop once every env has finished at least once; envs that are
                 done are reset in between (non-stop mode is used).
-            return_contiguous: stack into a contiguous tensordict (else a lazy stack).
+            return_contiguous: stack into a contiguous tensordict (else a lazy stack); ``None``
+                (default): contiguous, or lazy when the steps do not stack and the env has dynamic
+                specs (a ``-1`` dim: entries whose size changes from step to step, such as a
+                growing chat history).
             tensordict: initial data (required when ``auto_reset=False``; its rows that are
                 done are reset first).
             set_truncated: mark the last step as truncated (requires a ``truncated`` entry).
@@ -1739,9 +1751,17 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             out = out.to(storing_device)
         return out
 
-    def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool) -> TensorDictBase:
+    def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool | None) -> TensorDictBase:
         dim = len(self.batch_size)
-        if return_contiguous:
+        if return_contiguous is None:
+            try:
+                out = stack_steps(steps, dim)
+            except (RuntimeError, ValueError):
+                if not self._has_dynamic_specs:
+                    raise
+                # entries whose size changes from step to step (dynamic specs): a lazy stack
+                out = LazyStackedTensorDict.lazy_stack(steps, dim)
+        elif return_contiguous:
             out = stack_steps(steps, dim)
         else:
             out = LazyStackedTensorDict.lazy_stack(steps, dim)

@@ -75,6 +75,21 @@ from gpusim.transforms.batch_size import BatchSizeTransform
 from gpusim.transforms.vecnorm_v2 import VecNormV2
 from gpusim.transforms.policy_switch import ConditionalPolicySwitch
 from gpusim.transforms.traj_counter import TrajCounter
+from gpusim.transforms.macro import (
+    HumanoidMacroAction,
+    MacroAction,
+    MacroPrimitive,
+    MacroPrimitiveTransform,
+    TargetMacroAction,
+)
+from gpusim.transforms.robot_macros import (
+    CartesianSolver,
+    RobotMacroAction,
+    RobotMacroActionMode,
+    URScriptPrimitive,
+    URScriptPrimitiveTransform,
+)
+from gpusim.transforms.satellite import SatelliteAttitudeTransform, SatelliteMacroAction
 
 __all__ = [
     "Transform",
@@ -152,6 +167,18 @@ __all__ = [
     "VecNormV2",
     "ConditionalPolicySwitch",
     "TrajCounter",
+    "MacroPrimitive",
+    "MacroAction",
+    "TargetMacroAction",
+    "HumanoidMacroAction",
+    "MacroPrimitiveTransform",
+    "CartesianSolver",
+    "URScriptPrimitive",
+    "RobotMacroActionMode",
+    "RobotMacroAction",
+    "URScriptPrimitiveTransform",
+    "SatelliteMacroAction",
+    "SatelliteAttitudeTransform",
     "cat_frames",
     "rgb_to_grayscale",
 ]

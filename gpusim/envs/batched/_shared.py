@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
-from tensordict import TensorDict, TensorDictBase, is_non_tensor
+from tensordict import TensorDict, TensorDictBase, is_non_tensor, is_tensor_collection
 
 from gpusim.envs import _keys
 from gpusim.envs._fasttd import fast_get, inner, is_plain, new_td
@@ -62,13 +62,31 @@ def nontensor_keys(td: TensorDictBase) -> list[NestedKey]:
 
     def walk(node: TensorDictBase, prefix: tuple) -> None:
         for key, value in node.items():
-            if is_non_tensor(value):
+            if is_non_tensor(value) or _carried_whole(value):
                 out.append(_keys.unravel((*prefix, key)))
             elif isinstance(value, TensorDictBase):
                 walk(value, (*prefix, key))
 
     walk(td, ())
     return out
+
+
+def _carried_whole(value) -> bool:
+    """A tensorclass holding non-tensor data (e.g. a chat history whose length changes every
+    step): no buffer can hold it, so it travels whole with the commands and answers."""
+    if isinstance(value, TensorDictBase) or not is_tensor_collection(value):
+        return False
+    return any(is_non_tensor(v) for _, v in value.items(True, False))
+
+
+def _covering(key: NestedKey, carried: Sequence[NestedKey]) -> NestedKey | None:
+    """The entry of ``carried`` that is ``key`` or encloses it (``None``: none)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    for entry in carried:
+        e = entry if isinstance(entry, tuple) else (entry,)
+        if parts[: len(e)] == e:
+            return entry
+    return None
 
 
 @dataclass
@@ -114,16 +132,21 @@ class KeyPlan:
         next_keys = _tensor_keys(fake.get("next"))
         root_nontensor = nontensor_keys(root)
         inputs = _keys.exclusive([*action_keys, *state_keys, *observation_keys])
+        input_nontensor = []
+        for k in inputs:  # spec leaves inside a non-tensor entry travel with that entry
+            entry = _covering(k, root_nontensor)
+            if entry is not None and entry not in input_nontensor:
+                input_nontensor.append(entry)
         return cls(
             action_keys=action_keys,
-            state_keys=[k for k in state_keys if k not in set(root_nontensor)],
+            state_keys=[k for k in state_keys if _covering(k, root_nontensor) is None],
             observation_keys=observation_keys,
-            input_keys=[k for k in inputs if k not in set(root_nontensor)],
+            input_keys=[k for k in inputs if _covering(k, root_nontensor) is None],
             reset_mask_keys=[level.reset_key for level in levels],
             reset_out_keys=root_keys,
             next_keys=next_keys,
             done_levels=levels,
-            input_nontensor_keys=[k for k in inputs if k in set(root_nontensor)],
+            input_nontensor_keys=input_nontensor,
             reset_out_nontensor_keys=[k for k in root_nontensor if k not in set(action_keys)],
             next_nontensor_keys=nontensor_keys(fake.get("next")),
         )

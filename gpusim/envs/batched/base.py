@@ -80,11 +80,23 @@ def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
             keys_a, keys_b = set(sa.keys(True, True)), set(sb.keys(True, True))
             if keys_a != keys_b:
                 return f"{name} keys {sorted(map(str, keys_b))} vs {sorted(map(str, keys_a))}"
+            only_examples = False
             for key in sa.keys(True, True):
                 if sa[key] != sb[key]:
-                    return f"{name}[{key!r}]: {sb[key]} vs {sa[key]}"
-            return name
+                    if not _same_but_example(sa[key], sb[key]):
+                        return f"{name}[{key!r}]: {sb[key]} vs {sa[key]}"
+                    only_examples = True
+            if not only_examples:
+                return name
     return None
+
+
+def _same_but_example(a: Any, b: Any) -> bool:
+    """Two ``NonTensor`` specs that differ only by their ``example_data`` (an illustration of the
+    values, not a constraint: workers may carry different strings, e.g. per-task instructions)."""
+    from gpusim.specs import NonTensor, TensorSpec
+
+    return isinstance(a, NonTensor) and isinstance(b, NonTensor) and TensorSpec.__eq__(a, b)
 
 
 class WorkerValues(list):

@@ -9,5 +9,6 @@ Examples:
 
 from gpusim.envs.custom.chess import ChessEnv
 from gpusim.envs.custom.llm_hashing import LLMHashingEnv
+from gpusim.envs.custom.vla import ToyVLAEnv
 
-__all__ = ["ChessEnv", "LLMHashingEnv"]
+__all__ = ["ChessEnv", "LLMHashingEnv", "ToyVLAEnv"]
