@@ -226,6 +226,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     #: env. Transforms that step some rows only (no-op starts) need it on batched envs.
     functional_step: bool = False
 
+    #: Whether ``step_and_maybe_reset`` and ``rollout`` call :meth:`_post_step_mdp` (set by a
+    #: ``TransformedEnv`` whose transforms define that hook; plain envs never do).
+    _post_mdp_hook: bool = False
+
     def __new__(cls, *args: Any, _inplace_update: bool = False, _batch_locked: bool = True, **kwargs: Any) -> "EnvBase":
         """Creates the env with default state, so that attributes and specs can be set before
         ``super().__init__()`` runs; constructor arguments are accepted (and left to
@@ -1470,8 +1474,22 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         tensordict = self.step(tensordict)
         tensordict_ = self._step_mdp(tensordict)
+        if self._post_mdp_hook:
+            tensordict, tensordict_ = self._post_step_mdp(tensordict, tensordict_)
         tensordict_ = self.maybe_reset(tensordict_)
         return tensordict, tensordict_
+
+    def _post_step_mdp(
+        self, tensordict: TensorDictBase, tensordict_: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Hook run after ``step_mdp`` by ``step_and_maybe_reset`` and ``rollout`` when
+        :attr:`_post_mdp_hook` is set (transformed envs whose transforms edit the stepped data
+        or the next root there); default: nothing."""
+        return tensordict, tensordict_
+
+    def _check_batched_worker(self) -> None:
+        """Raises ``RuntimeError`` when this env cannot be the worker of a batched env (a
+        transform that needs its own ``step_and_maybe_reset``); default: it can."""
 
     # ------------------------------------------------------------------ seeding
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
@@ -1710,17 +1728,22 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 tensordict = self.step(tensordict)
                 if set_truncated and last:
                     self._set_truncated(tensordict.get("next"))
+                root = None
+                if self._post_mdp_hook:  # the hook edits the recorded step before it is stored
+                    tensordict, root = self._post_step_mdp(tensordict, self._step_mdp(tensordict))
                 steps.append(tensordict)
                 if callback is not None:
                     callback(self, tensordict)
                 if last or bool(self.episode.ended(tensordict.get("next")).any()):
                     break
-                tensordict = self._step_mdp(tensordict)
+                tensordict = self._step_mdp(tensordict) if root is None else root
             else:
                 if last:  # no reset after the last step: a later rollout can continue the run
                     tensordict = self.step(tensordict)
                     if set_truncated:
                         self._set_truncated(tensordict.get("next"))
+                    if self._post_mdp_hook:
+                        tensordict, _ = self._post_step_mdp(tensordict, self._step_mdp(tensordict))
                     steps.append(tensordict)
                     if callback is not None:
                         callback(self, tensordict)

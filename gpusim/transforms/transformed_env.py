@@ -299,6 +299,8 @@ class TransformedEnv(EnvBase):
         self.__dict__["_device"] = None if device is None else torch.device(device)  # None: mixed devices
         self.__dict__["_needs_inv"] = _needs_inverse(transform)
         self.__dict__["_inv_exports"] = transform._inverse_exports()
+        base_hook = base.__dict__.get("_post_mdp_hook", False)
+        self.__dict__["_post_mdp_hook"] = bool(transform._has_post_step_mdp() or base_hook)
         self._cache.clear()
         if self._spec_locked:
             self._lock_specs()
@@ -525,6 +527,31 @@ class TransformedEnv(EnvBase):
             states = [k for k in self.base_env._input_checks[1] if k in own]
             cached = self._cache["_input_checks"] = (actions, states)
         return cached
+
+    def _post_step_mdp(
+        self, tensordict: TensorDictBase, tensordict_: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        # the transforms' hooks, then those of a base env that is itself transformed
+        tensordict, tensordict_ = self.transform._post_step_mdp(tensordict, tensordict_)
+        if self.base_env.__dict__.get("_post_mdp_hook", False):
+            tensordict, tensordict_ = self.base_env._post_step_mdp(tensordict, tensordict_)
+        return tensordict, tensordict_
+
+    def _check_batched_worker(self) -> None:
+        self.transform._check_batched_worker_compat()
+        self.base_env._check_batched_worker()
+
+    def fake_tensordict(self) -> TensorDictBase:
+        """The base class's zero-filled step, edited by the transforms' ``transform_fake_tensordict``.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import NextObservationDelta
+            >>> env = TransformedEnv(PendulumEnv(), NextObservationDelta(["observation"]))
+            >>> env.fake_tensordict()["next", "delta", "observation"].dtype
+            torch.float16
+        """
+        return self.transform.transform_fake_tensordict(super().fake_tensordict())
 
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         transform = self.transform

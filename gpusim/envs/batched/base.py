@@ -207,6 +207,9 @@ class BatchedEnvBase(EnvBase):
             raise ValueError(f"num_sub_threads must be a positive int, got {num_sub_threads!r}")
         meta_data = self._collect_metadata(fns, kwargs)
         worker_meta = meta_data[0]
+        for meta in meta_data:
+            if meta.worker_refusal is not None:
+                raise RuntimeError(meta.worker_refusal)
         self._refuse_empty_specs(worker_meta)
         if device is None:
             device = worker_meta.device

@@ -37,6 +37,8 @@ class EnvMetaData:
         env_str: a readable description of the env (its ``repr``).
         device: the env device.
         batch_locked: whether the env only accepts tensordicts of its own batch size.
+        worker_refusal: why the env cannot be the worker of a batched env (a transform that
+            needs its own ``step_and_maybe_reset``), or ``None``; batched envs raise it.
 
     Examples:
         >>> from gpusim.envs.native import PendulumEnv
@@ -53,6 +55,7 @@ class EnvMetaData:
         env_str: str,
         device: torch.device | str | None,
         batch_locked: bool = True,
+        worker_refusal: str | None = None,
     ) -> None:
         if not isinstance(tensordict, TensorDictBase):
             raise TypeError(f"tensordict must be a TensorDictBase, got {type(tensordict).__name__}")
@@ -64,6 +67,7 @@ class EnvMetaData:
         self.env_str = env_str
         self.device = torch.device("cpu") if device is None else torch.device(device)
         self.batch_locked = bool(batch_locked)
+        self.worker_refusal = worker_refusal
 
     @classmethod
     def metadata_from_env(cls, env: "EnvBase") -> "EnvMetaData":
@@ -87,6 +91,11 @@ class EnvMetaData:
             shape=env.batch_size,
             device=env.device,
         )
+        try:
+            env._check_batched_worker()
+            refusal = None
+        except RuntimeError as err:
+            refusal = str(err)
         return cls(
             env.fake_tensordict(),
             specs,
@@ -94,6 +103,7 @@ class EnvMetaData:
             repr(env),
             env.device,
             env.batch_locked,
+            refusal,
         )
 
     # ------------------------------------------------------------------ accessors
@@ -146,6 +156,7 @@ class EnvMetaData:
             self.env_str,
             self.device,
             self.batch_locked,
+            self.worker_refusal,
         )
 
     def to(self, device: torch.device | str) -> "EnvMetaData":
@@ -171,6 +182,7 @@ class EnvMetaData:
             self.env_str,
             device,
             self.batch_locked,
+            self.worker_refusal,
         )
 
     def clone(self) -> "EnvMetaData":
@@ -190,6 +202,7 @@ class EnvMetaData:
             self.env_str,
             self.device,
             self.batch_locked,
+            self.worker_refusal,
         )
 
     def __eq__(self, other: object) -> bool:
