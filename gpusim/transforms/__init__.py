@@ -75,6 +75,7 @@ from gpusim.transforms.batch_size import BatchSizeTransform
 from gpusim.transforms.vecnorm_v2 import VecNormV2
 from gpusim.transforms.policy_switch import ConditionalPolicySwitch
 from gpusim.transforms.traj_counter import TrajCounter
+from gpusim.transforms.next_obs_delta import NextObservationDelta
 
 __all__ = [
     "Transform",
@@ -152,6 +153,7 @@ __all__ = [
     "VecNormV2",
     "ConditionalPolicySwitch",
     "TrajCounter",
+    "NextObservationDelta",
     "cat_frames",
     "rgb_to_grayscale",
 ]
