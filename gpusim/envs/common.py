@@ -99,6 +99,15 @@ class _ActionCheck(NamedTuple):
     stack_dim: int = 0
 
 
+def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
+    """Whether ``shape`` fits a spec shape with dynamic (``-1``) dims: any size there."""
+    return (
+        -1 in spec_shape
+        and len(shape) == len(spec_shape)
+        and all(s == d or d == -1 for s, d in zip(shape, spec_shape))
+    )
+
+
 def _cached_plan(fn: Callable[[Any], Any]) -> property:
     """A property computed once from the (locked) specs and kept in ``env._cache`` until the
     specs change. The hot path reads it with one dict lookup."""
@@ -1282,7 +1291,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     f"{name}.step: the input has no action entry {_keys.fmt(key)} (expected shape {list(shape)}, "
                     f"dtype {dtype}); write one first, e.g. env.rand_action(td) or a policy"
                 )
-            if value.shape != shape and (squeezed is None or lead is not None or value.shape != squeezed):
+            if (
+                value.shape != shape
+                and (squeezed is None or lead is not None or value.shape != squeezed)
+                and not _dynamic_match(value.shape, shape)
+            ):
                 raise ValueError(
                     f"{name}.step: the action {_keys.fmt(key)} has shape {list(value.shape)}, expected {list(shape)} "
                     "(the action spec's shape)"

@@ -199,6 +199,11 @@ class Compose(Transform):
             tensordict = t._inv_call(tensordict)
         return tensordict
 
+    def _step_skipped(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            next_tensordict = t._step_skipped(tensordict, next_tensordict)
+        return next_tensordict
+
     def _post_step_mdp(
         self, tensordict: TensorDictBase, tensordict_: TensorDictBase
     ) -> tuple[TensorDictBase, TensorDictBase]:

@@ -289,6 +289,15 @@ class Transform(nn.Module):
         """Preprocesses the input of ``reset`` before the base env resets (default: identity)."""
         return tensordict
 
+    def _step_skipped(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        """Called instead of ``_step`` when an inverse transform skipped every row of a step
+        (``"_step"`` all ``False``): ``next_tensordict`` holds the current data of the rows.
+
+        Transforms do not step then (default: nothing); one that assembles its output from
+        work done on the inverse path (``MultiAction``) writes it here.
+        """
+        return next_tensordict
+
     def _post_step_mdp(
         self, tensordict: TensorDictBase, tensordict_: TensorDictBase
     ) -> tuple[TensorDictBase, TensorDictBase]:

@@ -26,6 +26,7 @@ Examples:
 from __future__ import annotations
 
 import abc
+import warnings
 from typing import Any, Callable, Sequence
 
 import torch
@@ -47,6 +48,16 @@ _SPEC_PARTS = (
     ("output_spec", "full_reward_spec"),
     ("output_spec", "full_done_spec"),
 )
+
+
+def _has_dynamic_dims(meta: EnvMetaData) -> bool:
+    """Whether a leaf of the worker specs has a dynamic (``-1``) dim."""
+    for parent, name in _SPEC_PARTS:
+        spec = meta.specs[parent, name]
+        for _, leaf in spec.items(True, True):
+            if -1 in getattr(leaf, "shape", ()):
+                return True
+    return False
 
 
 class ConfigurationError(ValueError, RuntimeError):
@@ -241,6 +252,9 @@ class BatchedEnvBase(EnvBase):
         d["shared_memory"] = bool(shared_memory)
         d["memmap"] = bool(memmap)
         d["_use_buffers"] = (not has_nontensor) if use_buffers is None else bool(use_buffers)
+        d["_dynamic_specs"] = _has_dynamic_dims(worker_meta)
+        if d["_dynamic_specs"]:
+            self._no_buffers_for_dynamic_specs(use_buffers)
         d["share_individual_td"] = bool(share_individual_td)
         d["consolidate"] = bool(consolidate)
         d["serial_for_single"] = bool(serial_for_single)
@@ -250,6 +264,17 @@ class BatchedEnvBase(EnvBase):
         self.input_spec = expanded.input_spec.to(self.device)
         self.output_spec = expanded.output_spec.to(self.device)
         self.__dict__["_batch_locked"] = worker_meta.batch_locked
+
+    def _no_buffers_for_dynamic_specs(self, requested: bool | None) -> None:
+        """Buffers are built from the specs: a dynamic (``-1``) dim has no size to allocate, so
+        the data travels without them (a warning when ``use_buffers=True`` was asked for)."""
+        if requested:
+            warnings.warn(
+                f"{type(self).__name__}(use_buffers=True): the worker specs have dynamic (-1) dims, which "
+                "preallocated buffers cannot hold; the data is exchanged without buffers",
+                stacklevel=3,
+            )
+        self.__dict__["_use_buffers"] = False
 
     @classmethod
     def _refuse_empty_specs(cls, meta: EnvMetaData) -> None:

@@ -343,6 +343,8 @@ class ParallelEnv(BatchedEnvBase):
                     "or memmap=True"
                 )
             self.__dict__["_use_buffers"] = bool(use_buffers)
+            if use_buffers and self.__dict__.get("_dynamic_specs", False):
+                self._no_buffers_for_dynamic_specs(True)
         elif not (shared or mapped):
             self.__dict__["_use_buffers"] = False
         return self
