@@ -76,6 +76,7 @@ from gpusim.transforms.vecnorm_v2 import VecNormV2
 from gpusim.transforms.policy_switch import ConditionalPolicySwitch
 from gpusim.transforms.traj_counter import TrajCounter
 from gpusim.transforms.next_obs_delta import NextObservationDelta
+from gpusim.transforms.multi_action import MultiAction
 
 __all__ = [
     "Transform",
@@ -154,6 +155,7 @@ __all__ = [
     "ConditionalPolicySwitch",
     "TrajCounter",
     "NextObservationDelta",
+    "MultiAction",
     "cat_frames",
     "rgb_to_grayscale",
 ]
