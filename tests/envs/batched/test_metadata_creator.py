@@ -112,6 +112,29 @@ def test_env_creator_validation():
         EnvCreator(lambda: object())
 
 
+def test_env_creator_keyword_kwargs_and_variants_share_state():
+    def make(batch_size):
+        return TransformedEnv(CountingEnv(batch_size=batch_size), SharedCounter())
+
+    creator = EnvCreator(make, batch_size=[2])
+    assert creator.create_env_kwargs == {"batch_size": [2]} and creator().batch_size == (2,)
+    assert EnvCreator(PendulumEnv, {"g": 1.0}, g=2.0).create_env_kwargs == {"g": 1.0}  # the dict wins
+    variant = creator.make_variant(batch_size=[3])
+    assert creator.create_env_kwargs == {"batch_size": [2]}  # unchanged
+    assert variant.meta_data.batch_size == (3,) and creator.meta_data.batch_size == (2,)
+    (state,) = creator.shared_state.values()
+    variant().rollout(2, break_when_any_done=False)
+    creator().rollout(1, break_when_any_done=False)
+    assert state["calls"].item() == 3  # one shared counter for both creators
+    env = SerialEnv(2, [EnvCreator(PendulumEnv, g=1.0), EnvCreator(PendulumEnv, g=1.0).make_variant(g=5.0)])
+    try:
+        assert env.g == [1.0, 5.0]
+    finally:
+        env.close()
+    restored = pickle.loads(pickle.dumps(EnvCreator(PendulumEnv, g=1.0).make_variant(g=5.0)))
+    assert restored().g == 5.0
+
+
 def test_batched_env_reads_the_creator_metadata_without_building_envs():
     ClosingCounter.closed_count = 0
     built = []
