@@ -226,7 +226,9 @@ class BatchedEnvBase(EnvBase):
             device = worker_meta.device
         # the workers run on the host: which rows to reset is read there (SPARSE auto-reset)
         super().__init__(
-            device=device, batch_size=(num_workers, *worker_meta.batch_size), auto_reset_mode=AutoResetMode.SPARSE
+            device="cpu" if device is None else device,
+            batch_size=(num_workers, *worker_meta.batch_size),
+            auto_reset_mode=AutoResetMode.SPARSE,
         )
         d = self.__dict__
         d["num_workers"] = num_workers
@@ -261,8 +263,13 @@ class BatchedEnvBase(EnvBase):
         d["_nontensor_cache"] = {}
         d["_last_outputs"] = {}
         expanded = worker_meta.expand(self.batch_size)
-        self.input_spec = expanded.input_spec.to(self.device)
-        self.output_spec = expanded.output_spec.to(self.device)
+        if device is None:  # mixed worker devices: the data stays where the workers put it
+            self.__dict__["_device"] = None
+            self.input_spec = expanded.input_spec
+            self.output_spec = expanded.output_spec
+        else:
+            self.input_spec = expanded.input_spec.to(self.device)
+            self.output_spec = expanded.output_spec.to(self.device)
         self.__dict__["_batch_locked"] = worker_meta.batch_locked
 
     def _no_buffers_for_dynamic_specs(self, requested: bool | None) -> None:
@@ -682,7 +689,7 @@ class BatchedEnvBase(EnvBase):
         return self._stack_outputs(last, "reset")
 
     def _to_worker(self, td: TensorDictBase) -> TensorDictBase:
-        if td.device != self._worker_device:
+        if self._worker_device is not None and td.device != self._worker_device:
             td = td.to(self._worker_device)
         return td
 

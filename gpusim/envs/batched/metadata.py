@@ -35,7 +35,7 @@ class EnvMetaData:
         specs: ``Composite(input_spec=..., output_spec=...)`` with the env's batch shape.
         batch_size: the env batch dims.
         env_str: a readable description of the env (its ``repr``).
-        device: the env device.
+        device: the env device (``None``: entries on several devices).
         batch_locked: whether the env only accepts tensordicts of its own batch size.
         worker_refusal: why the env cannot be the worker of a batched env (a transform that
             needs its own ``step_and_maybe_reset``), or ``None``; batched envs raise it.
@@ -65,7 +65,8 @@ class EnvMetaData:
         self.specs = specs
         self.batch_size = torch.Size(batch_size)
         self.env_str = env_str
-        self.device = torch.device("cpu") if device is None else torch.device(device)
+        # None: the env's entries live on several devices (a partial DeviceCastTransform)
+        self.device = None if device is None else torch.device(device)
         self.batch_locked = bool(batch_locked)
         self.worker_refusal = worker_refusal
 

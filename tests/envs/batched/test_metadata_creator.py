@@ -186,9 +186,28 @@ def test_shared_counter_transform_is_a_plain_transform():
 
 def test_metadata_constructor_validates_its_arguments():
     meta = get_env_metadata(CountingEnv)
-    rebuilt = EnvMetaData(meta.tensordict, meta.specs, meta.batch_size, "env", None)
+    rebuilt = EnvMetaData(meta.tensordict, meta.specs, meta.batch_size, "env", "cpu")
     assert rebuilt == meta and rebuilt.device == torch.device("cpu") and rebuilt.batch_locked
+    assert EnvMetaData(meta.tensordict, meta.specs, meta.batch_size, "env", None).device is None  # mixed devices
     with pytest.raises(TypeError, match="tensordict"):
         EnvMetaData({}, meta.specs, (), "env", None)
     with pytest.raises(TypeError, match="input_spec"):
         EnvMetaData(meta.tensordict, meta.input_spec, (), "env", None)
+
+
+@pytest.mark.parametrize("cls", ["SerialEnv", "ParallelEnv"])
+def test_workers_with_mixed_devices_make_a_batched_env_without_device(cls):
+    from gpusim.envs import ParallelEnv, check_env_specs
+    from gpusim.transforms import DeviceCastTransform
+
+    def make():  # only the observation moves: the worker env has no single device
+        return TransformedEnv(PendulumEnv(), DeviceCastTransform("cpu:1", in_keys=["observation"], in_keys_inv=["action"]))
+
+    assert get_env_metadata(make).device is None
+    env = {"SerialEnv": SerialEnv, "ParallelEnv": ParallelEnv}[cls](2, make)
+    try:
+        assert env.device is None
+        check_env_specs(env, seed=0)
+        assert env.rollout(2)["next", "observation"].shape == (2, 2, 3)
+    finally:
+        env.close()
