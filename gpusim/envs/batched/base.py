@@ -157,6 +157,10 @@ class BatchedEnvBase(EnvBase):
             without buffers); gpusim pickles the tensordicts as they are.
         serial_for_single: ``ParallelEnv(1, ..., serial_for_single=True)`` builds a
             ``SerialEnv`` instead (no worker process for a single env); no effect otherwise.
+        metadata_from_workers: read the specs from the live worker envs, built (and started)
+            at construction, instead of from an env built in this process and closed: for envs
+            that must not be built twice or here. The worker specs must agree. Needs
+            ``use_buffers=False`` (buffers are allocated before the workers exist).
 
     Attribute access: names the batched env does not have are looked up on the workers and
     return one value per worker (``env.g -> [9.81, 9.81]``); methods return a callable that
@@ -201,6 +205,7 @@ class BatchedEnvBase(EnvBase):
         share_individual_td: bool | None = None,
         consolidate: bool = True,
         serial_for_single: bool = False,
+        metadata_from_workers: bool = False,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
             raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
@@ -216,7 +221,24 @@ class BatchedEnvBase(EnvBase):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
         if not isinstance(num_sub_threads, int) or num_sub_threads < 1:
             raise ValueError(f"num_sub_threads must be a positive int, got {num_sub_threads!r}")
-        meta_data = self._collect_metadata(fns, kwargs)
+        self.__dict__["num_sub_threads"] = num_sub_threads  # (workers built by metadata_from_workers)
+        if metadata_from_workers:
+            if use_buffers:
+                raise ConfigurationError(
+                    f"{type(self).__name__}(metadata_from_workers=True) requires use_buffers=False: the specs "
+                    "are read from the workers once they run, too late to allocate buffers from them "
+                    f"(got use_buffers={use_buffers!r})"
+                )
+            use_buffers = False
+            meta_data = self._live_worker_metadata(fns, kwargs)
+            try:
+                self._check_same_specs(meta_data, RuntimeError, "the worker metadata are incompatible")
+            except BaseException:
+                self._stop_live_workers()
+                raise
+            self.__dict__["_live_workers"] = True
+        else:
+            meta_data = self._collect_metadata(fns, kwargs)
         worker_meta = meta_data[0]
         for meta in meta_data:
             if meta.worker_refusal is not None:
@@ -312,15 +334,26 @@ class BatchedEnvBase(EnvBase):
             if cache_key not in cache:
                 cache[cache_key] = get_env_metadata(fn, kw)
             metas.append(cache[cache_key])
+        BatchedEnvBase._check_same_specs(
+            metas, ValueError, "the envs of a batched env must have the same specs (mixed environments included)"
+        )
+        return metas
+
+    @staticmethod
+    def _check_same_specs(metas: list[EnvMetaData], error: type, what: str) -> None:
         first = metas[0]
         for i, meta in enumerate(metas[1:], 1):
             diff = _spec_difference(first, meta)
             if diff is not None:
-                raise ValueError(
-                    "the envs of a batched env must have the same specs (mixed environments "
-                    f"included): worker {i} differs from worker 0 in {diff}"
-                )
-        return metas
+                raise error(f"{what}: worker {i} differs from worker 0 in {diff}")
+
+    def _live_worker_metadata(self, fns: list, kwargs: list) -> list[EnvMetaData]:
+        """``metadata_from_workers=True``: builds the worker envs (the subclass's workers, kept
+        for :meth:`start`) and returns their metadata."""
+        raise NotImplementedError(f"{type(self).__name__} does not support metadata_from_workers=True")
+
+    def _stop_live_workers(self) -> None:
+        """Stops the workers :meth:`_live_worker_metadata` built (their specs disagree)."""
 
     # ------------------------------------------------------------------ lifecycle
     @property
