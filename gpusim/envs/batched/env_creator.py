@@ -8,7 +8,8 @@ all workers.
 
 Opting in: a module (transform) of the env defines
 
-* ``_shared_state() -> dict[str, Tensor | TensorDictBase]``: the live tensors to share, and
+* ``_shared_state() -> dict[str, Tensor | TensorDictBase | str]``: the live tensors to share
+  (strings, such as the path of a file every process maps, are passed as they are), and
 * ``_load_shared_state(state) -> None``: adopt the given tensors in place of its own (no copy).
 
 ``VecNorm`` (statistics in its ``stats`` tensordict, adopted through ``_set_td``) is recognised
@@ -53,8 +54,10 @@ def _share(value: Any, where: str) -> Any:
         return value.share_memory_()
     if isinstance(value, TensorDictBase):
         return value.share_memory_()
+    if isinstance(value, str):  # e.g. the path of a file every process maps
+        return value
     raise TypeError(
-        f"{where}._shared_state() must return tensors or tensordicts, got {type(value).__name__}"
+        f"{where}._shared_state() must return tensors, tensordicts or strings, got {type(value).__name__}"
     )
 
 
