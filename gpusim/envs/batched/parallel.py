@@ -390,7 +390,11 @@ class ParallelEnv(BatchedEnvBase):
 
     def _live_worker_metadata(self, fns: list, kwargs: list) -> list:
         self._spawn(fns, kwargs, None, None, None)  # the workers answer "start" with their metadata
-        return self._gather_start()
+        self.__dict__["_starting_live"] = True
+        try:
+            return self._gather_start()
+        finally:
+            self.__dict__["_starting_live"] = False
 
     def _stop_live_workers(self) -> None:
         self.__dict__.pop("_live_workers", None)
@@ -470,7 +474,9 @@ class ParallelEnv(BatchedEnvBase):
         finalizer = self.__dict__.get("_finalizer")
         if finalizer is not None:
             finalizer.detach()
-        _stop_processes(self._procs, self._conns, graceful=False)
+        # while metadata_from_workers starts them, the built envs are closed (they wait for a command)
+        graceful = self.__dict__.get("_starting_live", False)
+        _stop_processes(self._procs, self._conns, graceful=graceful, timeout=self.shutdown_timeout)
         d = self.__dict__
         d["_finalizer"] = None
         d["_poller"] = None

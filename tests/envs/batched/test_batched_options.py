@@ -245,3 +245,25 @@ def test_metadata_from_workers_errors():
     single = ParallelEnv(1, PendulumEnv, serial_for_single=True, metadata_from_workers=True)
     assert type(single).__name__ == "SerialEnv" and single.is_started
     single.close()
+
+
+class _MarkedPendulum(PendulumEnv):
+    """Writes a file when closed (in whatever process it lives)."""
+
+    def __init__(self, marker: str = "", fail: bool = False, **kwargs):
+        if fail:
+            raise RuntimeError("the simulator cannot start")
+        self.marker = marker
+        super().__init__(**kwargs)
+
+    def close(self, **kwargs):
+        if self.marker:
+            open(self.marker, "w").close()
+        super().close(**kwargs)
+
+
+def test_metadata_from_workers_closes_the_built_envs_when_another_fails(tmp_path):
+    marker = str(tmp_path / "closed-0")
+    with pytest.raises(RuntimeError, match="worker 1 .* the simulator cannot start"):
+        ParallelEnv(2, _MarkedPendulum, [{"marker": marker}, {"fail": True}], metadata_from_workers=True)
+    assert (tmp_path / "closed-0").exists()
