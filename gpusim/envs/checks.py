@@ -81,8 +81,11 @@ def check_env_specs(
     optional = {("next", *as_tuple(k)) for k in env.state_keys}
     for t in range(steps):
         td = env.step(env.rand_action(td))
+        root = env._step_mdp(td)
+        if env._post_mdp_hook:  # as step_and_maybe_reset and rollout do
+            td, root = env._post_step_mdp(td, root)
         _compare(td, fake, check_dtype, f"step {t}", optional)
-        td = env._step_mdp(td)
+        td = root
     real = env.rollout(
         steps,
         tensordict=None if tensordict is None else tensordict.clone(),

@@ -99,6 +99,15 @@ class _ActionCheck(NamedTuple):
     stack_dim: int = 0
 
 
+def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
+    """Whether ``shape`` fits a spec shape with dynamic (``-1``) dims: any size there."""
+    return (
+        -1 in spec_shape
+        and len(shape) == len(spec_shape)
+        and all(s == d or d == -1 for s, d in zip(shape, spec_shape))
+    )
+
+
 def _cached_plan(fn: Callable[[Any], Any]) -> property:
     """A property computed once from the (locked) specs and kept in ``env._cache`` until the
     specs change. The hot path reads it with one dict lookup."""
@@ -225,6 +234,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     #: the native envs): a row can then be stepped and its result discarded without changing the
     #: env. Transforms that step some rows only (no-op starts) need it on batched envs.
     functional_step: bool = False
+
+    #: Whether ``step_and_maybe_reset`` and ``rollout`` call :meth:`_post_step_mdp` (set by a
+    #: ``TransformedEnv`` whose transforms define that hook; plain envs never do).
+    _post_mdp_hook: bool = False
 
     def __new__(cls, *args: Any, _inplace_update: bool = False, _batch_locked: bool = True, **kwargs: Any) -> "EnvBase":
         """Creates the env with default state, so that attributes and specs can be set before
@@ -1287,7 +1300,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     f"{name}.step: the input has no action entry {_keys.fmt(key)} (expected shape {list(shape)}, "
                     f"dtype {dtype}); write one first, e.g. env.rand_action(td) or a policy"
                 )
-            if value.shape != shape and (squeezed is None or lead is not None or value.shape != squeezed):
+            if (
+                value.shape != shape
+                and (squeezed is None or lead is not None or value.shape != squeezed)
+                and not _dynamic_match(value.shape, shape)
+            ):
                 raise ValueError(
                     f"{name}.step: the action {_keys.fmt(key)} has shape {list(value.shape)}, expected {list(shape)} "
                     "(the action spec's shape)"
@@ -1479,8 +1496,22 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         tensordict = self.step(tensordict)
         tensordict_ = self._step_mdp(tensordict)
+        if self._post_mdp_hook:
+            tensordict, tensordict_ = self._post_step_mdp(tensordict, tensordict_)
         tensordict_ = self.maybe_reset(tensordict_)
         return tensordict, tensordict_
+
+    def _post_step_mdp(
+        self, tensordict: TensorDictBase, tensordict_: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Hook run after ``step_mdp`` by ``step_and_maybe_reset`` and ``rollout`` when
+        :attr:`_post_mdp_hook` is set (transformed envs whose transforms edit the stepped data
+        or the next root there); default: nothing."""
+        return tensordict, tensordict_
+
+    def _check_batched_worker(self) -> None:
+        """Raises ``RuntimeError`` when this env cannot be the worker of a batched env (a
+        transform that needs its own ``step_and_maybe_reset``); default: it can."""
 
     # ------------------------------------------------------------------ seeding
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
@@ -1722,17 +1753,22 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 tensordict = self.step(tensordict)
                 if set_truncated and last:
                     self._set_truncated(tensordict.get("next"))
+                root = None
+                if self._post_mdp_hook:  # the hook edits the recorded step before it is stored
+                    tensordict, root = self._post_step_mdp(tensordict, self._step_mdp(tensordict))
                 steps.append(tensordict)
                 if callback is not None:
                     callback(self, tensordict)
                 if last or bool(self.episode.ended(tensordict.get("next")).any()):
                     break
-                tensordict = self._step_mdp(tensordict)
+                tensordict = self._step_mdp(tensordict) if root is None else root
             else:
                 if last:  # no reset after the last step: a later rollout can continue the run
                     tensordict = self.step(tensordict)
                     if set_truncated:
                         self._set_truncated(tensordict.get("next"))
+                    if self._post_mdp_hook:
+                        tensordict, _ = self._post_step_mdp(tensordict, self._step_mdp(tensordict))
                     steps.append(tensordict)
                     if callback is not None:
                         callback(self, tensordict)

@@ -90,6 +90,8 @@ from gpusim.transforms.robot_macros import (
     URScriptPrimitiveTransform,
 )
 from gpusim.transforms.satellite import SatelliteAttitudeTransform, SatelliteMacroAction
+from gpusim.transforms.next_obs_delta import NextObservationDelta
+from gpusim.transforms.multi_action import MultiAction
 
 __all__ = [
     "Transform",
@@ -179,6 +181,8 @@ __all__ = [
     "URScriptPrimitiveTransform",
     "SatelliteMacroAction",
     "SatelliteAttitudeTransform",
+    "NextObservationDelta",
+    "MultiAction",
     "cat_frames",
     "rgb_to_grayscale",
 ]

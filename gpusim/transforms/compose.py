@@ -199,6 +199,41 @@ class Compose(Transform):
             tensordict = t._inv_call(tensordict)
         return tensordict
 
+    def _step_skipped(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            next_tensordict = t._step_skipped(tensordict, next_tensordict)
+        return next_tensordict
+
+    def _post_step_mdp(
+        self, tensordict: TensorDictBase, tensordict_: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        for t in self.transforms:
+            if t._has_post_step_mdp():
+                tensordict, tensordict_ = t._post_step_mdp(tensordict, tensordict_)
+        return tensordict, tensordict_
+
+    def _has_post_step_mdp(self) -> bool:
+        return any(t._has_post_step_mdp() for t in self.transforms)
+
+    def _check_batched_worker_compat(self) -> None:
+        for t in self.transforms:
+            t._check_batched_worker_compat()
+
+    def transform_fake_tensordict(self, fake_tensordict: TensorDictBase) -> TensorDictBase:
+        """Each transform's ``transform_fake_tensordict``, in chain order.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import NextObservationDelta, TransformedEnv
+            >>> env = TransformedEnv(PendulumEnv(), Compose(NextObservationDelta(["observation"])))
+            >>> fake = env.fake_tensordict()  # the delta replaces the full next observation
+            >>> ("next", "observation") in fake.keys(True), ("next", "delta", "observation") in fake.keys(True)
+            (False, True)
+        """
+        for t in self.transforms:
+            fake_tensordict = t.transform_fake_tensordict(fake_tensordict)
+        return fake_tensordict
+
     def set_missing_tolerance(self, mode: bool = False) -> None:
         super().set_missing_tolerance(mode)
         for t in self.transforms:

@@ -9,8 +9,9 @@ finish stops with its last live state). Rows not being reset are untouched.
 That needs a parent whose step is a pure function of its input (``functional_step``: the state
 lives in the tensordict, as in the native envs), so that stepping a row and discarding the result
 changes nothing; put this transform first in the chain. A batched parent whose rows cannot be
-stepped apart (a gymnasium vector env, VMAS, a batched env) is rejected when the transform is
-attached, whatever the backend: it never silently skips the noops of a partial reset.
+stepped apart (a gymnasium vector env, VMAS, a batched env) is rejected at its first reset
+(``ValueError``, as TorchRL does), whatever the backend: it never silently skips the noops of a
+partial reset.
 
 The noop counts and actions of a row are keyed by (seed, row, episode index of the row), so they
 do not depend on the env's auto-reset mode nor on how many resets other rows had. Each reset
@@ -27,8 +28,6 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from tensordict import TensorDictBase
 
@@ -38,9 +37,6 @@ from gpusim.envs.native._rng import CounterRNG
 from gpusim.envs.random_actions import HashRandomPolicy
 from gpusim.transforms._levels import default_levels
 from gpusim.transforms.transform import Transform
-
-if TYPE_CHECKING:  # pragma: no cover
-    from gpusim.specs import Composite
 
 __all__ = ["NoopResetEnv"]
 
@@ -53,8 +49,8 @@ class NoopResetEnv(Transform):
         random: draw the number per row in ``[1, noops]`` (``False``: always ``noops``).
 
     Raises:
-        ValueError: ``noops < 0``; attached to a batched parent whose step is not functional, or
-            one with several done levels.
+        ValueError: ``noops < 0``; a reset of a batched parent whose step is not functional, or
+            of one with several done levels.
 
     Examples:
         >>> from gpusim.envs.native import CartPoleEnv
@@ -83,20 +79,21 @@ class NoopResetEnv(Transform):
             streams[2].manual_seed(self.__dict__["_seed"])
         return seed if seed is None else next_seed(seed)
 
-    def transform_output_spec(self, output_spec: Composite) -> Composite:
-        batch = output_spec.shape
+    def _check_parent(self, batch: torch.Size) -> None:
+        """Raises when the parent has several rows that cannot be stepped apart (TorchRL raises at
+        reset too: the transform may be attached to such an env, not used on it)."""
         container = self._preceding()
-        if container is not None and self.noops > 0 and batch.numel() > 1:
-            base_env, before = container
-            if not base_env.functional_step:
-                raise ValueError(
-                    f"NoopResetEnv: the parent {type(base_env).__name__} (batch {list(batch)}) cannot step some "
-                    "rows without the others (its step is not functional_step: the state lives in the library, "
-                    "not in the tensordict), so the noops of a partial reset cannot be applied. Use a native "
-                    "env, or NoopResetEnv on each single env (e.g. SerialEnv(n, lambda: TransformedEnv(GymEnv(...), "
-                    "NoopResetEnv())))"
-                )
-        return output_spec
+        if container is None or self.noops == 0 or batch.numel() <= 1:
+            return
+        base_env = container[0]
+        if not base_env.functional_step:
+            raise ValueError(
+                f"The parent environment batch-size is non-null ({list(batch)}) and NoopResetEnv cannot run there: "
+                f"the parent {type(base_env).__name__} cannot step some rows without the others (its step is not "
+                "functional_step: the state lives in the library, not in the tensordict), so the noops of a "
+                "partial reset cannot be applied. Use a native env, or NoopResetEnv on each single env (e.g. "
+                "SerialEnv(n, lambda: TransformedEnv(GymEnv(...), NoopResetEnv())))"
+            )
 
     def _streams_for(self, parent) -> tuple[CounterRNG, HashRandomPolicy | None]:
         batch, device = parent.batch_size, parent.device
@@ -116,6 +113,7 @@ class NoopResetEnv(Transform):
         if parent is None:
             raise RuntimeError("NoopResetEnv.parent not found. Make sure that the parent is set: NoopResetEnv needs a parent env (use it in a TransformedEnv)")
         batch = parent.batch_size
+        self._check_parent(batch)
         levels = parent.done_levels or default_levels(batch)
         if len(levels) > 1:
             raise ValueError(
@@ -150,19 +148,16 @@ class NoopResetEnv(Transform):
         return tensordict_reset
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Not available: the transform steps the env after resets (use a ``TransformedEnv``).
-
-        Raises:
-            NotImplementedError: always.
+        """Offline data is returned as it is: the noops happen at env resets (as in TorchRL, the
+        transform is a no-op in a module chain or a replay buffer).
 
         Examples:
             >>> from tensordict import TensorDict
-            >>> NoopResetEnv()(TensorDict({}, []))
-            Traceback (most recent call last):
-            ...
-            NotImplementedError: NoopResetEnv acts on env resets; it has no offline forward.
+            >>> td = TensorDict({"observation": torch.zeros(2)}, [])
+            >>> NoopResetEnv()(td) is td
+            True
         """
-        raise NotImplementedError("NoopResetEnv acts on env resets; it has no offline forward.")
+        return tensordict
 
     def __repr__(self) -> str:
         return f"NoopResetEnv(noops={self.noops}, random={self.random})"

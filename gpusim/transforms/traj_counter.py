@@ -65,6 +65,18 @@ def _remove(path: str) -> None:
         pass
 
 
+class _OwnedPath(str):
+    """A file path that removes its file when garbage collected (a pickled copy is a plain str)."""
+
+    def __new__(cls, path: str) -> "_OwnedPath":
+        out = super().__new__(cls, path)
+        weakref.finalize(out, _remove, str(path))
+        return out
+
+    def __reduce__(self) -> tuple:
+        return (str, (str(self),))
+
+
 class TrajCounter(Transform):
     """Writes a global trajectory id (``out_key``) at each reset and carries it through the steps.
 
@@ -92,7 +104,8 @@ class TrajCounter(Transform):
         os.close(fd)
         self.__dict__["_counter_path"] = counter_path
         self.__dict__["_counter"] = _map_counter(counter_path)
-        weakref.finalize(self, _remove, counter_path)  # the creator's file; mappings outlive it
+        # the creator's file; mappings outlive it
+        self.__dict__["_file_owner"] = weakref.finalize(self, _remove, counter_path)
 
     def _done_key(self) -> NestedKey:
         key = as_tuple(self.out_keys[0])
@@ -151,6 +164,21 @@ class TrajCounter(Transform):
         """
         return self._call(tensordict)
 
+    def _shared_state(self) -> dict:
+        """The counter file for :class:`~gpusim.envs.batched.EnvCreator`: every env a creator (and
+        its variants) builds draws from it; the creator's state owns the file from then on."""
+        owner = self.__dict__.get("_file_owner")
+        if owner is not None and owner.detach() is not None:
+            self.__dict__["_file_owner"] = None
+            return {"counter_path": _OwnedPath(self._counter_path)}
+        return {"counter_path": self._counter_path}
+
+    def _load_shared_state(self, state: dict) -> None:
+        """Draws from the counter file of ``state`` (see :meth:`_shared_state`)."""
+        path = str(state["counter_path"])
+        self.__dict__["_counter_path"] = path
+        self.__dict__["_counter"] = _map_counter(path)
+
     def clone(self) -> "TrajCounter":
         """A parent-less copy drawing from the same counter.
 
@@ -161,6 +189,7 @@ class TrajCounter(Transform):
             {'traj_count': 5}
         """
         out = super().clone()
+        out.__dict__["_file_owner"] = None  # the file stays owned by the original
         out.__dict__["_counter"] = self._counter
         out.__dict__["_counter_path"] = self._counter_path
         out.__dict__["_lock"] = self._lock
@@ -169,6 +198,7 @@ class TrajCounter(Transform):
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state["_counter"] = None  # re-mapped from _counter_path
+        state["_file_owner"] = None  # a copy never removes the file
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -289,6 +289,53 @@ class Transform(nn.Module):
         """Preprocesses the input of ``reset`` before the base env resets (default: identity)."""
         return tensordict
 
+    def _step_skipped(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        """Called instead of ``_step`` when an inverse transform skipped every row of a step
+        (``"_step"`` all ``False``): ``next_tensordict`` holds the current data of the rows.
+
+        Transforms do not step then (default: nothing); one that assembles its output from
+        work done on the inverse path (``MultiAction``) writes it here.
+        """
+        return next_tensordict
+
+    def _post_step_mdp(
+        self, tensordict: TensorDictBase, tensordict_: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Called by ``step_and_maybe_reset`` and ``rollout`` once ``step_mdp`` has built the
+        next root ``tensordict_`` from the stepped ``tensordict`` (before finished rows reset).
+
+        A transform may edit both (e.g. drop entries from the data a rollout records). Default:
+        nothing. A transform that overrides it is listed by ``_has_post_step_mdp``.
+        """
+        return tensordict, tensordict_
+
+    def _has_post_step_mdp(self) -> bool:
+        """Whether :meth:`_post_step_mdp` does anything (``TransformedEnv`` skips it otherwise)."""
+        return type(self)._post_step_mdp is not Transform._post_step_mdp
+
+    def _check_batched_worker_compat(self) -> None:
+        """Raises ``RuntimeError`` when the transform cannot run inside the worker env of a
+        ``SerialEnv``/``ParallelEnv`` (checked when the batched env is built). Default: it can."""
+
+    def transform_fake_tensordict(self, fake_tensordict: TensorDictBase) -> TensorDictBase:
+        """Edits the zero-filled step structure of the env (``env.fake_tensordict()``) where the
+        data the transform produces differs from what the specs alone describe (default: no change).
+
+        Args:
+            fake_tensordict: the structure of one step (root and ``"next"``), from the specs.
+
+        Returns:
+            The structure of one step with this transform.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> env = TransformedEnv(PendulumEnv(), Transform())
+            >>> sorted(Transform().transform_fake_tensordict(env.fake_tensordict())["next"].keys())
+            ['done', 'observation', 'reward', 'state', 'terminated']
+        """
+        return fake_tensordict
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Offline use (replay buffers, stored data): the forward transform on ``tensordict``.
 

@@ -299,6 +299,8 @@ class TransformedEnv(EnvBase):
         self.__dict__["_device"] = None if device is None else torch.device(device)  # None: mixed devices
         self.__dict__["_needs_inv"] = _needs_inverse(transform)
         self.__dict__["_inv_exports"] = transform._inverse_exports()
+        base_hook = base.__dict__.get("_post_mdp_hook", False)
+        self.__dict__["_post_mdp_hook"] = bool(transform._has_post_step_mdp() or base_hook)
         self._cache.clear()
         if self._spec_locked:
             self._lock_specs()
@@ -481,26 +483,30 @@ class TransformedEnv(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         transform = self.transform
         td_in = transform.inv(tensordict) if self._needs_inv else tensordict
+        # the transforms see the data the base env stepped from (TorchRL's ``tensordict_in``),
+        # unless a transform changed the batch size: they work in the env's (outer) batch size
+        td_seen = td_in if td_in.batch_size == tensordict.batch_size else tensordict
         for key in self._inv_exports:  # inverse outputs that the caller's data records
             tensordict.set(key, td_in.get(key))
         partial = td_in.pop("_step", None) if self._needs_inv else None
-        if partial is not None:  # an inverse (ConditionalSkip) selected the rows to step
+        if partial is not None:  # an inverse (ConditionalSkip, MultiAction) selected the rows to step
             mask = _partial.step_mask(self, partial, td_in.batch_size)
             if self._sparse_now():
                 if not bool(mask.any()):  # nothing steps: neither the base env nor the transforms
-                    return _partial.skip_next(self, tensordict, clone=True)
+                    return transform._step_skipped(td_seen, _partial.skip_next(self, td_seen, clone=True))
                 if bool(mask.all()):
                     partial = None
             if partial is not None:
-                return transform._step(tensordict, self.base_env._step_rows(td_in, mask))
+                return transform._step(td_seen, self.base_env._step_rows(td_in, mask))
         next_tensordict = self.base_env._step_output(td_in)
-        return transform._step(tensordict, next_tensordict)
+        return transform._step(td_seen, next_tensordict)
 
     def _step_rows(self, tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
         # a partial step: the inverse transforms, the base env's own partial step, the transforms
         transform = self.transform
         td_in = transform.inv(tensordict) if self._needs_inv else tensordict
-        return transform._step(tensordict, self.base_env._step_rows(td_in, mask))
+        td_seen = td_in if td_in.batch_size == tensordict.batch_size else tensordict
+        return transform._step(td_seen, self.base_env._step_rows(td_in, mask))
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # the base env completed its output; transforms write complete data
@@ -525,6 +531,31 @@ class TransformedEnv(EnvBase):
             states = [k for k in self.base_env._input_checks[1] if k in own]
             cached = self._cache["_input_checks"] = (actions, states)
         return cached
+
+    def _post_step_mdp(
+        self, tensordict: TensorDictBase, tensordict_: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        # the transforms' hooks, then those of a base env that is itself transformed
+        tensordict, tensordict_ = self.transform._post_step_mdp(tensordict, tensordict_)
+        if self.base_env.__dict__.get("_post_mdp_hook", False):
+            tensordict, tensordict_ = self.base_env._post_step_mdp(tensordict, tensordict_)
+        return tensordict, tensordict_
+
+    def _check_batched_worker(self) -> None:
+        self.transform._check_batched_worker_compat()
+        self.base_env._check_batched_worker()
+
+    def fake_tensordict(self) -> TensorDictBase:
+        """The base class's zero-filled step, edited by the transforms' ``transform_fake_tensordict``.
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import NextObservationDelta
+            >>> env = TransformedEnv(PendulumEnv(), NextObservationDelta(["observation"]))
+            >>> env.fake_tensordict()["next", "delta", "observation"].dtype
+            torch.float16
+        """
+        return self.transform.transform_fake_tensordict(super().fake_tensordict())
 
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         transform = self.transform

@@ -486,15 +486,20 @@ class VecNorm(Transform):
         return out
 
     def frozen_copy(self) -> "VecNorm":
-        """A frozen copy with its own (cloned) statistics, detached from any env or sharing.
+        """A frozen copy that keeps track of the statistics without updating them (TorchRL's
+        documented behaviour): it reads the very tensors this transform updates, so it normalizes
+        with the latest statistics (an evaluation env beside a training env).
 
         Examples:
             >>> from tensordict import TensorDict
             >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
             >>> _ = vn(TensorDict({"obs": torch.tensor([[1.0], [3.0]])}, [2]))
             >>> copy = vn.frozen_copy()
-            >>> copy.frozen, copy.loc["obs"].tolist(), copy.stats is vn.stats
-            (True, [2.0], False)
+            >>> copy.frozen, copy.loc["obs"].tolist()
+            (True, [2.0])
+            >>> _ = vn(TensorDict({"obs": torch.tensor([[5.0], [7.0]])}, [2]))  # the original updates...
+            >>> copy.loc["obs"].tolist()  # ...and the copy follows
+            [4.0]
         """
         td = self.__dict__["_td"]
         if td is None:
@@ -503,7 +508,7 @@ class VecNorm(Transform):
                 "(attach it to an env or pass it data first)."
             )
         out = self.clone()
-        out._set_td(td.clone())
+        out._set_td(td.copy())  # a new container of the same statistic tensors
         out.lock = None
         out.frozen = True
         return out

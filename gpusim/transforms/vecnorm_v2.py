@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from gpusim.envs._keys import NestedKey
+from gpusim.envs._keys import NestedKey, as_tuple as _as_tuple
 from gpusim.transforms._levels import default_levels, reset_mask_for
 from gpusim.transforms.transform import Transform
 
@@ -51,7 +51,13 @@ class VecNormV2(Transform):
 
     Keyword Args:
         lock: a lock (e.g. ``multiprocessing.Lock()``) held while the statistics are updated.
-        stateful: only ``True`` (statistics kept by the transform) is supported.
+        stateful: ``True`` (default): the transform keeps the statistics. ``False``: the
+            statistics travel in the data, per row and element: observation entries
+            ``"_vecnorm_loc"``, ``"_vecnorm_var"`` (float) and ``"_vecnorm_count"`` (int64), each a
+            composite with one entry per in_key (another prefix, ``"_vecnorm1"``, ..., when the
+            env already has them). A step reads them from its input and writes the updated ones
+            under ``"next"``; a reset updates those of the input (fresh ones when it has none)
+            in the rows it resets. ``loc``/``scale``/``denorm`` then need the data and raise.
         decay: the weight of the past at each update, in ``(0, 1]``.
         eps: the floor of the scale (the standard deviation), > 0.
         shared_data: a TensorDict with ``"loc"``, ``"var"`` and ``"count"`` entries (from another
@@ -59,8 +65,8 @@ class VecNormV2(Transform):
         reduce_batch_dims: reduce the batch dims of each batch into one update.
 
     Raises:
-        ValueError: ``decay`` outside ``(0, 1]``, ``eps <= 0`` or keys of different lengths.
-        NotImplementedError: ``stateful=False`` (statistics carried in the data) is not supported.
+        ValueError: ``decay`` outside ``(0, 1]``, ``eps <= 0``, keys of different lengths, or
+            ``stateful=False`` with ``reduce_batch_dims`` or ``shared_data``.
 
     Examples:
         >>> from gpusim.envs.native import PendulumEnv
@@ -84,10 +90,11 @@ class VecNormV2(Transform):
         shared_data: TensorDictBase | None = None,
         reduce_batch_dims: bool = False,
     ) -> None:
-        if not stateful:
-            raise NotImplementedError(
-                "VecNormV2: stateful=False (statistics carried in the tensordicts) is not supported by gpusim; "
-                "use stateful=True"
+        if not stateful and (reduce_batch_dims or shared_data is not None):
+            given = "reduce_batch_dims=True" if reduce_batch_dims else "shared_data"
+            raise ValueError(
+                f"VecNormV2: stateful=False keeps per-row statistics in the data, which cannot take {given} "
+                "(expected stateful=True for reduced or shared statistics)"
             )
         if not 0.0 < float(decay) <= 1.0:
             raise ValueError(f"VecNormV2: decay must be in (0, 1], got {decay!r}")
@@ -95,7 +102,8 @@ class VecNormV2(Transform):
             raise ValueError(f"VecNormV2: eps must be > 0, got {eps!r}")
         super().__init__(in_keys=in_keys, out_keys=out_keys)
         self._check_key_pairs()
-        self.stateful = True
+        self.stateful = bool(stateful)
+        self.__dict__["_prefix"] = "_vecnorm"
         self.lock = lock
         self.decay = float(decay)
         self.eps = float(eps)
@@ -143,7 +151,7 @@ class VecNormV2(Transform):
         """
         super().set_container(container)
         parent = self.parent
-        if self._loc is None and parent is not None:
+        if self.stateful and self._loc is None and parent is not None:
             data = parent.full_observation_spec.zero()
             data.update(parent.full_reward_spec.zero())
             self._init_from(data, len(parent.batch_size))
@@ -166,7 +174,9 @@ class VecNormV2(Transform):
             var.lerp_(mean2.to(var.device), weight)
 
     def _moments(self, key: NestedKey) -> tuple[torch.Tensor, torch.Tensor]:
-        loc, var, count = self._loc.get(key), self._var.get(key), self._count.get(key)
+        return self._moments_of(self._loc.get(key), self._var.get(key), self._count.get(key))
+
+    def _moments_of(self, loc: torch.Tensor, var: torch.Tensor, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.decay < 1.0:
             correction = (1.0 - torch.exp(count.to(loc.dtype) * math.log(self.decay))).clamp_min(
                 torch.finfo(loc.dtype).tiny
@@ -233,6 +243,11 @@ class VecNormV2(Transform):
         return True
 
     def _require_init(self, what: str) -> None:
+        if not self.stateful:
+            raise RuntimeError(
+                f"VecNormV2.{what}: this VecNormV2 is stateless (stateful=False): its statistics live in each "
+                f"tensordict, under {self.prefix + '_loc'!r}, {self.prefix + '_var'!r} and {self.prefix + '_count'!r}"
+            )
         if self._loc is None:
             raise RuntimeError(
                 f"VecNormV2.{what}: no statistics yet. Make sure the VecNorm has been initialized "
@@ -253,6 +268,9 @@ class VecNormV2(Transform):
 
         output_spec = output_spec.clone()  # the input may be an env's locked spec
         output_spec.unlock_()
+        leaves = {}
+        if not self.stateful and "full_observation_spec" in output_spec.keys():
+            self.__dict__["_prefix"] = self._free_prefix(output_spec)
         for full in ("full_observation_spec", "full_reward_spec"):
             if full not in output_spec.keys():
                 continue
@@ -263,8 +281,80 @@ class VecNormV2(Transform):
                     continue
                 leaf = spec[in_key]
                 dtype = leaf.dtype if leaf.dtype.is_floating_point else torch.get_default_dtype()
-                spec[out_key] = Unbounded(shape=leaf.shape, dtype=dtype, device=leaf.device)
+                spec[out_key] = leaves[in_key] = Unbounded(shape=leaf.shape, dtype=dtype, device=leaf.device)
+        if not self.stateful and leaves:  # the statistics travel as observations
+            obs = output_spec["full_observation_spec"]
+            for name, key in self._stat_keys(list(leaves)):
+                leaf = leaves[key]
+                dtype = torch.int64 if name == "count" else leaf.dtype
+                obs[(self.prefix + "_" + name, *_as_tuple(key))] = Unbounded(
+                    shape=leaf.shape, dtype=dtype, device=leaf.device
+                )
         return output_spec
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of the statistic entries of a stateless transform (``"_vecnorm"``, or
+        ``"_vecnorm1"``, ... when the env before it already has ``"_vecnorm_loc"``).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import TransformedEnv
+            >>> env = TransformedEnv(PendulumEnv(), VecNormV2(in_keys=["observation"], stateful=False))
+            >>> env.append_transform(VecNormV2(in_keys=["reward"], stateful=False)).transform[1].prefix
+            '_vecnorm1'
+        """
+        return self.__dict__.get("_prefix", "_vecnorm")
+
+    @staticmethod
+    def _free_prefix(output_spec: Any) -> str:
+        taken = set(output_spec["full_observation_spec"].keys())
+        i, prefix = 0, "_vecnorm"
+        while prefix + "_loc" in taken:
+            i += 1
+            prefix = f"_vecnorm{i}"
+        return prefix
+
+    def _stat_keys(self, keys: list) -> list[tuple[str, NestedKey]]:
+        return [(name, key) for name in ("loc", "var", "count") for key in keys]
+
+    def _stat(self, data: TensorDictBase, name: str, key: NestedKey) -> torch.Tensor | None:
+        return data.get((self.prefix + "_" + name, *_as_tuple(key)), None)
+
+    def _stateless(
+        self, source: TensorDictBase | None, data: TensorDictBase, rows: torch.Tensor | None, update: bool
+    ) -> TensorDictBase:
+        """Stateless normalization: the statistics are read from ``source`` (zeros where it has
+        none), updated with ``data`` in ``rows`` (``None``: every row) and written to ``data``
+        beside the normalized values."""
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            x = data.get(in_key, None)
+            stats = [None if source is None else self._stat(source, name, in_key) for name in ("loc", "var", "count")]
+            if x is None:
+                if not self.missing_tolerance:
+                    raise self._missing(in_key, data)
+                self._carry_stats(stats, data, in_key)  # a reset has no reward: its statistics go on
+                continue
+            xf = x if x.dtype.is_floating_point else x.to(torch.get_default_dtype())
+            if any(t is None for t in stats):  # a first step or reset: fresh statistics
+                stats = [torch.zeros_like(xf), torch.zeros_like(xf), torch.zeros(x.shape, dtype=torch.int64, device=x.device)]
+            loc, var, count = stats
+            if update and not self.frozen:
+                step = torch.ones_like(count) if rows is None else rows.reshape(
+                    *rows.shape, *([1] * (count.ndim - rows.ndim))
+                ).expand_as(count).to(count.dtype)
+                count = count + step
+                if self.decay == 1.0:
+                    weight = step.to(xf.dtype) / count.clamp_min(1).to(xf.dtype)
+                else:
+                    weight = step.to(xf.dtype) * (1.0 - self.decay)
+                loc = loc.lerp(xf, weight)
+                var = var.lerp(xf.pow(2), weight)
+            mean, std = self._moments_of(loc, var, count)
+            data.set(out_key, ((xf - mean) / std).to(xf.dtype))
+            for name, value in zip(("loc", "var", "count"), (loc, var, count)):
+                data.set((self.prefix + "_" + name, *_as_tuple(in_key)), value)
+        return data
 
     # ------------------------------------------------------------------ normalization
     def _normalize(self, data: TensorDictBase, batch_dims: int, update: bool, mask: Any = None) -> TensorDictBase:
@@ -303,12 +393,18 @@ class VecNormV2(Transform):
         return data
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        if not self.stateful:  # offline: the statistics come with the data
+            return self._stateless(next_tensordict, next_tensordict, None, update=True)
         return self._normalize(next_tensordict, next_tensordict.batch_dims, update=True)
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        if not self.stateful:
+            return self._stateless(tensordict, next_tensordict, None, update=True)
         return self._normalize(next_tensordict, next_tensordict.batch_dims, update=True)
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        if not self.stateful:
+            return self._stateless_reset(tensordict, tensordict_reset)
         levels = default_levels(tensordict_reset.batch_size)
         full = all(
             reset_mask_for(tensordict, key, levels, tensordict_reset.batch_size) is None
@@ -318,6 +414,45 @@ class VecNormV2(Transform):
         self.set_missing_tolerance(True)
         try:
             return self._normalize(tensordict_reset, tensordict_reset.batch_dims, update=full)
+        finally:
+            self.set_missing_tolerance(mode)
+
+    def _carry_stats(self, stats: list, data: TensorDictBase, key: NestedKey) -> None:
+        """Writes the statistics of an entry the data lacks: those carried (``stats``), else
+        fresh ones shaped by the parent env's spec (nothing without a parent)."""
+        if any(t is None for t in stats):
+            parent = self.parent
+            if parent is None:
+                return
+            leaf = None
+            for full in (parent.full_observation_spec, parent.full_reward_spec):
+                if key in full.keys(True, True):
+                    leaf = full[key]
+            if leaf is None:
+                return
+            dtype = leaf.dtype if leaf.dtype.is_floating_point else torch.get_default_dtype()
+            lead = data.batch_size[: data.batch_dims - len(parent.batch_size)]
+            zeros = torch.zeros((*lead, *leaf.shape), dtype=dtype, device=leaf.device)
+            stats = [zeros, zeros.clone(), torch.zeros(zeros.shape, dtype=torch.int64, device=leaf.device)]
+        for name, value in zip(("loc", "var", "count"), stats):
+            data.set((self.prefix + "_" + name, *_as_tuple(key)), value)
+
+    def _stateless_reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        # the reset rows update the statistics the input carries (fresh ones without); the other
+        # rows keep theirs, with their previous data
+        levels = default_levels(tensordict_reset.batch_size)
+        carried = tensordict is not None and all(
+            self._stat(tensordict, name, key) is not None for name, key in self._stat_keys(self.in_keys)
+        )
+        rows = None
+        if carried:
+            for key in self.in_keys:
+                rows = reset_mask_for(tensordict, key, levels, tensordict_reset.batch_size)
+                break
+        mode = self.missing_tolerance
+        self.set_missing_tolerance(True)
+        try:
+            return self._stateless(tensordict if carried else None, tensordict_reset, rows, update=True)
         finally:
             self.set_missing_tolerance(mode)
 
@@ -347,6 +482,11 @@ class VecNormV2(Transform):
             >>> vn.denorm(td)["obs"].flatten().tolist()
             [1.0, 3.0]
         """
+        if not self.stateful:
+            raise NotImplementedError(
+                "VecNormV2.denorm: a stateless VecNormV2 (stateful=False) has no statistics of its own; they live "
+                f"in each tensordict under {self.prefix + '_loc'!r}/{self.prefix + '_var'!r}/{self.prefix + '_count'!r}"
+            )
         self._require_init("denorm")
         out = tensordict.copy()
         for in_key, out_key in zip(self.in_keys, self.out_keys):
@@ -408,6 +548,8 @@ class VecNormV2(Transform):
             >>> vn.frozen_copy().frozen
             True
         """
+        if not self.stateful:  # the statistics are in the data: the copy reads them without updating
+            return self.clone().freeze()
         self._require_init("frozen_copy")
         return self.clone().freeze()
 
@@ -437,6 +579,8 @@ class VecNormV2(Transform):
         return norms[0] if len(norms) == 1 else Compose(*norms)
 
     def get_extra_state(self) -> Any:
+        if not self.stateful:  # nothing of its own to save
+            return {}
         if self._loc is None:
             warnings.warn(
                 "Querying state_dict on an uninitialized VecNorm: the state holds no statistics; loading it "
@@ -447,6 +591,8 @@ class VecNormV2(Transform):
         return TensorDict(loc=self._loc, var=self._var, count=self._count).flatten_keys(_SEP).to_dict()
 
     def set_extra_state(self, state: Any) -> None:
+        if not self.stateful:
+            return
         if not state:
             if self._loc is not None:
                 raise RuntimeError(

@@ -238,8 +238,13 @@ def test_rollout_callback_sees_finite_data():
 # -------------------------------------------------------------------- NoopResetEnv
 def test_noop_reset_is_rejected_on_a_batched_host_backed_env():
     venv = gs.GymEnv("CartPole-v1", num_envs=3)
-    with pytest.raises(ValueError, match="NoopResetEnv: the parent GymEnv .* cannot step some rows"):
-        TransformedEnv(venv, NoopResetEnv(3))
+    env = TransformedEnv(venv, NoopResetEnv(3))  # attaching is allowed (as in TorchRL); resetting is not
+    with pytest.raises(ValueError, match=r"batch-size is non-null \(\[3\]\) .* the parent GymEnv cannot step some rows"):
+        env.reset()
+    serial = TransformedEnv(gs.SerialEnv(2, lambda: gs.GymEnv("CartPole-v1")), NoopResetEnv(3))
+    with pytest.raises(ValueError, match="the parent SerialEnv cannot step some rows"):
+        serial.reset()
+    serial.close()
     single = TransformedEnv(gs.GymEnv("CartPole-v1"), NoopResetEnv(3, random=False))
     single.set_seed(0)
     assert single.reset()["observation"].shape == (4,)

@@ -269,8 +269,11 @@ def test_vecnorm_state_dict_roundtrip_and_freeze():
     assert not vn.training  # added to an env: eval mode, which does not freeze the statistics
     env.rollout(2, break_when_any_done=False)
     assert not (vn.stats == stats).all()
-    frozen = vn.frozen_copy()
-    assert frozen.frozen and frozen.stats["observation_sum"] is not vn.stats["observation_sum"]
+    frozen = vn.frozen_copy()  # follows the statistics (same tensors) without updating them
+    assert frozen.frozen and frozen.stats["observation_sum"] is vn.stats["observation_sum"]
+    before = vn.stats.clone()
+    frozen(TensorDict({"observation": torch.randn(4, 1)}, [4]))
+    assert (vn.stats == before).all()
     norm = vn.to_observation_norm()
     x = torch.randn(4, 1)
     torch.testing.assert_close(norm(TensorDict({"observation": x}, [4]))["observation"], (x - vn.loc["observation"]) / vn.scale["observation"])

@@ -37,3 +37,27 @@ def test_offline_call_and_missing_done_prefix():
         TrajCounter()(TensorDict())
     with pytest.raises(RuntimeError, match="no done entry"):
         TransformedEnv(CartPoleEnv(), TrajCounter(("agents", "traj_count")))
+
+
+def test_env_creator_and_its_variants_share_one_counter():
+    import gc
+    import os
+
+    from gpusim.envs import EnvCreator, SerialEnv
+    from gpusim.envs.native import CartPoleEnv
+    from gpusim.transforms import Compose, StepCounter, TrajCounter, TransformedEnv
+
+    def make(seed=0):  # a fresh TrajCounter per env: the creator's shared state links them
+        return TransformedEnv(CartPoleEnv(seed=seed), Compose(StepCounter(3), TrajCounter()))
+
+    first = EnvCreator(make)
+    (state,) = first.shared_state.values()
+    path = str(state["counter_path"])
+    env = SerialEnv(2, [first, first.make_variant(seed=1)])
+    data = env.rollout(9, break_when_any_done=False)
+    ids = [set(data[i]["traj_count"].flatten().tolist()) for i in range(2)]
+    assert not ids[0] & ids[1] and len(ids[0] | ids[1]) == 6  # 3 episodes each, no id twice
+    env.close()
+    del env, first, state
+    gc.collect()
+    assert not os.path.exists(path)  # the creators' shared state owned the counter file

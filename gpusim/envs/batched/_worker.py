@@ -122,7 +122,9 @@ def worker_main(
         index: the worker's row in the shared buffers.
         conn: the worker end of its pipe.
         factory: a no-argument callable returning the env.
-        plan: the batched env's :class:`~gpusim.envs.batched._shared.KeyPlan`.
+        plan: the batched env's :class:`~gpusim.envs.batched._shared.KeyPlan`, or ``None``
+            (``metadata_from_workers``): the worker first answers with its env's metadata, then
+            receives ``("plan", plan)`` (or ``("close",)``).
         buffers: the shared ``(inputs, reset_out, next_out)`` tensordicts, the memory-mapped
             :class:`~gpusim.envs.batched._shared.FileBuffers`, or ``None`` (no buffers: the data
             travels through the pipe).
@@ -144,6 +146,17 @@ def worker_main(
                 pass
         torch.set_num_threads(num_threads)
         env = factory()
+        if plan is None:  # metadata_from_workers: the main process reads this env's specs first
+            from gpusim.envs.batched.metadata import EnvMetaData
+
+            conn.send_bytes(encode(("ok", EnvMetaData.metadata_from_env(env))))
+            message = decode(conn.recv_bytes())
+            if message[0] == "close":  # the workers' specs disagree
+                env.close()
+                conn.send_bytes(encode(("ok", None)))
+                conn.close()
+                return
+            plan = message[1]  # ("plan", plan)
         if buffers is None:
             exchange = None
         elif isinstance(buffers, FileBuffers):

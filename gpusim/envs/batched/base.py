@@ -26,6 +26,7 @@ Examples:
 from __future__ import annotations
 
 import abc
+import warnings
 from typing import Any, Callable, Sequence
 
 import torch
@@ -47,6 +48,16 @@ _SPEC_PARTS = (
     ("output_spec", "full_reward_spec"),
     ("output_spec", "full_done_spec"),
 )
+
+
+def _has_dynamic_dims(meta: EnvMetaData) -> bool:
+    """Whether a leaf of the worker specs has a dynamic (``-1``) dim."""
+    for parent, name in _SPEC_PARTS:
+        spec = meta.specs[parent, name]
+        for _, leaf in spec.items(True, True):
+            if -1 in getattr(leaf, "shape", ()):
+                return True
+    return False
 
 
 class ConfigurationError(ValueError, RuntimeError):
@@ -158,6 +169,10 @@ class BatchedEnvBase(EnvBase):
             without buffers); gpusim pickles the tensordicts as they are.
         serial_for_single: ``ParallelEnv(1, ..., serial_for_single=True)`` builds a
             ``SerialEnv`` instead (no worker process for a single env); no effect otherwise.
+        metadata_from_workers: read the specs from the live worker envs, built (and started)
+            at construction, instead of from an env built in this process and closed: for envs
+            that must not be built twice or here. The worker specs must agree. Needs
+            ``use_buffers=False`` (buffers are allocated before the workers exist).
 
     Attribute access: names the batched env does not have are looked up on the workers and
     return one value per worker (``env.g -> [9.81, 9.81]``); methods return a callable that
@@ -202,6 +217,7 @@ class BatchedEnvBase(EnvBase):
         share_individual_td: bool | None = None,
         consolidate: bool = True,
         serial_for_single: bool = False,
+        metadata_from_workers: bool = False,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
             raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
@@ -217,14 +233,36 @@ class BatchedEnvBase(EnvBase):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
         if not isinstance(num_sub_threads, int) or num_sub_threads < 1:
             raise ValueError(f"num_sub_threads must be a positive int, got {num_sub_threads!r}")
-        meta_data = self._collect_metadata(fns, kwargs)
+        self.__dict__["num_sub_threads"] = num_sub_threads  # (workers built by metadata_from_workers)
+        if metadata_from_workers:
+            if use_buffers:
+                raise ConfigurationError(
+                    f"{type(self).__name__}(metadata_from_workers=True) requires use_buffers=False: the specs "
+                    "are read from the workers once they run, too late to allocate buffers from them "
+                    f"(got use_buffers={use_buffers!r})"
+                )
+            use_buffers = False
+            meta_data = self._live_worker_metadata(fns, kwargs)
+            try:
+                self._check_same_specs(meta_data, RuntimeError, "the worker metadata are incompatible")
+            except BaseException:
+                self._stop_live_workers()
+                raise
+            self.__dict__["_live_workers"] = True
+        else:
+            meta_data = self._collect_metadata(fns, kwargs)
         worker_meta = meta_data[0]
+        for meta in meta_data:
+            if meta.worker_refusal is not None:
+                raise RuntimeError(meta.worker_refusal)
         self._refuse_empty_specs(worker_meta)
         if device is None:
             device = worker_meta.device
         # the workers run on the host: which rows to reset is read there (SPARSE auto-reset)
         super().__init__(
-            device=device, batch_size=(num_workers, *worker_meta.batch_size), auto_reset_mode=AutoResetMode.SPARSE
+            device="cpu" if device is None else device,
+            batch_size=(num_workers, *worker_meta.batch_size),
+            auto_reset_mode=AutoResetMode.SPARSE,
         )
         d = self.__dict__
         d["num_workers"] = num_workers
@@ -250,15 +288,34 @@ class BatchedEnvBase(EnvBase):
         d["shared_memory"] = bool(shared_memory)
         d["memmap"] = bool(memmap)
         d["_use_buffers"] = (not has_nontensor) if use_buffers is None else bool(use_buffers)
+        d["_dynamic_specs"] = _has_dynamic_dims(worker_meta)
+        if d["_dynamic_specs"]:
+            self._no_buffers_for_dynamic_specs(use_buffers)
         d["share_individual_td"] = bool(share_individual_td)
         d["consolidate"] = bool(consolidate)
         d["serial_for_single"] = bool(serial_for_single)
         d["_nontensor_cache"] = {}
         d["_last_outputs"] = {}
         expanded = worker_meta.expand(self.batch_size)
-        self.input_spec = expanded.input_spec.to(self.device)
-        self.output_spec = expanded.output_spec.to(self.device)
+        if device is None:  # mixed worker devices: the data stays where the workers put it
+            self.__dict__["_device"] = None
+            self.input_spec = expanded.input_spec
+            self.output_spec = expanded.output_spec
+        else:
+            self.input_spec = expanded.input_spec.to(self.device)
+            self.output_spec = expanded.output_spec.to(self.device)
         self.__dict__["_batch_locked"] = worker_meta.batch_locked
+
+    def _no_buffers_for_dynamic_specs(self, requested: bool | None) -> None:
+        """Buffers are built from the specs: a dynamic (``-1``) dim has no size to allocate, so
+        the data travels without them (a warning when ``use_buffers=True`` was asked for)."""
+        if requested:
+            warnings.warn(
+                f"{type(self).__name__}(use_buffers=True): the worker specs have dynamic (-1) dims, which "
+                "preallocated buffers cannot hold; the data is exchanged without buffers",
+                stacklevel=3,
+            )
+        self.__dict__["_use_buffers"] = False
 
     @classmethod
     def _refuse_empty_specs(cls, meta: EnvMetaData) -> None:
@@ -289,15 +346,26 @@ class BatchedEnvBase(EnvBase):
             if cache_key not in cache:
                 cache[cache_key] = get_env_metadata(fn, kw)
             metas.append(cache[cache_key])
+        BatchedEnvBase._check_same_specs(
+            metas, ValueError, "the envs of a batched env must have the same specs (mixed environments included)"
+        )
+        return metas
+
+    @staticmethod
+    def _check_same_specs(metas: list[EnvMetaData], error: type, what: str) -> None:
         first = metas[0]
         for i, meta in enumerate(metas[1:], 1):
             diff = _spec_difference(first, meta)
             if diff is not None:
-                raise ValueError(
-                    "the envs of a batched env must have the same specs (mixed environments "
-                    f"included): worker {i} differs from worker 0 in {diff}"
-                )
-        return metas
+                raise error(f"{what}: worker {i} differs from worker 0 in {diff}")
+
+    def _live_worker_metadata(self, fns: list, kwargs: list) -> list[EnvMetaData]:
+        """``metadata_from_workers=True``: builds the worker envs (the subclass's workers, kept
+        for :meth:`start`) and returns their metadata."""
+        raise NotImplementedError(f"{type(self).__name__} does not support metadata_from_workers=True")
+
+    def _stop_live_workers(self) -> None:
+        """Stops the workers :meth:`_live_worker_metadata` built (their specs disagree)."""
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -666,7 +734,7 @@ class BatchedEnvBase(EnvBase):
         return self._stack_outputs(last, "reset")
 
     def _to_worker(self, td: TensorDictBase) -> TensorDictBase:
-        if td.device != self._worker_device:
+        if self._worker_device is not None and td.device != self._worker_device:
             td = td.to(self._worker_device)
         return td
 

@@ -8,7 +8,8 @@ all workers.
 
 Opting in: a module (transform) of the env defines
 
-* ``_shared_state() -> dict[str, Tensor | TensorDictBase]``: the live tensors to share, and
+* ``_shared_state() -> dict[str, Tensor | TensorDictBase | str]``: the live tensors to share
+  (strings, such as the path of a file every process maps, are passed as they are), and
 * ``_load_shared_state(state) -> None``: adopt the given tensors in place of its own (no copy).
 
 ``VecNorm`` (statistics in its ``stats`` tensordict, adopted through ``_set_td``) is recognised
@@ -53,8 +54,10 @@ def _share(value: Any, where: str) -> Any:
         return value.share_memory_()
     if isinstance(value, TensorDictBase):
         return value.share_memory_()
+    if isinstance(value, str):  # e.g. the path of a file every process maps
+        return value
     raise TypeError(
-        f"{where}._shared_state() must return tensors or tensordicts, got {type(value).__name__}"
+        f"{where}._shared_state() must return tensors, tensordicts or strings, got {type(value).__name__}"
     )
 
 
@@ -146,6 +149,8 @@ class EnvCreator:
         create_env_kwargs: keyword arguments for ``create_env_fn``.
         share_memory: move the opted-in module state to shared memory and make every env
             built by the creator use it (see the module docstring).
+        **kwargs: more keyword arguments for ``create_env_fn`` (``create_env_kwargs`` entries
+            win over them).
 
     Raises:
         TypeError: ``create_env_fn`` is not callable, or does not return an ``EnvBase``.
@@ -155,6 +160,8 @@ class EnvCreator:
         >>> creator = EnvCreator(PendulumEnv, {"g": 9.81})
         >>> creator().g
         9.81
+        >>> EnvCreator(PendulumEnv, g=3.7)().g  # the factory's kwargs as keywords
+        3.7
     """
 
     def __init__(
@@ -162,17 +169,19 @@ class EnvCreator:
         create_env_fn: Callable[..., "EnvBase"],
         create_env_kwargs: dict | None = None,
         share_memory: bool = True,
+        **kwargs: Any,
     ) -> None:
         from gpusim.envs.common import EnvBase
 
+        if create_env_kwargs is not None and not isinstance(create_env_kwargs, dict):
+            raise TypeError(f"create_env_kwargs must be a dict, got {type(create_env_kwargs).__name__}")
+        create_env_kwargs = {**kwargs, **(create_env_kwargs or {})}
         if isinstance(create_env_fn, EnvCreator):
-            create_env_kwargs = {**create_env_fn.create_env_kwargs, **(create_env_kwargs or {})}
+            create_env_kwargs = {**create_env_fn.create_env_kwargs, **create_env_kwargs}
             create_env_fn = create_env_fn.create_env_fn
         if not callable(create_env_fn):
             raise TypeError(f"create_env_fn must be callable, got {type(create_env_fn).__name__}")
-        if create_env_kwargs is not None and not isinstance(create_env_kwargs, dict):
-            raise TypeError(f"create_env_kwargs must be a dict, got {type(create_env_kwargs).__name__}")
-        kwargs = dict(create_env_kwargs or {})
+        kwargs = dict(create_env_kwargs)
         shadow_env = create_env_fn(**kwargs)
         if not isinstance(shadow_env, EnvBase):
             raise TypeError(
@@ -190,7 +199,7 @@ class EnvCreator:
         self,
         create_env_fn: Callable[..., "EnvBase"],
         create_env_kwargs: dict,
-        meta_data: EnvMetaData,
+        meta_data: EnvMetaData | None,
         shared_state: SharedState,
         share_memory: bool,
     ) -> None:
@@ -202,17 +211,48 @@ class EnvCreator:
 
     @property
     def meta_data(self) -> EnvMetaData:
-        """The :class:`EnvMetaData` of the envs this creator builds.
+        """The :class:`EnvMetaData` of the envs this creator builds (a variant's is read from
+        one env built with its kwargs, on first use).
 
         Examples:
             >>> from gpusim.envs.native import PendulumEnv
             >>> EnvCreator(PendulumEnv, {"batch_size": [4]}).meta_data.batch_size
             torch.Size([4])
         """
+        if self._meta_data is None:
+            env = self.create_env_fn(**self.create_env_kwargs)
+            try:
+                self._meta_data = EnvMetaData.metadata_from_env(env)
+            finally:
+                env.close()
         return self._meta_data
 
     def _gpusim_env_metadata(self) -> EnvMetaData:
-        return self._meta_data
+        return self.meta_data
+
+    def make_variant(self, **kwargs: Any) -> "EnvCreator":
+        """A creator of the same factory with updated keyword arguments that shares this one's
+        shared state (statistics, counters): e.g. workers with different settings whose
+        ``VecNorm`` statistics are common.
+
+        Args:
+            **kwargs: entries that update a copy of :attr:`create_env_kwargs`.
+
+        Returns:
+            A new ``EnvCreator`` (this one is unchanged).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> light = EnvCreator(PendulumEnv, g=9.81)
+            >>> heavy = light.make_variant(g=20.0)
+            >>> light().g, heavy().g, heavy.shared_state is light.shared_state
+            (9.81, 20.0, True)
+        """
+        out = EnvCreator.__new__(EnvCreator)
+        out._init_from(
+            self.create_env_fn, {**self.create_env_kwargs, **kwargs}, None, self._shared_state, self.share_memory
+        )
+        return out
 
     @property
     def shared_state(self) -> SharedState:
@@ -240,7 +280,7 @@ class EnvCreator:
 
     def __reduce__(self) -> tuple:
         payload = _serialize.dumps((self.create_env_fn, self.create_env_kwargs))
-        return _rebuild, (payload, self._meta_data, self._shared_state, self.share_memory)
+        return _rebuild, (payload, self.meta_data, self._shared_state, self.share_memory)
 
     def __repr__(self) -> str:
-        return f"EnvCreator({self._meta_data.env_str.splitlines()[0]}, kwargs={self.create_env_kwargs})"
+        return f"EnvCreator({self.meta_data.env_str.splitlines()[0]}, kwargs={self.create_env_kwargs})"

@@ -35,8 +35,10 @@ class EnvMetaData:
         specs: ``Composite(input_spec=..., output_spec=...)`` with the env's batch shape.
         batch_size: the env batch dims.
         env_str: a readable description of the env (its ``repr``).
-        device: the env device.
+        device: the env device (``None``: entries on several devices).
         batch_locked: whether the env only accepts tensordicts of its own batch size.
+        worker_refusal: why the env cannot be the worker of a batched env (a transform that
+            needs its own ``step_and_maybe_reset``), or ``None``; batched envs raise it.
 
     Examples:
         >>> from gpusim.envs.native import PendulumEnv
@@ -53,6 +55,7 @@ class EnvMetaData:
         env_str: str,
         device: torch.device | str | None,
         batch_locked: bool = True,
+        worker_refusal: str | None = None,
     ) -> None:
         if not isinstance(tensordict, TensorDictBase):
             raise TypeError(f"tensordict must be a TensorDictBase, got {type(tensordict).__name__}")
@@ -62,8 +65,10 @@ class EnvMetaData:
         self.specs = specs
         self.batch_size = torch.Size(batch_size)
         self.env_str = env_str
-        self.device = torch.device("cpu") if device is None else torch.device(device)
+        # None: the env's entries live on several devices (a partial DeviceCastTransform)
+        self.device = None if device is None else torch.device(device)
         self.batch_locked = bool(batch_locked)
+        self.worker_refusal = worker_refusal
 
     @classmethod
     def metadata_from_env(cls, env: "EnvBase") -> "EnvMetaData":
@@ -87,6 +92,11 @@ class EnvMetaData:
             shape=env.batch_size,
             device=env.device,
         )
+        try:
+            env._check_batched_worker()
+            refusal = None
+        except RuntimeError as err:
+            refusal = str(err)
         return cls(
             env.fake_tensordict(),
             specs,
@@ -94,6 +104,7 @@ class EnvMetaData:
             repr(env),
             env.device,
             env.batch_locked,
+            refusal,
         )
 
     # ------------------------------------------------------------------ accessors
@@ -146,6 +157,7 @@ class EnvMetaData:
             self.env_str,
             self.device,
             self.batch_locked,
+            self.worker_refusal,
         )
 
     def to(self, device: torch.device | str) -> "EnvMetaData":
@@ -171,6 +183,7 @@ class EnvMetaData:
             self.env_str,
             device,
             self.batch_locked,
+            self.worker_refusal,
         )
 
     def clone(self) -> "EnvMetaData":
@@ -190,6 +203,7 @@ class EnvMetaData:
             self.env_str,
             self.device,
             self.batch_locked,
+            self.worker_refusal,
         )
 
     def __eq__(self, other: object) -> bool:

@@ -178,6 +178,13 @@ def _stop_processes(procs: list, conns: list, graceful: bool, timeout: float = _
     conns.clear()
 
 
+def _check_start_method(method: str) -> None:
+    if method not in mp.get_all_start_methods():
+        raise ValueError(f"mp_start_method must be one of {mp.get_all_start_methods()}, got {method!r}")
+    if method == "fork" and torch.cuda.is_initialized():
+        raise RuntimeError("mp_start_method='fork' is unsafe once CUDA is initialised in this process; use 'spawn'")
+
+
 #: ParallelEnv arguments a SerialEnv does not take (dropped by ``serial_for_single``).
 _PARALLEL_ONLY = ("mp_start_method", "daemon", "shutdown_timeout")
 
@@ -237,17 +244,19 @@ class ParallelEnv(BatchedEnvBase):
         shutdown_timeout: float = _CLOSE_TIMEOUT,
         **kwargs: Any,
     ) -> None:
-        super().__init__(num_workers, create_env_fn, create_env_kwargs, **kwargs)
         if not isinstance(shutdown_timeout, (int, float)) or not shutdown_timeout >= 0:
             raise ValueError(f"shutdown_timeout must be a non-negative number of seconds, got {shutdown_timeout!r}")
-        self.__dict__["_procs"] = []
-        self.__dict__["_conns"] = []
-        self.__dict__["_finalizer"] = None
-        self.__dict__["_poller"] = None
-        self.__dict__["_timeout"] = None
-        self.__dict__["mp_start_method"] = None
-        self.__dict__["daemon"] = bool(daemon)
-        self.__dict__["shutdown_timeout"] = float(shutdown_timeout)
+        # set before the base class runs: metadata_from_workers starts the workers there
+        d = self.__dict__
+        d["_procs"], d["_conns"] = [], []
+        d["_finalizer"] = d["_poller"] = d["_timeout"] = None
+        d["mp_start_method"] = None
+        d["daemon"] = bool(daemon)
+        d["shutdown_timeout"] = float(shutdown_timeout)
+        if mp_start_method is not None:
+            _check_start_method(mp_start_method)
+            d["mp_start_method"] = mp_start_method
+        super().__init__(num_workers, create_env_fn, create_env_kwargs, **kwargs)
         if not (self.shared_memory or self.memmap):
             if kwargs.get("use_buffers"):
                 raise ConfigurationError(
@@ -256,6 +265,8 @@ class ParallelEnv(BatchedEnvBase):
                 )
             self.__dict__["_use_buffers"] = False
         self.configure_parallel(mp_start_method=mp_start_method)
+        if self.__dict__.get("_live_workers"):  # metadata_from_workers: they run already
+            self.start()
 
     # ------------------------------------------------------------------ configuration
     def configure_parallel(
@@ -307,15 +318,7 @@ class ParallelEnv(BatchedEnvBase):
                 "step, seeding or attribute access); close() it first"
             )
         if mp_start_method is not None:
-            if mp_start_method not in mp.get_all_start_methods():
-                raise ValueError(
-                    f"mp_start_method must be one of {mp.get_all_start_methods()}, got {mp_start_method!r}"
-                )
-            if mp_start_method == "fork" and torch.cuda.is_initialized():
-                raise RuntimeError(
-                    "mp_start_method='fork' is unsafe once CUDA is initialised in this process; "
-                    "use 'spawn'"
-                )
+            _check_start_method(mp_start_method)
             self.__dict__["mp_start_method"] = mp_start_method
         if num_threads is not None:
             if not isinstance(num_threads, int) or num_threads < 1:
@@ -343,6 +346,8 @@ class ParallelEnv(BatchedEnvBase):
                     "or memmap=True"
                 )
             self.__dict__["_use_buffers"] = bool(use_buffers)
+            if use_buffers and self.__dict__.get("_dynamic_specs", False):
+                self._no_buffers_for_dynamic_specs(True)
         elif not (shared or mapped):
             self.__dict__["_use_buffers"] = False
         return self
@@ -368,9 +373,12 @@ class ParallelEnv(BatchedEnvBase):
 
     # ------------------------------------------------------------------ lifecycle
     def _start_workers(self) -> None:
-        timeout = _read_timeout()
-        method = self._start_method()
-        ctx = mp.get_context(method)
+        if self.__dict__.pop("_live_workers", False):  # built by metadata_from_workers: send the plan
+            workers = list(range(self.num_workers))
+            self._send(workers, _worker.encode(("plan", self._plan)), "plan")
+            self._gather(workers, "plan")
+            self.__dict__["_exchange"] = None
+            return
         buffers = None
         tds = None
         if self._use_buffers:
@@ -378,6 +386,32 @@ class ParallelEnv(BatchedEnvBase):
                 self._plan, self.meta_data, self.num_workers, share_memory=self.shared_memory, memmap=self.memmap
             )
             tds = buffers.for_worker()
+        self._spawn(self.create_env_fn, self.create_env_kwargs, self._plan, tds, buffers)
+
+    def _live_worker_metadata(self, fns: list, kwargs: list) -> list:
+        self._spawn(fns, kwargs, None, None, None)  # the workers answer "start" with their metadata
+        self.__dict__["_starting_live"] = True
+        try:
+            return self._gather_start()
+        finally:
+            self.__dict__["_starting_live"] = False
+
+    def _stop_live_workers(self) -> None:
+        self.__dict__.pop("_live_workers", None)
+        self._shutdown_workers()  # a worker waiting for its plan closes its env on "close"
+
+    def _gather_start(self) -> list:
+        try:
+            return self._gather(list(range(len(self._procs))), "start", max(self._timeout, _START_TIMEOUT))
+        except BaseException:
+            self._abort()
+            raise
+
+    def _spawn(self, fns: list, kwargs: list, plan: Any, tds: Any, buffers: Any) -> None:
+        """Starts one process per factory; with a ``plan``, waits until every env is built."""
+        timeout = _read_timeout()
+        method = self._start_method()
+        ctx = mp.get_context(method)
         procs: list = []
         conns: list = []
         d = self.__dict__
@@ -386,15 +420,15 @@ class ParallelEnv(BatchedEnvBase):
         # at interpreter exit
         d["_finalizer"] = weakref.finalize(self, _stop_processes, procs, conns, True, self.shutdown_timeout)
         try:
-            for i in range(self.num_workers):
+            for i, (fn, kw) in enumerate(zip(fns, kwargs)):
                 parent_conn, child_conn = ctx.Pipe(duplex=True)
-                factory = self._worker_factory(i, method)
+                factory = self._worker_factory(fn, kw, method)
                 # a forked child inherits every parent end opened so far: it closes them
                 inherited = [*conns, parent_conn] if method == "fork" else []
                 proc = ctx.Process(
                     target=_worker.worker_main,
                     name=f"gpusim-ParallelEnv-worker-{i}",
-                    args=(i, child_conn, factory, self._plan, tds, self.num_sub_threads, os.getpid(), inherited),
+                    args=(i, child_conn, factory, plan, tds, self.num_sub_threads, os.getpid(), inherited),
                     daemon=self.daemon,
                 )
                 proc.start()
@@ -403,13 +437,13 @@ class ParallelEnv(BatchedEnvBase):
                 conns.append(parent_conn)
             d["_exchange"] = buffers
             self._build_poller()
-            self._gather(list(range(self.num_workers)), "start", max(timeout, _START_TIMEOUT))
         except BaseException:
             self._abort()
             raise
+        if plan is not None:
+            self._gather_start()
 
-    def _worker_factory(self, i: int, method: str) -> Callable[[], EnvBase]:
-        fn, kwargs = self.create_env_fn[i], self.create_env_kwargs[i]
+    def _worker_factory(self, fn: Callable[..., EnvBase], kwargs: dict, method: str) -> Callable[[], EnvBase]:
         if method == "fork":
             return lambda: fn(**kwargs)
         if isinstance(fn, EnvCreator):
@@ -440,7 +474,9 @@ class ParallelEnv(BatchedEnvBase):
         finalizer = self.__dict__.get("_finalizer")
         if finalizer is not None:
             finalizer.detach()
-        _stop_processes(self._procs, self._conns, graceful=False)
+        # while metadata_from_workers starts them, the built envs are closed (they wait for a command)
+        graceful = self.__dict__.get("_starting_live", False)
+        _stop_processes(self._procs, self._conns, graceful=graceful, timeout=self.shutdown_timeout)
         d = self.__dict__
         d["_finalizer"] = None
         d["_poller"] = None

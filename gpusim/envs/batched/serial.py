@@ -18,6 +18,7 @@ from typing import Any
 from gpusim.envs.batched._runner import WorkerRunner
 from gpusim.envs.batched._shared import Buffers
 from gpusim.envs.batched.base import BatchedEnvBase
+from gpusim.envs.batched.metadata import EnvMetaData
 from gpusim.envs.common import EnvBase
 
 __all__ = ["SerialEnv"]
@@ -44,12 +45,15 @@ class SerialEnv(BatchedEnvBase):
                 "option (None is accepted, as TorchRL's SerialEnv does)"
             )
         super().__init__(*args, **kwargs)
+        if self.__dict__.get("_live_workers"):  # metadata_from_workers: the envs exist already
+            self.start()
 
-    def _start_workers(self) -> None:
+    @staticmethod
+    def _build_envs(fns: list, kwargs: list) -> list[EnvBase]:
         envs = []
         try:
-            for i, (fn, kwargs) in enumerate(zip(self.create_env_fn, self.create_env_kwargs)):
-                env = fn(**kwargs)
+            for i, (fn, kw) in enumerate(zip(fns, kwargs)):
+                env = fn(**kw)
                 if not isinstance(env, EnvBase):
                     raise TypeError(
                         f"create_env_fn[{i}] returned a {type(env).__name__}, not a gpusim EnvBase"
@@ -59,6 +63,26 @@ class SerialEnv(BatchedEnvBase):
             for env in envs:
                 env.close()
             raise
+        return envs
+
+    def _live_worker_metadata(self, fns: list, kwargs: list) -> list[EnvMetaData]:
+        envs = self._build_envs(fns, kwargs)
+        self.__dict__["_live_envs"] = envs
+        try:
+            return [EnvMetaData.metadata_from_env(env) for env in envs]
+        except BaseException:
+            self._stop_live_workers()
+            raise
+
+    def _stop_live_workers(self) -> None:
+        for env in self.__dict__.pop("_live_envs", []):
+            env.close()
+
+    def _start_workers(self) -> None:
+        envs = self.__dict__.pop("_live_envs", None)
+        self.__dict__.pop("_live_workers", None)
+        if envs is None:
+            envs = self._build_envs(self.create_env_fn, self.create_env_kwargs)
         buffers = None
         if self._use_buffers:
             buffers = Buffers.allocate(

@@ -196,3 +196,74 @@ def test_serial_env_takes_no_start_method():
     gs.SerialEnv(2, StatelessCounter, mp_start_method=None).close()
     with pytest.raises(ValueError, match="ParallelEnv option"):
         gs.SerialEnv(2, StatelessCounter, mp_start_method="spawn")
+
+
+# ------------------------------------------------------------------ metadata_from_workers
+from gpusim.envs.batched import ParallelEnv, SerialEnv  # noqa: E402
+from gpusim.envs.native import CartPoleEnv, PendulumEnv  # noqa: E402
+
+
+class _CountedPendulum(PendulumEnv):
+    """Counts the envs built in this process."""
+
+    built = 0
+
+    def __init__(self, **kwargs):
+        type(self).built += 1
+        super().__init__(**kwargs)
+
+
+class _FailingEnv(PendulumEnv):
+    def __init__(self, **kwargs):
+        raise RuntimeError("the simulator cannot start")
+
+
+@pytest.mark.parametrize("cls", ["SerialEnv", "ParallelEnv"])
+def test_metadata_from_workers_reads_the_live_envs(cls):
+    _CountedPendulum.built = 0
+    make = {"SerialEnv": SerialEnv, "ParallelEnv": ParallelEnv}[cls]
+    env = make(2, _CountedPendulum, [{"g": 1.0}, {"g": 2.0}], metadata_from_workers=True)
+    try:
+        assert env.is_started and env.g == [1.0, 2.0]  # the workers run from construction
+        assert _CountedPendulum.built == (2 if cls == "SerialEnv" else 0)  # no extra env built here
+        assert env.rollout(2)["next", "observation"].shape == (2, 2, 3)
+        env.close()
+        assert env.rollout(2).shape == (2, 2)  # a restart builds the workers as usual
+    finally:
+        env.close()
+
+
+def test_metadata_from_workers_errors():
+    with pytest.raises(RuntimeError, match=r"requires use_buffers=False: .* \(got use_buffers=True\)"):
+        ParallelEnv(2, PendulumEnv, metadata_from_workers=True, use_buffers=True)
+    with pytest.raises(RuntimeError, match="the worker metadata are incompatible: worker 1 differs from worker 0"):
+        SerialEnv(2, [PendulumEnv, CartPoleEnv], metadata_from_workers=True)
+    with pytest.raises(RuntimeError, match="the worker metadata are incompatible"):
+        ParallelEnv(2, [PendulumEnv, CartPoleEnv], metadata_from_workers=True)
+    with pytest.raises(RuntimeError, match="worker 1 .* failed while creating its env: RuntimeError: the simulator cannot start"):
+        ParallelEnv(2, [PendulumEnv, _FailingEnv], metadata_from_workers=True)
+    single = ParallelEnv(1, PendulumEnv, serial_for_single=True, metadata_from_workers=True)
+    assert type(single).__name__ == "SerialEnv" and single.is_started
+    single.close()
+
+
+class _MarkedPendulum(PendulumEnv):
+    """Writes a file when closed (in whatever process it lives)."""
+
+    def __init__(self, marker: str = "", fail: bool = False, **kwargs):
+        if fail:
+            raise RuntimeError("the simulator cannot start")
+        self.marker = marker
+        super().__init__(**kwargs)
+
+    def close(self, **kwargs):
+        if self.marker:
+            open(self.marker, "w").close()
+        super().close(**kwargs)
+
+
+def test_metadata_from_workers_closes_the_built_envs_when_another_fails(tmp_path):
+    marker = str(tmp_path / "closed-0")
+    with pytest.raises(RuntimeError, match="worker 1 .* the simulator cannot start"):
+        ParallelEnv(2, _MarkedPendulum, [{"marker": marker}, {"fail": True}], metadata_from_workers=True)
+    assert (tmp_path / "closed-0").exists()

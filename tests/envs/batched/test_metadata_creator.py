@@ -112,6 +112,29 @@ def test_env_creator_validation():
         EnvCreator(lambda: object())
 
 
+def test_env_creator_keyword_kwargs_and_variants_share_state():
+    def make(batch_size):
+        return TransformedEnv(CountingEnv(batch_size=batch_size), SharedCounter())
+
+    creator = EnvCreator(make, batch_size=[2])
+    assert creator.create_env_kwargs == {"batch_size": [2]} and creator().batch_size == (2,)
+    assert EnvCreator(PendulumEnv, {"g": 1.0}, g=2.0).create_env_kwargs == {"g": 1.0}  # the dict wins
+    variant = creator.make_variant(batch_size=[3])
+    assert creator.create_env_kwargs == {"batch_size": [2]}  # unchanged
+    assert variant.meta_data.batch_size == (3,) and creator.meta_data.batch_size == (2,)
+    (state,) = creator.shared_state.values()
+    variant().rollout(2, break_when_any_done=False)
+    creator().rollout(1, break_when_any_done=False)
+    assert state["calls"].item() == 3  # one shared counter for both creators
+    env = SerialEnv(2, [EnvCreator(PendulumEnv, g=1.0), EnvCreator(PendulumEnv, g=1.0).make_variant(g=5.0)])
+    try:
+        assert env.g == [1.0, 5.0]
+    finally:
+        env.close()
+    restored = pickle.loads(pickle.dumps(EnvCreator(PendulumEnv, g=1.0).make_variant(g=5.0)))
+    assert restored().g == 5.0
+
+
 def test_batched_env_reads_the_creator_metadata_without_building_envs():
     ClosingCounter.closed_count = 0
     built = []
@@ -163,9 +186,28 @@ def test_shared_counter_transform_is_a_plain_transform():
 
 def test_metadata_constructor_validates_its_arguments():
     meta = get_env_metadata(CountingEnv)
-    rebuilt = EnvMetaData(meta.tensordict, meta.specs, meta.batch_size, "env", None)
+    rebuilt = EnvMetaData(meta.tensordict, meta.specs, meta.batch_size, "env", "cpu")
     assert rebuilt == meta and rebuilt.device == torch.device("cpu") and rebuilt.batch_locked
+    assert EnvMetaData(meta.tensordict, meta.specs, meta.batch_size, "env", None).device is None  # mixed devices
     with pytest.raises(TypeError, match="tensordict"):
         EnvMetaData({}, meta.specs, (), "env", None)
     with pytest.raises(TypeError, match="input_spec"):
         EnvMetaData(meta.tensordict, meta.input_spec, (), "env", None)
+
+
+@pytest.mark.parametrize("cls", ["SerialEnv", "ParallelEnv"])
+def test_workers_with_mixed_devices_make_a_batched_env_without_device(cls):
+    from gpusim.envs import ParallelEnv, check_env_specs
+    from gpusim.transforms import DeviceCastTransform
+
+    def make():  # only the observation moves: the worker env has no single device
+        return TransformedEnv(PendulumEnv(), DeviceCastTransform("cpu:1", in_keys=["observation"], in_keys_inv=["action"]))
+
+    assert get_env_metadata(make).device is None
+    env = {"SerialEnv": SerialEnv, "ParallelEnv": ParallelEnv}[cls](2, make)
+    try:
+        assert env.device is None
+        check_env_specs(env, seed=0)
+        assert env.rollout(2)["next", "observation"].shape == (2, 2, 3)
+    finally:
+        env.close()
