@@ -998,6 +998,14 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return self._single([k for k in self.done_keys if _keys.as_tuple(k)[-1] == "done"], "done_key")
 
     @_cached_plan
+    def _has_dynamic_specs(self) -> bool:
+        """Whether a spec leaf has a dynamic (``-1``) dim (TorchRL's name): such steps do not
+        stack into a contiguous tensordict."""
+        from gpusim.specs.utils import has_dynamic_dims
+
+        return has_dynamic_dims(self.input_spec) or has_dynamic_dims(self.output_spec)
+
+    @_cached_plan
     def _step_mdp_plan(self) -> StepMDPPlan:
         return StepMDP(self).plan
 
@@ -1587,7 +1595,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         auto_cast_to_device: bool = False,
         break_when_any_done: bool | None = None,
         break_when_all_done: bool | None = None,
-        return_contiguous: bool = True,
+        return_contiguous: bool | None = None,
         tensordict: TensorDictBase | None = None,
         set_truncated: bool = False,
         storing_device: torch.device | str | None = None,
@@ -1613,7 +1621,9 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 can continue the run from ``env.step_mdp(out[..., -1])``).
             break_when_all_done: stop once every env has finished at least once; envs that are
                 done are reset in between (non-stop mode is used).
-            return_contiguous: stack into a contiguous tensordict (else a lazy stack).
+            return_contiguous: stack into a contiguous tensordict (else a lazy stack). Default
+                ``None``: contiguous unless a spec has a dynamic (``-1``) dim, whose steps may
+                differ in shape; ``True`` with such specs raises.
             tensordict: initial data (required when ``auto_reset=False``; its rows that are
                 done are reset first).
             set_truncated: mark the last step as truncated (requires a ``truncated`` entry).
@@ -1632,7 +1642,8 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         Raises:
             ValueError: a non-positive ``max_steps``, both break modes, ``auto_reset=False``
                 without a tensordict, or ``compile`` with a stopping rollout.
-            RuntimeError: ``set_truncated`` on an env without a ``truncated`` entry.
+            RuntimeError: ``set_truncated`` on an env without a ``truncated`` entry, or
+                ``return_contiguous=True`` with dynamic specs.
 
         Examples:
             >>> import torch
@@ -1652,6 +1663,13 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        if return_contiguous is None:
+            return_contiguous = not self._has_dynamic_specs
+        elif return_contiguous and self._has_dynamic_specs:
+            raise RuntimeError(
+                "The environment specs are dynamic. Call rollout with return_contiguous=False "
+                "(or None, the default): a spec has a -1 dim, so the steps may differ in shape."
+            )
         if actions is not None:
             if policy is not None:
                 raise ValueError("rollout got both `policy` and `actions`: pass one of them")

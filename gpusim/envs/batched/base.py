@@ -237,7 +237,13 @@ class BatchedEnvBase(EnvBase):
         has_nontensor = bool(plan.input_nontensor_keys or plan.reset_out_nontensor_keys or plan.next_nontensor_keys)
         d["shared_memory"] = bool(shared_memory)
         d["memmap"] = bool(memmap)
-        d["_use_buffers"] = (not has_nontensor) if use_buffers is None else bool(use_buffers)
+        dynamic = worker_meta.has_dynamic_specs
+        if use_buffers and dynamic:
+            raise ConfigurationError(
+                f"{type(self).__name__}(use_buffers=True): the worker env's specs are dynamic (a spec has a -1 "
+                "dim), which preallocated buffers cannot hold; pass use_buffers=False or None"
+            )
+        d["_use_buffers"] = (not (has_nontensor or dynamic)) if use_buffers is None else bool(use_buffers)
         d["share_individual_td"] = bool(share_individual_td)
         d["consolidate"] = bool(consolidate)
         d["serial_for_single"] = bool(serial_for_single)
@@ -651,7 +657,18 @@ class BatchedEnvBase(EnvBase):
         last = self._last_outputs.setdefault("reset", [None] * self.num_workers)
         for (i, _), result in zip(items, results):
             last[i] = result
-        return self._stack_outputs(last, "reset")
+        parts = list(last)
+        if tensordict is not None and len(items) < self.num_workers:
+            # the rows not reset hold the current data, not an older reset's: their shapes may
+            # have changed since (dynamic specs), and the merge keeps such rows as they are
+            keys = plan.reset_out_keys
+            present = set(tensordict.keys(True, True))
+            if all(k in present for k in keys):
+                reset = {i for i, _ in items}
+                for i in range(self.num_workers):
+                    if i not in reset:
+                        parts[i] = tensordict[i].select(*keys)
+        return self._stack_outputs(parts, "reset")
 
     def _to_worker(self, td: TensorDictBase) -> TensorDictBase:
         if td.device != self._worker_device:
