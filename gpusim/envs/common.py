@@ -1141,6 +1141,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         tensordict_reset = self._reset(tensordict, **kwargs)
         if tensordict_reset is tensordict:
             raise RuntimeError(f"{type(self).__name__}._reset must return a new tensordict, not its input")
+        self._fix_output_shapes(tensordict_reset)
         return self._complete_done(tensordict_reset)
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -1148,8 +1149,30 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         (for containers that step an inner env: ``TransformedEnv``, frame skip, batched workers)."""
         return self._finish_step(tensordict, self._step(tensordict))
 
+    @_cached_plan
+    def _output_leaf_shapes(self) -> tuple:
+        """``(key, shape)`` of the reward and done leaves of fixed shape: a step that returns
+        one of them with another shape of the same size (a Python bool for ``[1]``) is reshaped
+        to the spec's, as TorchRL does."""
+        out = []
+        for spec in (self.full_reward_spec, self.full_done_spec):
+            for key, leaf in spec.items(True, True):
+                shape = torch.Size(leaf.shape)
+                if -1 not in shape:
+                    out.append((_keys.unravel(key), shape, shape.numel()))
+        return tuple(out)
+
+    def _fix_output_shapes(self, next_td: TensorDictBase) -> None:
+        if next_td.batch_size != self.batch_size:
+            return
+        for key, shape, numel in self._output_leaf_shapes:
+            value = fast_get(next_td, key) if isinstance(key, str) else next_td.get(key, None)
+            if value is not None and value.shape != shape and value.numel() == numel:
+                next_td.set(key, value.reshape(shape))
+
     def _finish_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
         """Done completion, state echo and (debug mode) type checks of the raw ``next_td``."""
+        self._fix_output_shapes(next_td)
         self._complete_done(next_td)
         for key in self._echo_state_keys:
             if isinstance(key, str):
