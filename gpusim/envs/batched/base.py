@@ -69,6 +69,20 @@ def _as_list(value: Any, n: int, what: str, check: Callable[[Any], bool], expect
     return items
 
 
+def _bounds_only(a: Any, b: Any) -> bool:
+    """Whether two leaf specs differ at most in their bounds (same Bounded class, shape, dtype
+    and device): workers may differ so, e.g. step counters of different horizons."""
+    from gpusim.specs import Bounded
+
+    return (
+        type(a) is type(b)
+        and isinstance(a, Bounded)
+        and a.shape == b.shape
+        and a.dtype == b.dtype
+        and a.device == b.device
+    )
+
+
 def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
     if a.batch_size != b.batch_size:
         return f"batch_size {list(b.batch_size)} vs {list(a.batch_size)}"
@@ -81,10 +95,30 @@ def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
             if keys_a != keys_b:
                 return f"{name} keys {sorted(map(str, keys_b))} vs {sorted(map(str, keys_a))}"
             for key in sa.keys(True, True):
-                if sa[key] != sb[key]:
+                if sa[key] != sb[key] and not _bounds_only(sa[key], sb[key]):
                     return f"{name}[{key!r}]: {sb[key]} vs {sa[key]}"
-            return name
     return None
+
+
+def _stack_worker_bounds(specs: Any, metas: list[EnvMetaData]) -> None:
+    """Writes into ``specs`` (the batched env's ``Composite(input_spec=..., output_spec=...)``)
+    the bounds of every worker for the Bounded leaves whose bounds differ between workers."""
+    first = metas[0]
+    for parent, name in _SPEC_PARTS:
+        part = first.specs[parent, name]
+        for key in part.keys(True, True):
+            leaves = [m.specs[parent, name][key] for m in metas]
+            if all(leaf == leaves[0] for leaf in leaves[1:]):
+                continue
+            spec = leaves[0]
+            low = torch.stack([torch.as_tensor(leaf.low).expand(leaf.shape) for leaf in leaves], 0)
+            high = torch.stack([torch.as_tensor(leaf.high).expand(leaf.shape) for leaf in leaves], 0)
+            full = (parent, name, *(key if isinstance(key, tuple) else (key,)))
+            target = specs[full]
+            specs[full] = type(spec)(
+                low.to(target.device), high.to(target.device), shape=target.shape, dtype=spec.dtype,
+                device=target.device, domain=spec.domain,
+            )
 
 
 class WorkerValues(list):
@@ -250,6 +284,8 @@ class BatchedEnvBase(EnvBase):
         d["_nontensor_cache"] = {}
         d["_last_outputs"] = {}
         expanded = worker_meta.expand(self.batch_size)
+        if len(meta_data) > 1:
+            _stack_worker_bounds(expanded.specs, meta_data)
         self.input_spec = expanded.input_spec.to(self.device)
         self.output_spec = expanded.output_spec.to(self.device)
         self.__dict__["_batch_locked"] = worker_meta.batch_locked
