@@ -100,6 +100,16 @@ def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
     return None
 
 
+def _has_data_cls(spec: Any) -> bool:
+    """Whether a nested Composite of ``spec`` has a ``data_cls`` (a tensorclass entry)."""
+    from gpusim.specs import Composite
+
+    for value in spec.values():
+        if isinstance(value, Composite) and (value.data_cls is not None or _has_data_cls(value)):
+            return True
+    return False
+
+
 def _stack_worker_bounds(specs: Any, metas: list[EnvMetaData]) -> None:
     """Writes into ``specs`` (the batched env's ``Composite(input_spec=..., output_spec=...)``)
     the bounds of every worker for the Bounded leaves whose bounds differ between workers."""
@@ -271,6 +281,9 @@ class BatchedEnvBase(EnvBase):
         has_nontensor = bool(plan.input_nontensor_keys or plan.reset_out_nontensor_keys or plan.next_nontensor_keys)
         d["shared_memory"] = bool(shared_memory)
         d["memmap"] = bool(memmap)
+        # tensorclass entries (a Composite with a data_cls) keep their class, and their
+        # non-tensor fields, only when the workers' outputs travel whole (no buffers)
+        has_nontensor = has_nontensor or _has_data_cls(worker_meta.specs)
         dynamic = worker_meta.has_dynamic_specs
         if use_buffers and dynamic:
             raise ConfigurationError(
