@@ -1904,6 +1904,53 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             raise RuntimeError(f"{type(self).__name__}.close: the env is already closed")
         self.__dict__["_closed"] = True
 
+    def auto_specs_(
+        self,
+        policy: Callable[[TensorDictBase], TensorDictBase],
+        *,
+        tensordict: TensorDictBase | None = None,
+        action_key: NestedKey | list[NestedKey] = "action",
+        done_key: NestedKey | list[NestedKey] | None = None,
+        observation_key: NestedKey | list[NestedKey] = "observation",
+        reward_key: NestedKey | list[NestedKey] = "reward",
+    ) -> "EnvBase":
+        """Sets the env's specs from two steps of its ``_reset``/``_step`` hooks driven by
+        ``policy``; returns the env.
+
+        Every leaf gets an ``Unbounded`` spec of its shape and dtype (a dim that differs between
+        the two steps becomes dynamic, ``-1``), a non-tensor leaf a ``NonTensor`` spec. The
+        named entries make the action, done, reward and observation specs; root inputs that are
+        neither an action nor an output make the state spec.
+
+        Args:
+            policy: writes the action(s) into the tensordict it receives.
+
+        Keyword Args:
+            tensordict: the first root data (default: ``_reset``'s output).
+            action_key: the action entries.
+            done_key: the done entries (default: those of ``done``, ``terminated``,
+                ``truncated`` that the step writes).
+            observation_key: the observation entries.
+            reward_key: the reward entries.
+
+        Raises:
+            RuntimeError: a step output entry that none of the keys names.
+
+        Examples:
+            >>> import torch
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> env = PendulumEnv()
+            >>> policy = lambda td: td.set("action", torch.zeros(1))
+            >>> env = env.auto_specs_(policy, observation_key=["observation", "state"])
+            >>> env.observation_spec["observation"].shape, type(env.action_spec).__name__
+            (torch.Size([3]), 'Unbounded')
+            >>> env.rollout(3, policy).shape
+            torch.Size([3])
+        """
+        from gpusim.envs._auto_specs import auto_specs
+
+        return auto_specs(self, policy, tensordict, action_key, done_key, observation_key, reward_key)
+
     def check_env_specs(self, *args: Any, **kwargs: Any) -> None:
         """:func:`~gpusim.envs.checks.check_env_specs` on this env (same arguments).
 
