@@ -67,6 +67,8 @@ class _EnvPostInit(abc.ABCMeta):
         if spec_locked is not None:
             instance.__dict__["_spec_locked"] = bool(spec_locked)
         instance._post_init()
+        if spec_locked is False and instance.is_spec_locked:  # an __init__ that locked on its own
+            instance.set_spec_lock_(False)
         if auto_reset:
             instance = _hook("auto_reset")(instance, replace=auto_reset_replace)
         return instance
