@@ -246,7 +246,7 @@ def make_composite_from_td(
         if is_tensorclass(value) and not isinstance(value, (NonTensorData, NonTensorStack)):
             # a tensorclass: its fields, rebuilt as that class by zero()/one()/rand()
             inner = make_composite_from_td(
-                value._tensordict, unsqueeze_null_shapes=unsqueeze_null_shapes, dynamic_shape=dynamic_shape
+                value.to_tensordict(), unsqueeze_null_shapes=unsqueeze_null_shapes, dynamic_shape=dynamic_shape
             )
             inner.data_cls = type(value)
             specs[key] = inner
