@@ -46,8 +46,8 @@ def check_env_specs(
 
     Args:
         env: the env to check.
-        return_contiguous: passed to ``rollout`` (``None``: rollout's default, a lazy stack only
-            for steps of dynamic specs that do not stack).
+        return_contiguous: passed to ``rollout`` (default ``None``: contiguous unless the specs
+            have a dynamic ``-1`` dim). A dynamic dim of a spec matches any extent of the data.
         check_dtype: compare dtypes too.
         seed: seed the env first.
         tensordict: initial data for the rollout's reset.
@@ -79,12 +79,13 @@ def check_env_specs(
     # step by step first, so that a structural mismatch is reported by key, not by a stack error
     td = env.reset(None if tensordict is None else tensordict.clone())
     optional = {("next", *as_tuple(k)) for k in env.state_keys}
+    dynamic = _dynamic_shapes(env) if env._has_dynamic_specs else {}
     for t in range(steps):
         td = env.step(env.rand_action(td))
         root = env._step_mdp(td)
         if env._post_mdp_hook:  # as step_and_maybe_reset and rollout do
             td, root = env._post_step_mdp(td, root)
-        _compare(td, fake, check_dtype, f"step {t}", optional)
+        _compare(td, fake, check_dtype, f"step {t}", optional, dynamic)
         td = root
     real = env.rollout(
         steps,
@@ -93,11 +94,55 @@ def check_env_specs(
         break_when_any_done=bool(break_when_any_done),
     )
     T = real.shape[-1]
-    _compare(real, fake.unsqueeze(-1).expand(*fake.batch_size, T), check_dtype, "the rollout", optional)
+    if dynamic:  # steps may differ in shape: one comparison per step
+        for t in range(T):
+            _compare(real[..., t], fake, check_dtype, f"step {t} of the rollout", optional, dynamic)
+    else:
+        _compare(real, fake.unsqueeze(-1).expand(*fake.batch_size, T), check_dtype, "the rollout", optional)
     _check_values(env, real)
 
 
-def _compare(real: TensorDictBase, fake: TensorDictBase, check_dtype: bool, where: str, optional: set) -> None:
+def _dynamic_shapes(env: "EnvBase") -> dict:
+    """``{key: spec shape}`` of the leaves with a dynamic (``-1``) dim, as they appear in a step."""
+    out = {}
+    for where, spec in (
+        ("root", env.full_action_spec),
+        ("root", env.full_state_spec),
+        ("both", env.full_observation_spec),
+        ("next", env.full_reward_spec),
+        ("both", env.full_done_spec),
+    ):
+        for key, leaf in spec.items(True, True):
+            if -1 not in tuple(leaf.shape):
+                continue
+            if where in ("root", "both"):
+                out[as_tuple(key)] = tuple(leaf.shape)
+            if where in ("next", "both"):
+                out[("next", *as_tuple(key))] = tuple(leaf.shape)
+    return out
+
+
+def _shape_matches(data: torch.Size, expected: torch.Size, spec_shape: tuple | None) -> bool:
+    if spec_shape is None:
+        return data == expected
+    # the expected shape is the fake's (batch dims of the data, then the spec's): -1 dims of the
+    # spec (its trailing dims) match any extent
+    if len(data) != len(expected):
+        return False
+    lead = len(expected) - len(spec_shape)
+    return all(
+        d == e or (i >= lead and spec_shape[i - lead] == -1) for i, (d, e) in enumerate(zip(data, expected))
+    )
+
+
+def _compare(
+    real: TensorDictBase,
+    fake: TensorDictBase,
+    check_dtype: bool,
+    where: str,
+    optional: set,
+    dynamic: dict | None = None,
+) -> None:
     real_leaves = {k: v for k, v in _tensor_leaves(real).items() if as_tuple(k) not in optional}
     fake_leaves = {k: v for k, v in _tensor_leaves(fake).items() if as_tuple(k) not in optional}
     missing = sorted(map(_fmt, set(fake_leaves) - set(real_leaves)))
@@ -109,7 +154,7 @@ def _compare(real: TensorDictBase, fake: TensorDictBase, check_dtype: bool, wher
         )
     for key, f in fake_leaves.items():
         r = real_leaves[key]
-        if r.shape != f.shape:
+        if not _shape_matches(r.shape, f.shape, (dynamic or {}).get(as_tuple(key))):
             raise AssertionError(
                 f"Shape mismatch for key {_fmt(key)} at {where}: the data has {list(r.shape)}, the "
                 f"specs give {list(f.shape)}"

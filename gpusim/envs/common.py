@@ -67,6 +67,8 @@ class _EnvPostInit(abc.ABCMeta):
         if spec_locked is not None:
             instance.__dict__["_spec_locked"] = bool(spec_locked)
         instance._post_init()
+        if spec_locked is False and instance.is_spec_locked:  # an __init__ that locked on its own
+            instance.set_spec_lock_(False)
         if auto_reset:
             instance = _hook("auto_reset")(instance, replace=auto_reset_replace)
         return instance
@@ -1020,6 +1022,14 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return self._single([k for k in self.done_keys if _keys.as_tuple(k)[-1] == "done"], "done_key")
 
     @_cached_plan
+    def _has_dynamic_specs(self) -> bool:
+        """Whether a spec leaf has a dynamic (``-1``) dim (TorchRL's name): such steps do not
+        stack into a contiguous tensordict."""
+        from gpusim.specs.utils import has_dynamic_dims
+
+        return has_dynamic_dims(self.input_spec) or has_dynamic_dims(self.output_spec)
+
+    @_cached_plan
     def _step_mdp_plan(self) -> StepMDPPlan:
         return StepMDP(self).plan
 
@@ -1155,6 +1165,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         tensordict_reset = self._reset(tensordict, **kwargs)
         if tensordict_reset is tensordict:
             raise RuntimeError(f"{type(self).__name__}._reset must return a new tensordict, not its input")
+        self._fix_output_shapes(tensordict_reset)
         return self._complete_done(tensordict_reset)
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -1162,8 +1173,30 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         (for containers that step an inner env: ``TransformedEnv``, frame skip, batched workers)."""
         return self._finish_step(tensordict, self._step(tensordict))
 
+    @_cached_plan
+    def _output_leaf_shapes(self) -> tuple:
+        """``(key, shape)`` of the reward and done leaves of fixed shape: a step that returns
+        one of them with another shape of the same size (a Python bool for ``[1]``) is reshaped
+        to the spec's, as TorchRL does."""
+        out = []
+        for spec in (self.full_reward_spec, self.full_done_spec):
+            for key, leaf in spec.items(True, True):
+                shape = torch.Size(leaf.shape)
+                if -1 not in shape:
+                    out.append((_keys.unravel(key), shape, shape.numel()))
+        return tuple(out)
+
+    def _fix_output_shapes(self, next_td: TensorDictBase) -> None:
+        if next_td.batch_size != self.batch_size:
+            return
+        for key, shape, numel in self._output_leaf_shapes:
+            value = fast_get(next_td, key) if isinstance(key, str) else next_td.get(key, None)
+            if value is not None and value.shape != shape and value.numel() == numel:
+                next_td.set(key, value.reshape(shape))
+
     def _finish_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
         """Done completion, state echo and (debug mode) type checks of the raw ``next_td``."""
+        self._fix_output_shapes(next_td)
         self._complete_done(next_td)
         for key in self._echo_state_keys:
             if isinstance(key, str):
@@ -1653,10 +1686,9 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 can continue the run from ``env.step_mdp(out[..., -1])``).
             break_when_all_done: stop once every env has finished at least once; envs that are
                 done are reset in between (non-stop mode is used).
-            return_contiguous: stack into a contiguous tensordict (else a lazy stack); ``None``
-                (default): contiguous, or lazy when the steps do not stack and the env has dynamic
-                specs (a ``-1`` dim: entries whose size changes from step to step, such as a
-                growing chat history).
+            return_contiguous: stack into a contiguous tensordict (else a lazy stack). Default
+                ``None``: contiguous unless a spec has a dynamic (``-1``) dim, whose steps may
+                differ in shape; ``True`` with such specs raises.
             tensordict: initial data (required when ``auto_reset=False``; its rows that are
                 done are reset first).
             set_truncated: mark the last step as truncated (requires a ``truncated`` entry).
@@ -1675,7 +1707,8 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         Raises:
             ValueError: a non-positive ``max_steps``, both break modes, ``auto_reset=False``
                 without a tensordict, or ``compile`` with a stopping rollout.
-            RuntimeError: ``set_truncated`` on an env without a ``truncated`` entry.
+            RuntimeError: ``set_truncated`` on an env without a ``truncated`` entry, or
+                ``return_contiguous=True`` with dynamic specs.
 
         Examples:
             >>> import torch
@@ -1695,6 +1728,13 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        if return_contiguous is None:
+            return_contiguous = not self._has_dynamic_specs
+        elif return_contiguous and self._has_dynamic_specs:
+            raise RuntimeError(
+                "The environment specs are dynamic. Call rollout with return_contiguous=False "
+                "(or None, the default): a spec has a -1 dim, so the steps may differ in shape."
+            )
         if actions is not None:
             if policy is not None:
                 raise ValueError("rollout got both `policy` and `actions`: pass one of them")
@@ -1918,6 +1958,53 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         if raise_if_closed and self.is_closed:
             raise RuntimeError(f"{type(self).__name__}.close: the env is already closed")
         self.__dict__["_closed"] = True
+
+    def auto_specs_(
+        self,
+        policy: Callable[[TensorDictBase], TensorDictBase],
+        *,
+        tensordict: TensorDictBase | None = None,
+        action_key: NestedKey | list[NestedKey] = "action",
+        done_key: NestedKey | list[NestedKey] | None = None,
+        observation_key: NestedKey | list[NestedKey] = "observation",
+        reward_key: NestedKey | list[NestedKey] = "reward",
+    ) -> "EnvBase":
+        """Sets the env's specs from two steps of its ``_reset``/``_step`` hooks driven by
+        ``policy``; returns the env.
+
+        Every leaf gets an ``Unbounded`` spec of its shape and dtype (a dim that differs between
+        the two steps becomes dynamic, ``-1``), a non-tensor leaf a ``NonTensor`` spec. The
+        named entries make the action, done, reward and observation specs; root inputs that are
+        neither an action nor an output make the state spec.
+
+        Args:
+            policy: writes the action(s) into the tensordict it receives.
+
+        Keyword Args:
+            tensordict: the first root data (default: ``_reset``'s output).
+            action_key: the action entries.
+            done_key: the done entries (default: those of ``done``, ``terminated``,
+                ``truncated`` that the step writes).
+            observation_key: the observation entries.
+            reward_key: the reward entries.
+
+        Raises:
+            RuntimeError: a step output entry that none of the keys names.
+
+        Examples:
+            >>> import torch
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> env = PendulumEnv()
+            >>> policy = lambda td: td.set("action", torch.zeros(1))
+            >>> env = env.auto_specs_(policy, observation_key=["observation", "state"])
+            >>> env.observation_spec["observation"].shape, type(env.action_spec).__name__
+            (torch.Size([3]), 'Unbounded')
+            >>> env.rollout(3, policy).shape
+            torch.Size([3])
+        """
+        from gpusim.envs._auto_specs import auto_specs
+
+        return auto_specs(self, policy, tensordict, action_key, done_key, observation_key, reward_key)
 
     def check_env_specs(self, *args: Any, **kwargs: Any) -> None:
         """:func:`~gpusim.envs.checks.check_env_specs` on this env (same arguments).

@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from tensordict import NonTensorStack, TensorDictBase, is_non_tensor
+from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDictBase, is_non_tensor
 
 from gpusim.envs import _keys
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
@@ -651,6 +651,17 @@ class EpisodePlan:
         """
         self._merge_levels(reset_out, previous, masks, None)
         self.erase(previous)
+        root = masks.root
+        if root is not None and root.ndim >= 1 and (_lazy_rows(previous) or _lazy_rows(reset_out)):
+            # rows of different shapes (host data): only the rows with a reset take the new data
+            reset_any = root.reshape(root.shape[0], -1).any(-1).tolist()
+            if _lazy_rows(previous):
+                for i, row in enumerate(previous.tensordicts):
+                    if reset_any[i]:
+                        row.update(reset_out[i])
+                return previous
+            rows = [previous[i].update(reset_out[i]) if reset_any[i] else previous[i] for i in range(len(reset_any))]
+            return LazyStackedTensorDict.maybe_dense_stack(rows, 0)
         if type(previous) is type(reset_out) and not previous.is_locked and _flat(reset_out):
             for key, value in reset_out.items():
                 fast_set(previous, key, value)
@@ -687,6 +698,14 @@ def merge_rows(
     """
     if old is None:
         return new
+    if mask.ndim >= 1 and (_lazy_rows(new) or _lazy_rows(old)):
+        # a lazy stack (rows of different shapes, e.g. dynamic specs): row by row, on the host
+        for i in range(mask.shape[0]):
+            if _lazy_rows(new):
+                merge_rows(new.tensordicts[i], old[i], mask[i], skip, mark)
+            else:
+                new[i] = merge_rows(new[i], old[i], mask[i], skip, mark)
+        return new
     keys, new_leaves, old_leaves = [], [], []
     nontensor = []
     for key, value in new.items(True, True, is_leaf=_is_leaf):
@@ -714,6 +733,11 @@ def merge_rows(
     if nontensor:
         _merge_nontensor(new, old, mask, nontensor)
     return new
+
+
+def _lazy_rows(td: TensorDictBase) -> bool:
+    """Whether ``td`` is a lazy stack along its first dim (its rows may differ in shape)."""
+    return isinstance(td, LazyStackedTensorDict) and td.stack_dim == 0
 
 
 def _is_leaf(cls: type) -> bool:

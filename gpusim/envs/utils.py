@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, Callable, Sequence
 
-from tensordict import NonTensorData, NonTensorStack, TensorDictBase
+from tensordict import NonTensorData, NonTensorStack, TensorDictBase, is_tensorclass
 from tensordict.nn import InteractionType, set_interaction_type
 from tensordict.nn.probabilistic import interaction_type  # (tensordict.nn exports it from 0.15 on only)
 
@@ -224,7 +224,8 @@ def make_composite_from_td(
     data: TensorDictBase, *, unsqueeze_null_shapes: bool = True, dynamic_shape: bool = False
 ) -> Composite:
     """A Composite of ``Unbounded`` specs matching the shapes and dtypes of ``data`` (non-tensor
-    entries give ``NonTensor`` specs carrying their value as example data).
+    entries give ``NonTensor`` specs carrying their value as example data; a tensorclass entry
+    gives a Composite of its fields whose ``data_cls`` is that class).
 
     Args:
         data: the tensordict to describe.
@@ -242,7 +243,14 @@ def make_composite_from_td(
     """
     specs: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, NonTensorData):
+        if is_tensorclass(value) and not isinstance(value, (NonTensorData, NonTensorStack)):
+            # a tensorclass: its fields, rebuilt as that class by zero()/one()/rand()
+            inner = make_composite_from_td(
+                value.to_tensordict(), unsqueeze_null_shapes=unsqueeze_null_shapes, dynamic_shape=dynamic_shape
+            )
+            inner.data_cls = type(value)
+            specs[key] = inner
+        elif isinstance(value, NonTensorData):
             specs[key] = NonTensor(shape=value.batch_size, device=data.device, example_data=value.data)
         elif isinstance(value, NonTensorStack):
             specs[key] = NonTensor(shape=value.batch_size, device=data.device)

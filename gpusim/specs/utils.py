@@ -10,7 +10,7 @@ from gpusim.specs.composite import Composite
 from gpusim.specs.stacked import Stacked
 from gpusim.specs.stacked_composite import StackedComposite
 
-__all__ = ["consolidate_spec", "check_no_exclusive_keys", "contains_lazy_spec"]
+__all__ = ["consolidate_spec", "check_no_exclusive_keys", "contains_lazy_spec", "has_dynamic_dims"]
 
 
 def consolidate_spec(
@@ -118,3 +118,30 @@ def contains_lazy_spec(spec: Any) -> bool:
     if isinstance(spec, Composite):
         return any(contains_lazy_spec(v) for v in spec.values() if v is not None)
     return False
+
+
+def has_dynamic_dims(spec: Any) -> bool:
+    """Whether a leaf of ``spec`` has a dynamic (``-1``) dim: its extent varies between samples.
+
+    The parts of a lazy stack (:class:`Stacked` / :class:`StackedComposite`) are looked at one
+    by one: a heterogeneous stack (parts of different but fixed shapes) is not dynamic.
+
+    Args:
+        spec: a spec (``None``: no spec, not dynamic).
+
+    Examples:
+        >>> from gpusim.specs import Unbounded
+        >>> has_dynamic_dims(Composite(obs=Unbounded(shape=(3, -1, 2))))
+        True
+        >>> has_dynamic_dims(Composite(obs=Unbounded(shape=(3,))))
+        False
+        >>> has_dynamic_dims(torch.stack([Unbounded(shape=(1,)), Unbounded(shape=(2,))], 0))
+        False
+    """
+    if spec is None:
+        return False
+    if isinstance(spec, (Stacked, StackedComposite)):
+        return any(has_dynamic_dims(part) for part in spec._specs)
+    if isinstance(spec, Composite):
+        return any(has_dynamic_dims(value) for value in spec.values())
+    return any(d == -1 for d in spec.shape)

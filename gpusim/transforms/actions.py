@@ -79,16 +79,20 @@ class ActionMask(Transform):
         self.mask_key = mask_key
         self._mask_in_output = False
 
-    def _action_spec(self):
+    def _env(self):
         env = self.container
         if env is None:
-            raise RuntimeError("ActionMask needs an environment: attach it with TransformedEnv(env, ActionMask())")
-        return env.full_action_spec[self.action_key]
+            raise RuntimeError(
+                "ActionMask needs an environment (its parent cannot be None): attach it with "
+                "TransformedEnv(env, ActionMask())"
+            )
+        return env
 
     def _update(self, mask: torch.Tensor) -> None:
-        self._action_spec().update_mask(mask)
+        self._env().full_action_spec[self.action_key].update_mask(mask)
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        self._env()  # the mask goes to the env's action spec: without one, nothing can be masked
         mask = next_tensordict.get(self.mask_key, None)
         if mask is not None:
             self._update(mask)
@@ -105,7 +109,7 @@ class ActionMask(Transform):
             >>> ActionMask()(TensorDict({"action_mask": torch.ones(2, dtype=torch.bool)}, []))
             Traceback (most recent call last):
             ...
-            RuntimeError: ActionMask needs an environment: attach it with TransformedEnv(env, ActionMask())
+            RuntimeError: ActionMask needs an environment (its parent cannot be None): attach it with TransformedEnv(env, ActionMask())
         """
         return self._call(tensordict)
 

@@ -24,7 +24,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -38,15 +38,46 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Compose"]
 
 
+class _CallableTransform(Transform):
+    """A function on tensordicts used as a transform (forward only; specs unchanged)."""
+
+    def __init__(self, fn: Callable[[TensorDictBase], TensorDictBase]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        out = self.fn(next_tensordict)
+        return next_tensordict if out is None else out
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._call(tensordict)
+
+    def __repr__(self) -> str:
+        return f"_CallableTransform({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+def _as_member(transform: Any, where: str) -> Transform:
+    """``transform``, or a callable on tensordicts wrapped as a transform; raises on others."""
+    if isinstance(transform, Transform):
+        return transform
+    if callable(transform):
+        return _CallableTransform(transform)
+    raise TypeError(f"{where} takes a Transform or a callable on tensordicts, got {type(transform).__name__}")
+
+
+
 class Compose(Transform):
     """Composes a chain of transforms.
 
     Args:
         *transforms: the transforms, applied in order (the inverse in reverse order). A single
-            list or tuple of transforms is accepted too.
+            list or tuple of transforms is accepted too. A callable on tensordicts is wrapped
+            as a transform (forward only, specs unchanged).
+        transforms: the transforms as a keyword argument (instead of positional ones).
 
     Raises:
-        TypeError: an element that is not a ``Transform``.
+        TypeError: an element that is neither a ``Transform`` nor a callable, or transforms
+            given both positionally and as ``transforms=``.
 
     Examples:
         >>> from gpusim.envs.native import CartPoleEnv
@@ -64,13 +95,21 @@ class Compose(Transform):
         (3, 'StepCounter')
     """
 
-    def __init__(self, *transforms: Transform) -> None:
+    def __init__(
+        self,
+        *transforms: Transform | Callable[[TensorDictBase], TensorDictBase],
+        **kwargs: Sequence[Transform | Callable[[TensorDictBase], TensorDictBase]],
+    ) -> None:
         super().__init__()
+        if "transforms" in kwargs:
+            if transforms:
+                raise TypeError("Compose takes its transforms either positionally or as transforms=, not both")
+            transforms = tuple(kwargs.pop("transforms"))
+        if kwargs:
+            raise TypeError(f"Compose got unexpected keyword arguments {sorted(kwargs)}")
         if len(transforms) == 1 and isinstance(transforms[0], (list, tuple)):
             transforms = tuple(transforms[0])
-        for t in transforms:
-            if not isinstance(t, Transform):
-                raise TypeError(f"Compose takes Transform instances, got {type(t).__name__}")
+        transforms = tuple(_as_member(t, "Compose") for t in transforms)
         for t in transforms:
             t.set_container(self)
         self.transforms = nn.ModuleList(transforms)
@@ -306,14 +345,19 @@ class Compose(Transform):
     def __iter__(self) -> Iterator[Transform]:
         return iter(self.transforms)
 
-    def append(self, transform: Transform) -> None:
+    def append(self, transform: Transform | Callable[[TensorDictBase], TensorDictBase]) -> None:
         """Appends ``transform`` to the chain (the env's specs are recomputed).
 
+        The transform is put in eval mode (as every transform added to an env; ``env.train()``
+        switches them all). A plain ``Compose`` appended to a plain ``Compose`` is flattened:
+        its members join this chain.
+
         Args:
-            transform: the transform (it must not belong to another environment).
+            transform: the transform (it must not belong to another environment), or a callable
+                on tensordicts (wrapped as a forward-only transform).
 
         Raises:
-            TypeError: ``transform`` is not a ``Transform``.
+            TypeError: ``transform`` is neither a ``Transform`` nor a callable.
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
@@ -323,21 +367,29 @@ class Compose(Transform):
             >>> "step_count" in env.observation_spec.keys()
             True
         """
-        if not isinstance(transform, Transform):
-            raise TypeError(f"Compose.append takes a Transform, got {type(transform).__name__}")
-        transform.set_container(self)
-        self.transforms.append(transform)
+        transform = _as_member(transform, "Compose.append")
+        transform.eval()
+        if type(self) is Compose and type(transform) is Compose:
+            members = list(transform.transforms)
+            for t in members:
+                t._detach_container()
+        else:
+            members = [transform]
+        for t in members:
+            t.set_container(self)
+            self.transforms.append(t)
         self._chain_changed()
 
-    def insert(self, index: int, transform: Transform) -> None:
-        """Inserts ``transform`` at ``index`` (negative indices count from the end).
+    def insert(self, index: int, transform: Transform | Callable[[TensorDictBase], TensorDictBase]) -> None:
+        """Inserts ``transform`` at ``index`` (negative indices count from the end), in eval
+        mode.
 
         Args:
             index: the position in the chain, ``-len(self) <= index <= len(self)``.
-            transform: the transform.
+            transform: the transform, or a callable on tensordicts.
 
         Raises:
-            TypeError: ``transform`` is not a ``Transform``.
+            TypeError: ``transform`` is neither a ``Transform`` nor a callable.
             IndexError: ``index`` out of range.
 
         Examples:
@@ -347,8 +399,8 @@ class Compose(Transform):
             >>> [type(t).__name__ for t in chain]
             ['StepCounter', 'InitTracker', 'RewardSum']
         """
-        if not isinstance(transform, Transform):
-            raise TypeError(f"Compose.insert takes a Transform, got {type(transform).__name__}")
+        transform = _as_member(transform, "Compose.insert")
+        transform.eval()
         n = len(self.transforms)
         if not -n <= index <= n:
             raise IndexError(f"index {index} out of range for a Compose of length {n}")

@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["RandomCropTensorDict"]
 
 
+class _TooShort(ValueError, RuntimeError):
+    """Data shorter than the crop (a ``ValueError``, and a ``RuntimeError`` as TorchRL raises)."""
+
+
 class RandomCropTensorDict(Transform):
     """Crops a random contiguous window of ``sub_seq_len`` steps along ``sample_dim``.
 
@@ -43,7 +47,8 @@ class RandomCropTensorDict(Transform):
         mask_key: optional entry marking the valid steps.
 
     Raises:
-        ValueError: a non-positive ``sub_seq_len``; (in ``forward``) data shorter than it.
+        ValueError: a non-positive ``sub_seq_len``; (in ``forward``) data shorter than it (also
+            a ``RuntimeError``, as TorchRL raises).
         RuntimeError: when attached to an env.
 
     Examples:
@@ -82,7 +87,7 @@ class RandomCropTensorDict(Transform):
 
         Raises:
             ValueError: ``sample_dim`` is not a batch dim, or the data is shorter than
-                ``sub_seq_len``.
+                ``sub_seq_len`` (that error is a ``RuntimeError`` too, as TorchRL raises).
 
         Examples:
             >>> from tensordict import TensorDict
@@ -93,7 +98,7 @@ class RandomCropTensorDict(Transform):
             >>> RandomCropTensorDict(12)(td)
             Traceback (most recent call last):
             ...
-            ValueError: RandomCropTensorDict: cannot crop 12 steps from data with 10 steps along dim -1 (batch_size [4, 10])
+            gpusim.transforms.crop._TooShort: RandomCropTensorDict: cannot crop 12 steps from data with 10 steps along dim -1 (batch_size [4, 10]). Cannot sample trajectories of length 12 from 10 steps.
         """
         bd = tensordict.batch_dims
         if not -bd <= self.sample_dim < bd:
@@ -104,9 +109,10 @@ class RandomCropTensorDict(Transform):
         d = self.sample_dim % bd
         T, L = tensordict.batch_size[d], self.sub_seq_len
         if T < L:
-            raise ValueError(
+            raise _TooShort(
                 f"RandomCropTensorDict: cannot crop {L} steps from data with {T} steps along dim "
-                f"{self.sample_dim} (batch_size {list(tensordict.batch_size)})"
+                f"{self.sample_dim} (batch_size {list(tensordict.batch_size)}). Cannot sample "
+                f"trajectories of length {L} from {T} steps."
             )
         rows = tensordict.batch_size[:d] + tensordict.batch_size[d + 1 :]
         device = tensordict.device

@@ -1,8 +1,8 @@
 """``InitTracker``: marks the first step of each episode.
 
-``is_init`` (one entry per done level, shaped like that level's ``done``) is True on the rows
-just reset and False after any step. A reset writes True for all rows; the base env's
-partial-reset merge keeps False on the rows that were not reset.
+``is_init`` (shaped like the ``done`` of its level) is True on the rows just reset and False
+after any step, one entry per done level. A reset writes True on the rows it resets (every
+row without a ``"_reset"`` entry) and False on the others.
 
 Examples:
     >>> from gpusim.envs.native import CartPoleEnv
@@ -17,7 +17,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.specs import Categorical, Composite
-from gpusim.transforms._levels import done_levels_of, tget, tset
+from gpusim.transforms._levels import default_levels, done_levels_of, reset_mask_for, tget, tset
 from gpusim.transforms.step_counter import _leaf_name
 from gpusim.transforms.transform import Transform
 
@@ -73,22 +73,30 @@ class InitTracker(Transform):
         return [key for key, _ in plan]
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
+        levels = done_levels_of(output_spec)
+        self.__dict__["_levels"] = levels
         plan = []
-        for level in done_levels_of(output_spec):
+        for level in levels:
             shape = output_spec["full_done_spec"][level.keys[0]].shape
             plan.append((level.key(self.init_key), shape))
         self.__dict__["_plan"] = plan
         obs_spec = output_spec["full_observation_spec"]
         done_spec = output_spec["full_done_spec"]
-        for level, (key, shape) in zip(done_levels_of(output_spec), plan):
+        for level, (key, shape) in zip(levels, plan):
             device = done_spec[level.keys[0]].device
             obs_spec[key] = Categorical(2, shape=shape, dtype=torch.bool, device=device)
         return output_spec
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         device = tensordict_reset.device
+        levels = self.__dict__.get("_levels") or default_levels(tensordict_reset.batch_size)
         for key, shape in self._get_plan(tensordict_reset):
-            tset(tensordict_reset, key, torch.ones(shape, dtype=torch.bool, device=device))
+            rows = reset_mask_for(tensordict, key, levels, tensordict_reset.batch_size)
+            if rows is None:
+                flag = torch.ones(shape, dtype=torch.bool, device=device)
+            else:  # True exactly on the rows this reset touches
+                flag = rows.reshape(*rows.shape, *([1] * (len(shape) - rows.ndim))).expand(shape).clone()
+            tset(tensordict_reset, key, flag)
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:

@@ -145,13 +145,33 @@ class CatTensors(Transform):
         return next_tensordict
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        obs = output_spec["full_observation_spec"]
+        self.transform_observation_spec(output_spec["full_observation_spec"])
+        return output_spec
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        """Replaces the ``in_keys`` specs of ``observation_spec`` by the spec of their
+        concatenation under ``out_key`` (in place; the Composite is returned).
+
+        Raises:
+            KeyError: an ``in_keys`` entry missing from the spec.
+            ValueError: no ``in_keys``, or specs whose shapes cannot be concatenated.
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Composite
+            >>> t = CatTensors(["a", "b"], out_key="ab")
+            >>> spec = t.transform_observation_spec(Composite(a=Bounded(0, 1, (2,)), b=Bounded(0, 1, (3,))))
+            >>> list(spec.keys()), spec["ab"].shape
+            (['ab'], torch.Size([5]))
+        """
+        obs = observation_spec
+        if not isinstance(obs, Composite):
+            return obs
         if self._auto:
             keys = [k for k in _leaves(obs) if k != self.out_key]
             self.in_keys = sorted(keys, key=_sort_key) if self.sort else keys
         if not self.in_keys:
             raise ValueError("CatTensors: there is nothing to concatenate (no in_keys)")
-        require_keys(output_spec, ("full_observation_spec",), self.in_keys, "CatTensors")
+        require_keys(Composite(full_observation_spec=obs, shape=obs.shape), ("full_observation_spec",), self.in_keys, "CatTensors")
         batch = len(obs.shape)
         specs = []
         for key in self.in_keys:
@@ -193,7 +213,7 @@ class CatTensors(Transform):
             for key in self.in_keys:
                 drop_leaf(obs, key)
         obs[self.out_key] = new
-        return output_spec
+        return obs
 
     def __repr__(self) -> str:
         return f"CatTensors(in_keys={self.in_keys}, out_key={self.out_key!r}, dim={self.dim}, del_keys={self.del_keys})"

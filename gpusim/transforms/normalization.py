@@ -374,7 +374,9 @@ class _Clamp(KeyedTransform):
         return map_leaf(_as_bounded(spec), self._clamp, key=key, owner=self._name)
 
     def _inv_transform_leaf_spec(self, spec: TensorSpec, key: NestedKey) -> TensorSpec:
-        spec = _as_bounded(spec)
+        # The outer spec is the env's own spec: any value it admits is accepted and clipped
+        # before the env sees it (a state the env emits at reset is not clipped, so a narrowed
+        # outer spec would not hold the data). A clip range outside the env's range is a mistake.
         if isinstance(spec, Bounded):
             lo = -float("inf") if self._low is None else self._low
             hi = float("inf") if self._high is None else self._high
@@ -383,7 +385,20 @@ class _Clamp(KeyedTransform):
                     f"{self._name}: the clip range [{lo}, {hi}] does not meet the range of the env's "
                     f"{fmt_key(key)} spec (low={spec.low.min().item()}, high={spec.high.max().item()})"
                 )
-        return map_leaf(spec, self._clamp, key=key, owner=self._name)
+        return spec.clone()
+
+
+def _clip_scalar(value, name: str, low, high) -> float | None:
+    """A ``ClipTransform`` bound as a Python number (a one-element tensor or array is read once)."""
+    if value is None or isinstance(value, bool) or isinstance(value, (int, float)):
+        return value
+    numel = getattr(value, "numel", None)
+    size = numel() if callable(numel) else getattr(value, "size", None)
+    if size != 1:
+        raise TypeError(
+            f"ClipTransform: low and high must be scalars or None, got {name}={value!r} (low={low!r}, high={high!r})"
+        )
+    return float(value.reshape(-1)[0])
 
 
 def _check_range(low, high, owner: str, names=("low", "high")) -> None:
@@ -439,8 +454,9 @@ class RewardClipping(_Clamp):
 class ClipTransform(_Clamp):
     """Clips input (state, action) or output (observation, reward) values to ``[low, high]``.
 
-    Forward keys are clipped after each step and reset; inverse keys are clipped before the
-    base env steps, and their outer spec is the inner spec narrowed to ``[low, high]``.
+    Forward keys are clipped after each step and reset (their spec becomes ``Bounded`` by
+    ``[low, high]``). Inverse keys are clipped before the base env steps; their outer spec is the
+    env's spec unchanged, as in TorchRL: any value it admits is accepted and clipped.
 
     Args:
         in_keys: output entries to clip.
@@ -449,12 +465,13 @@ class ClipTransform(_Clamp):
         out_keys_inv: outer names of those entries (default ``in_keys_inv``).
 
     Keyword Args:
-        low: lower bound (``None``: none).
-        high: upper bound (``None``: none).
+        low: lower bound (``None``: none): a number or a one-element tensor.
+        high: upper bound (``None``: none): a number or a one-element tensor.
 
     Raises:
-        ValueError: both bounds ``None``, ``low > high`` (naming the values), or (when attached)
-            an inverse clip range that does not meet the env's range.
+        TypeError: both bounds ``None``, or a bound that is not a scalar.
+        ValueError: ``low >= high`` or a NaN bound (naming the values), or (when attached) an
+            inverse clip range that does not meet the env's range.
 
     Examples:
         >>> import torch
@@ -471,12 +488,16 @@ class ClipTransform(_Clamp):
         in_keys_inv: Sequence[NestedKey] | None = None,
         out_keys_inv: Sequence[NestedKey] | None = None,
         *,
-        low: float | None = None,
-        high: float | None = None,
+        low: float | torch.Tensor | None = None,
+        high: float | torch.Tensor | None = None,
     ) -> None:
         if low is None and high is None:
-            raise ValueError("ClipTransform needs low or high (both are None)")
-        _check_range(low, high, "ClipTransform")
+            raise TypeError("ClipTransform: Either one or both of `high` and `low` must be provided, got low=None, high=None")
+        low, high = _clip_scalar(low, "low", low, high), _clip_scalar(high, "high", low, high)
+        _check_range(low, None, "ClipTransform")
+        _check_range(None, high, "ClipTransform")
+        if low is not None and high is not None and not low < high:
+            raise ValueError(f"ClipTransform: `low` must be strictly lower than `high`, got low={low!r}, high={high!r}")
         super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)
         self.low = low
         self.high = high

@@ -2,7 +2,8 @@
 ``gSDENoise`` (the primer of gSDE exploration noise).
 
 Primer entries are added to the observation and state specs (expanded to the env batch size
-when given without it). A reset writes their initial value for all rows (zeros/``default_value``,
+when given without it); a primer of an action key replaces that action's spec instead of
+becoming a state (the reset then writes an initial action). A reset writes their initial value for all rows (zeros/``default_value``,
 or a draw from the spec with ``random=True``); the base env's partial-reset merge keeps the
 value of rows that are not reset. A step copies them from the input into ``"next"`` when
 nothing (a policy, another transform) wrote a new value there.
@@ -165,8 +166,12 @@ class TensorDictPrimer(Transform):
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         state_spec = input_spec["full_state_spec"]
+        action_keys = {_keys.unravel(k) for k in input_spec["full_action_spec"].keys(True, True)}
         for key, spec in self.__dict__["_specs"].items():
-            state_spec[key] = spec.clone()
+            if key in action_keys:  # a primed action (an initial action at reset) stays an action
+                input_spec["full_action_spec"][key] = spec.clone()
+            else:
+                state_spec[key] = spec.clone()
         return input_spec
 
     def _value(self, key: NestedKey, spec: TensorSpec, batch_size, device) -> torch.Tensor:

@@ -278,7 +278,10 @@ class PermuteTransform(_DimTransform):
         dims = list(dims)
         n = len(dims)
         if n == 0 or sorted(dims) != list(range(-n, 0)) or any(isinstance(d, bool) for d in dims):
-            raise ValueError(f"PermuteTransform: dims must be a reordering of {list(range(-n, 0)) or [-1]}, got {dims}")
+            raise ValueError(
+                f"PermuteTransform: dims must be a reordering of {list(range(-n, 0)) or [-1]}, got {dims}. "
+                "Only tailing dims with negative indices can be permuted."
+            )
         self.dims = dims
         rel = [d + n for d in dims]
         inverse = sorted(range(n), key=lambda i: rel[i])

@@ -49,7 +49,7 @@ __all__ = ["Transform"]
 
 def _as_key_list(keys: Any, name: str) -> list[NestedKey]:
     """Normalizes ``None`` / a key / a sequence of keys into a list of unravelled keys."""
-    if keys is None:
+    if keys is None or keys == ():  # () is no key (an empty tuple cannot name an entry)
         return []
     if isinstance(keys, (str, tuple)):
         keys = [keys]

@@ -35,7 +35,7 @@ from gpusim.envs.common import TRANSFORM_HOOKS, EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.specs import Composite
 from gpusim.transforms._levels import tget, tset
-from gpusim.transforms.compose import Compose
+from gpusim.transforms.compose import _CallableTransform, Compose
 from gpusim.transforms.transform import Transform
 
 __all__ = ["TransformedEnv", "auto_unwrap_transformed_env", "set_auto_unwrap_transformed_env"]
@@ -145,24 +145,6 @@ _NO_FALLTHROUGH = frozenset(
         "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_is_full_backward_hook",
     }
 )
-
-
-class _CallableTransform(Transform):
-    """A function on tensordicts used as a transform (forward only; specs unchanged)."""
-
-    def __init__(self, fn: Callable[[TensorDictBase], TensorDictBase]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
-        out = self.fn(next_tensordict)
-        return next_tensordict if out is None else out
-
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        return self._call(tensordict)
-
-    def __repr__(self) -> str:
-        return f"_CallableTransform({getattr(self.fn, '__name__', self.fn)!r})"
 
 
 def _as_transform(transform: Any, where: str) -> Transform | None:

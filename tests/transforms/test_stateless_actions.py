@@ -126,3 +126,10 @@ def test_discrete_action_projection_size_mismatch_when_attached():
         TransformedEnv(MaskedEnv((2,), n=4), DiscreteActionProjection(3, 6))
     with pytest.raises(TypeError, match="Bounded"):
         TransformedEnv(VectorEnv((2,)), DiscreteActionProjection(1, 6))
+
+
+def test_action_mask_without_env_raises_even_without_a_mask_entry():
+    with pytest.raises(RuntimeError, match="parent cannot be None"):
+        ActionMask()._call(TensorDict({}, []))
+    with pytest.raises(RuntimeError, match="parent cannot be None"):
+        ActionMask()(TensorDict({"action_mask": torch.ones(3, dtype=torch.bool)}, []))

@@ -160,3 +160,11 @@ def test_kl_bad_arguments():
 def test_pretrained_model_transforms_are_out_of_scope(cls):
     with pytest.raises(NotImplementedError, match="out of scope"):
         cls(in_keys=["pixels"], download=True)
+
+
+def test_random_crop_of_short_data_is_also_a_runtime_error():
+    data = TensorDict({"a": torch.zeros(3, 4)}, [3, 4])
+    with pytest.raises(RuntimeError, match="Cannot sample trajectories of length 5 from 4 steps"):
+        RandomCropTensorDict(5)(data)
+    with pytest.raises(ValueError, match="cannot crop 5 steps from data with 4 steps"):
+        RandomCropTensorDict(5)(data)

@@ -7,6 +7,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from gpusim.envs import check_env_specs
 from gpusim.specs import Binary, Bounded, Unbounded
 from gpusim.transforms import (
     BinarizeReward,
@@ -179,8 +180,8 @@ def test_clip_forward_values_and_spec(batch):
 @pytest.mark.parametrize("batch", BATCHES)
 def test_clip_inverse_clips_what_the_base_env_receives(batch):
     env = TransformedEnv(VectorEnv(batch), ClipTransform(in_keys_inv=["action"], low=-0.5, high=1.5))
-    # the outer action spec is the base range [-2, 2] narrowed to [-0.5, 1.5]
-    assert env.action_spec.low.eq(-0.5).all() and env.action_spec.high.eq(1.5).all()
+    # the outer action spec is the base spec unchanged (TorchRL): any value in [-2, 2] is accepted
+    assert env.action_spec == env.base_env.action_spec
     for value, expected in ((5.0, 1.5), (-1.75, -0.5), (0.25, 0.25)):
         td = _act(env, env.reset(), value)
         env.step(td)
@@ -191,8 +192,8 @@ def test_clip_inverse_clips_what_the_base_env_receives(batch):
 @pytest.mark.parametrize(
     "make, match",
     [
-        (lambda: ClipTransform(in_keys=["observation"], low=1, high=0), "low=1 > high=0"),
-        (lambda: ClipTransform(in_keys=["observation"]), "low or high"),
+        (lambda: ClipTransform(in_keys=["observation"], low=1, high=0), "strictly lower.*low=1, high=0"),
+        (lambda: ClipTransform(in_keys=["observation"], low=0.5, high=0.5), "strictly lower.*low=0.5, high=0.5"),
         (lambda: ClipTransform(in_keys=["observation"], low=float("nan")), "NaN"),
         (lambda: RewardClipping(2.0, -1.0), "clamp_min=2.0 > clamp_max=-1.0"),
         (lambda: RewardClipping(), "clamp_min or clamp_max"),
@@ -205,6 +206,33 @@ def test_clip_inverse_clips_what_the_base_env_receives(batch):
 def test_bad_arguments_raise_at_construction(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({}, "Either one or both of `high` and `low`"),
+        ({"low": torch.zeros(2)}, r"scalars or None, got low=tensor\(\[0., 0.\]\)"),
+        ({"low": "0"}, "scalars or None, got low='0'"),
+    ],
+)
+def test_clip_bad_bound_types_raise_type_error(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        ClipTransform(in_keys=["observation"], **kwargs)
+
+
+def test_clip_accepts_one_element_tensor_bounds():
+    t = ClipTransform(in_keys=["observation"], low=-torch.ones(()), high=torch.tensor([0.5]))
+    assert (t.low, t.high) == (-1.0, 0.5)
+    out = t(TensorDict({"observation": torch.tensor([-3.0, 0.0, 3.0])}, []))["observation"]
+    assert out.tolist() == [-1.0, 0.0, 0.5]
+
+
+def test_clip_inverse_state_key_keeps_the_env_spec_and_passes_check_env_specs():
+    # a state the env emits at reset is not clipped on the way out: its outer spec must hold it
+    env = TransformedEnv(VectorEnv((3,)), ClipTransform(in_keys_inv=["state"], low=-0.01, high=0.01))
+    assert env.full_state_spec["state"] == env.base_env.full_state_spec["state"]
+    check_env_specs(env)
 
 
 def test_reward_scaling_with_zero_scale_is_allowed_without_standard_normal():

@@ -144,3 +144,9 @@ def test_positive_dims_count_from_the_tensor_outside_an_env_and_after_the_batch_
     assert env.rollout(2)["next", "observation"].shape == (2, 2, 1, 3)
     with pytest.raises(KeyError, match="'y'"):
         SqueezeTransform(-1, in_keys=["y"])(td.clone())
+
+
+@pytest.mark.parametrize("dims", [(-1, -10), (0, 1), (-1, -1), ()])
+def test_permute_dims_must_reorder_trailing_negative_dims(dims):
+    with pytest.raises(ValueError, match=r"dims must be a reordering of .*Only tailing dims with negative indices"):
+        PermuteTransform(dims)

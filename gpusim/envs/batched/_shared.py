@@ -128,7 +128,9 @@ class KeyPlan:
         levels = _keys.done_levels(meta.output_spec["full_done_spec"], meta.batch_size)
         fake = meta.tensordict
         root = fake.exclude("next")
-        root_keys = [k for k in _tensor_keys(root) if k not in set(action_keys)]
+        # an action that is also an observation (a primed initial action) is a reset output too
+        not_outputs = set(action_keys) - set(observation_keys)
+        root_keys = [k for k in _tensor_keys(root) if k not in not_outputs]
         next_keys = _tensor_keys(fake.get("next"))
         root_nontensor = nontensor_keys(root)
         inputs = _keys.exclusive([*action_keys, *state_keys, *observation_keys])

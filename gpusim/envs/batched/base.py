@@ -50,16 +50,6 @@ _SPEC_PARTS = (
 )
 
 
-def _has_dynamic_dims(meta: EnvMetaData) -> bool:
-    """Whether a leaf of the worker specs has a dynamic (``-1``) dim."""
-    for parent, name in _SPEC_PARTS:
-        spec = meta.specs[parent, name]
-        for _, leaf in spec.items(True, True):
-            if -1 in getattr(leaf, "shape", ()):
-                return True
-    return False
-
-
 class ConfigurationError(ValueError, RuntimeError):
     """A batched env built with inconsistent arguments (a ``ValueError``, and a
     ``RuntimeError`` as TorchRL raises)."""
@@ -80,6 +70,20 @@ def _as_list(value: Any, n: int, what: str, check: Callable[[Any], bool], expect
     return items
 
 
+def _bounds_only(a: Any, b: Any) -> bool:
+    """Whether two leaf specs differ at most in their bounds (same Bounded class, shape, dtype
+    and device): workers may differ so, e.g. step counters of different horizons."""
+    from gpusim.specs import Bounded
+
+    return (
+        type(a) is type(b)
+        and isinstance(a, Bounded)
+        and a.shape == b.shape
+        and a.dtype == b.dtype
+        and a.device == b.device
+    )
+
+
 def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
     if a.batch_size != b.batch_size:
         return f"batch_size {list(b.batch_size)} vs {list(a.batch_size)}"
@@ -91,13 +95,16 @@ def _spec_difference(a: EnvMetaData, b: EnvMetaData) -> str | None:
             keys_a, keys_b = set(sa.keys(True, True)), set(sb.keys(True, True))
             if keys_a != keys_b:
                 return f"{name} keys {sorted(map(str, keys_b))} vs {sorted(map(str, keys_a))}"
-            only_examples = False
+            tolerated = False
             for key in sa.keys(True, True):
                 if sa[key] != sb[key]:
+                    if _bounds_only(sa[key], sb[key]):  # each worker's bounds are kept
+                        tolerated = True
+                        continue
                     if not _same_but_example(sa[key], sb[key]):
                         return f"{name}[{key!r}]: {sb[key]} vs {sa[key]}"
-                    only_examples = True
-            if not only_examples:
+                    tolerated = True
+            if not tolerated:
                 return name
     return None
 
@@ -108,6 +115,37 @@ def _same_but_example(a: Any, b: Any) -> bool:
     from gpusim.specs import NonTensor, TensorSpec
 
     return isinstance(a, NonTensor) and isinstance(b, NonTensor) and TensorSpec.__eq__(a, b)
+
+
+def _has_data_cls(spec: Any) -> bool:
+    """Whether a nested Composite of ``spec`` has a ``data_cls`` (a tensorclass entry)."""
+    from gpusim.specs import Composite
+
+    for value in spec.values():
+        if isinstance(value, Composite) and (value.data_cls is not None or _has_data_cls(value)):
+            return True
+    return False
+
+
+def _stack_worker_bounds(specs: Any, metas: list[EnvMetaData]) -> None:
+    """Writes into ``specs`` (the batched env's ``Composite(input_spec=..., output_spec=...)``)
+    the bounds of every worker for the Bounded leaves whose bounds differ between workers."""
+    first = metas[0]
+    for parent, name in _SPEC_PARTS:
+        part = first.specs[parent, name]
+        for key in part.keys(True, True):
+            leaves = [m.specs[parent, name][key] for m in metas]
+            if all(leaf == leaves[0] for leaf in leaves[1:]):
+                continue
+            spec = leaves[0]
+            low = torch.stack([torch.as_tensor(leaf.low).expand(leaf.shape) for leaf in leaves], 0)
+            high = torch.stack([torch.as_tensor(leaf.high).expand(leaf.shape) for leaf in leaves], 0)
+            full = (parent, name, *(key if isinstance(key, tuple) else (key,)))
+            target = specs[full]
+            specs[full] = type(spec)(
+                low.to(target.device), high.to(target.device), shape=target.shape, dtype=spec.dtype,
+                device=target.device, domain=spec.domain,
+            )
 
 
 class WorkerValues(list):
@@ -287,8 +325,11 @@ class BatchedEnvBase(EnvBase):
         has_nontensor = bool(plan.input_nontensor_keys or plan.reset_out_nontensor_keys or plan.next_nontensor_keys)
         d["shared_memory"] = bool(shared_memory)
         d["memmap"] = bool(memmap)
+        # tensorclass entries (a Composite with a data_cls) keep their class, and their
+        # non-tensor fields, only when the workers' outputs travel whole (no buffers)
+        has_nontensor = has_nontensor or _has_data_cls(worker_meta.specs)
         d["_use_buffers"] = (not has_nontensor) if use_buffers is None else bool(use_buffers)
-        d["_dynamic_specs"] = _has_dynamic_dims(worker_meta)
+        d["_dynamic_specs"] = worker_meta.has_dynamic_specs
         if d["_dynamic_specs"]:
             self._no_buffers_for_dynamic_specs(use_buffers)
         d["share_individual_td"] = bool(share_individual_td)
@@ -297,6 +338,8 @@ class BatchedEnvBase(EnvBase):
         d["_nontensor_cache"] = {}
         d["_last_outputs"] = {}
         expanded = worker_meta.expand(self.batch_size)
+        if len(meta_data) > 1:
+            _stack_worker_bounds(expanded.specs, meta_data)
         if device is None:  # mixed worker devices: the data stays where the workers put it
             self.__dict__["_device"] = None
             self.input_spec = expanded.input_spec
@@ -731,7 +774,18 @@ class BatchedEnvBase(EnvBase):
         last = self._last_outputs.setdefault("reset", [None] * self.num_workers)
         for (i, _), result in zip(items, results):
             last[i] = result
-        return self._stack_outputs(last, "reset")
+        parts = list(last)
+        if tensordict is not None and len(items) < self.num_workers:
+            # the rows not reset hold the current data, not an older reset's: their shapes may
+            # have changed since (dynamic specs), and the merge keeps such rows as they are
+            keys = plan.reset_out_keys
+            present = set(tensordict.keys(True, True))
+            if all(k in present for k in keys):
+                reset = {i for i, _ in items}
+                for i in range(self.num_workers):
+                    if i not in reset:
+                        parts[i] = tensordict[i].select(*keys)
+        return self._stack_outputs(parts, "reset")
 
     def _to_worker(self, td: TensorDictBase) -> TensorDictBase:
         if self._worker_device is not None and td.device != self._worker_device:

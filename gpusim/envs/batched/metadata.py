@@ -132,6 +132,20 @@ class EnvMetaData:
         """
         return self.specs["output_spec"]
 
+    @property
+    def has_dynamic_specs(self) -> bool:
+        """Whether a spec leaf has a dynamic (``-1``) dim (a batched env then exchanges the
+        data without preallocated buffers).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> EnvMetaData.metadata_from_env(CartPoleEnv()).has_dynamic_specs
+            False
+        """
+        from gpusim.specs.utils import has_dynamic_dims
+
+        return has_dynamic_dims(self.specs)
+
     # ------------------------------------------------------------------ transforms
     def expand(self, *shape: Any) -> "EnvMetaData":
         """The metadata of a batch of such envs: ``shape`` must end with :attr:`batch_size`.
