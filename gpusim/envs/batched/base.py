@@ -137,6 +137,8 @@ def _stack_worker_bounds(specs: Any, metas: list[EnvMetaData]) -> None:
             leaves = [m.specs[parent, name][key] for m in metas]
             if all(leaf == leaves[0] for leaf in leaves[1:]):
                 continue
+            if not all(_bounds_only(leaves[0], leaf) for leaf in leaves[1:]):
+                continue  # other tolerated differences (a NonTensor's example) keep the first spec
             spec = leaves[0]
             low = torch.stack([torch.as_tensor(leaf.low).expand(leaf.shape) for leaf in leaves], 0)
             high = torch.stack([torch.as_tensor(leaf.high).expand(leaf.shape) for leaf in leaves], 0)
