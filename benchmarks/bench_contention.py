@@ -7,8 +7,9 @@ how much each setting keeps:
 
 * ``threads``: ``torch.set_num_threads`` of the run (``gpusim bench --threads``);
 * ``OMP_WAIT_POLICY``: OpenMP's idle-thread policy (``ACTIVE`` spins, ``PASSIVE`` sleeps at once;
-  unset = the runtime's default, which spins a while then sleeps). Read by the OpenMP runtime
-  when torch loads it, so it is set in the environment of the child process.
+  unset = the runtime's default, which spins a while then sleeps), or other runtime settings
+  such as ``GOMP_SPINCOUNT=N`` (how long GNU OpenMP spins). Read by the OpenMP runtime when
+  torch loads it, so they are set in the environment of the child process.
 
 Each cell is the median env-steps/s of ``gpusim bench`` (``--repeats`` timed runs after a
 warm-up and the compile). "busy" runs ``--busy`` other processes spinning in pure Python beside
@@ -44,8 +45,12 @@ def run_bench(args: argparse.Namespace, threads: int, policy: str, busy: int) ->
     """Median env-steps/s of one ``gpusim bench`` child process."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("OMP_WAIT_POLICY", None)
-    if policy != "default":
-        env["OMP_WAIT_POLICY"] = policy
+    for setting in policy.split(","):
+        if "=" in setting:  # e.g. GOMP_SPINCOUNT=10000
+            name, value = setting.split("=", 1)
+            env[name] = value
+        elif setting != "default":
+            env["OMP_WAIT_POLICY"] = setting
     env["GPUSIM_COMPILE_VERBOSE"] = "0"
     cmd = [sys.executable, "-m", "gpusim", "bench", args.env_id, "--num-envs", str(args.num_envs),
            "--steps", str(args.steps), "--repeats", str(args.repeats), "--threads", str(threads), "--device", "cpu"]
@@ -73,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--eager", action="store_true", help="eager rollouts instead of compiled")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--policies", nargs="+", default=["default", "PASSIVE"], help="OMP_WAIT_POLICY values")
+    parser.add_argument("--policies", nargs="+", default=["default", "PASSIVE"],
+                        help="OMP_WAIT_POLICY values, or NAME=VALUE settings (comma-separated) such as GOMP_SPINCOUNT=10000")
     parser.add_argument("--busy", type=int, default=1, help="competing busy processes")
     args = parser.parse_args(argv)
     mode = "eager" if args.eager else "compiled"
