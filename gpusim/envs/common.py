@@ -826,15 +826,6 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         self.full_state_spec = value
 
     @property
-    def _has_dynamic_specs(self) -> bool:
-        """Whether a spec of the env has a dynamic (``-1``) dim (TorchRL's private name)."""
-        for root in (self.output_spec, self.input_spec):
-            for _, spec in root.items(True):
-                if any(int(n) == -1 for n in spec.shape):
-                    return True
-        return False
-
-    @property
     def specs(self) -> Composite:
         """``Composite(output_spec=..., input_spec=...)`` of the env's batch: every spec in one
         container (kept when the env is deleted).
