@@ -263,8 +263,14 @@ def test_partial_steps_of_break_when_all_done():
 
 def test_partial_steps_need_a_functional_step():
     env = to_torchrl(CountingEnv(batch_size=[3], max_count=4))
+
+    def policy(td):  # row 0 ends two steps before the others: TorchRL then steps rows apart
+        action = env.action_spec.zero()
+        action[0] = 1
+        return td.set("action", action)
+
     with pytest.raises(NotImplementedError, match="partial steps"):
-        env.rollout(20, break_when_all_done=True)
+        env.rollout(20, policy, break_when_all_done=True)
 
 
 # ---------------------------------------------------------------------------------- TorchRL's stack
