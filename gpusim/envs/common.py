@@ -1818,17 +1818,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             out = out.to(storing_device)
         return out
 
-    def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool | None) -> TensorDictBase:
+    def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool) -> TensorDictBase:
+        # (rollout resolves its ``None`` default from the specs before it gets here)
         dim = len(self.batch_size)
-        if return_contiguous is None:
-            try:
-                out = stack_steps(steps, dim)
-            except (RuntimeError, ValueError):
-                if not self._has_dynamic_specs:
-                    raise
-                # entries whose size changes from step to step (dynamic specs): a lazy stack
-                out = LazyStackedTensorDict.lazy_stack(steps, dim)
-        elif return_contiguous:
+        if return_contiguous:
             out = stack_steps(steps, dim)
         else:
             out = LazyStackedTensorDict.lazy_stack(steps, dim)

@@ -147,6 +147,13 @@ _NO_FALLTHROUGH = frozenset(
 )
 
 
+def _seen(td_in: TensorDictBase, tensordict: TensorDictBase) -> TensorDictBase:
+    """The input the forward transforms see: the data the base env stepped from (TorchRL's
+    ``tensordict_in``), unless a transform changed the batch size (they then work in the env's
+    outer batch size, on ``tensordict``)."""
+    return td_in if td_in.batch_size == tensordict.batch_size else tensordict
+
+
 def _as_transform(transform: Any, where: str) -> Transform | None:
     """``transform`` itself, a callable wrapped as a transform, or ``None``; raises on others."""
     if transform is None or isinstance(transform, Transform):
@@ -465,9 +472,7 @@ class TransformedEnv(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         transform = self.transform
         td_in = transform.inv(tensordict) if self._needs_inv else tensordict
-        # the transforms see the data the base env stepped from (TorchRL's ``tensordict_in``),
-        # unless a transform changed the batch size: they work in the env's (outer) batch size
-        td_seen = td_in if td_in.batch_size == tensordict.batch_size else tensordict
+        td_seen = _seen(td_in, tensordict)
         for key in self._inv_exports:  # inverse outputs that the caller's data records
             tensordict.set(key, td_in.get(key))
         partial = td_in.pop("_step", None) if self._needs_inv else None
@@ -487,8 +492,7 @@ class TransformedEnv(EnvBase):
         # a partial step: the inverse transforms, the base env's own partial step, the transforms
         transform = self.transform
         td_in = transform.inv(tensordict) if self._needs_inv else tensordict
-        td_seen = td_in if td_in.batch_size == tensordict.batch_size else tensordict
-        return transform._step(td_seen, self.base_env._step_rows(td_in, mask))
+        return transform._step(_seen(td_in, tensordict), self.base_env._step_rows(td_in, mask))
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # the base env completed its output; transforms write complete data
