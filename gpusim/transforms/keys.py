@@ -369,7 +369,9 @@ class ExcludeTransform(Transform):
         inverse: exclude them from the input of the base env (before each step) instead of
             from its output.
 
-    Done entries may be excluded (``done``: the rows that ended are read from ``terminated``/
+    Exactly the named entries go: a group that they leave empty stays, as an empty container
+    (and an empty ``Composite`` in the specs); exclude the group itself to remove it. Done
+    entries may be excluded (``done``: the rows that ended are read from ``terminated``/
     ``truncated``), as long as every done level keeps one end-of-episode entry.
 
     Raises:
@@ -394,7 +396,8 @@ class ExcludeTransform(Transform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         if self.inverse or not self.excluded_keys:
             return next_tensordict
-        return _drop(next_tensordict, self.excluded_keys)
+        # exactly the keys named: a group they leave empty stays (as its Composite in the specs)
+        return next_tensordict.exclude(*self.excluded_keys, inplace=True)
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not self.inverse or not self.excluded_keys:
@@ -408,7 +411,7 @@ class ExcludeTransform(Transform):
             name = locate(output_spec, OUTPUT_SPECS, key)
             if name is None:
                 continue
-            drop_leaf(output_spec[name], key)
+            del output_spec[name][key]
             if name == "full_done_spec":
                 check_end_signals(output_spec[name], key, "ExcludeTransform")
         return output_spec

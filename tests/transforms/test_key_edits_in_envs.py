@@ -1,5 +1,6 @@
-"""Excluding or renaming done entries: allowed while every done level keeps an end-of-episode
-entry; episodes then end (and auto-reset) on what is left."""
+"""Key edits inside envs. Excluding or renaming done entries: allowed while every done level
+keeps an end-of-episode entry; episodes then end (and auto-reset) on what is left. Excluding a
+nested entry keeps the group it empties."""
 
 from __future__ import annotations
 
@@ -50,3 +51,19 @@ def test_removing_every_end_signal_of_a_level_raises():
 def test_select_without_done_keeps_done_and_terminated():
     env = TransformedEnv(StatelessCounter(), SelectTransform("observation", keep_dones=False))
     assert sorted(env.done_keys) == ["done", "terminated"]
+
+
+def test_exclude_keeps_the_group_it_empties():
+    from tensordict import TensorDict
+
+    from tests.transforms._stateless_envs import VectorEnv
+
+    t = ExcludeTransform(("group", "x"))
+    td = t(TensorDict({"group": {"x": torch.zeros(1)}, "y": torch.ones(1)}, []))
+    assert "group" in td.keys() and td["group"].is_empty()  # exactly the named key went
+    assert "group" not in ExcludeTransform("group")(td).keys()
+    env = TransformedEnv(VectorEnv((2,)), ExcludeTransform(("nested", "obs")))
+    assert "nested" in env.observation_spec.keys() and not list(env.observation_spec["nested"].keys())
+    check_env_specs(env)
+    roll = env.rollout(3)
+    assert roll["nested"].batch_size == (2, 3) and roll["next", "nested"].is_empty()
