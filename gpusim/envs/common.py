@@ -1852,7 +1852,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     raise
                 # some steps hold entries that others lack (e.g. a reward written by ``_reset``
                 # in the first root): kept, as a lazy stack with those entries exclusive
-                out = LazyStackedTensorDict.maybe_dense_stack(steps, dim)
+                try:
+                    out = LazyStackedTensorDict.maybe_dense_stack(steps, dim)
+                except RuntimeError:
+                    raise err from None  # (steps a lazy stack cannot hold either: the key error)
         else:
             out = LazyStackedTensorDict.lazy_stack(steps, dim)
         try:
