@@ -9,6 +9,11 @@ Examples:
 
 import gpusim.specs as _specs
 from gpusim.specs import *  # noqa: F401,F403
+from gpusim.specs.base import _env_flag
+
+#: TorchRL's switch of the value checks of ``encode``/``to_numpy`` (same name): set it to True
+#: to check every encoded value against its spec (see :func:`gpusim.specs.base.check_spec_encode`).
+_CHECK_SPEC_ENCODE = _env_flag("CHECK_SPEC_ENCODE")
 
 
 def __getattr__(name: str):

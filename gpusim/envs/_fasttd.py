@@ -220,19 +220,24 @@ def entry_trees(
     return True, sub_exclude, None if sub_include is True else sub_include
 
 
-def _collect(td: TensorDictBase, exclude: ExclusionTree | None, include: ExclusionTree | None) -> _Node | None:
+def _collect(
+    td: TensorDictBase, exclude: ExclusionTree | None, include: ExclusionTree | None, keep_empty: bool = False
+) -> _Node | None:
     """The structure of plain ``td`` minus ``exclude`` (and restricted to ``include`` when given),
-    in new containers; ``None`` when no leaf is left (containers without leaves are dropped)."""
+    in new containers; ``None`` when no leaf is left (containers without leaves are dropped;
+    with ``keep_empty``, containers that were empty in ``td`` are kept)."""
     data = inner(td)
     if data is None:
         raise _NotPlain
+    if keep_empty and not data:
+        return _Node({}, td.batch_size, td.device)
     items = {}
     for k, v in data.items():
         keep, e, i = entry_trees(k, exclude, include)
         if not keep:
             continue
         if not isinstance(v, torch.Tensor) and isinstance(v, TensorDictBase) and not is_non_tensor(v):
-            v = _collect(v, e, i)
+            v = _collect(v, e, i, keep_empty)
             if v is None:
                 continue
         items[k] = v
@@ -263,11 +268,13 @@ def merge_plain(
     root_exclude: ExclusionTree,
     root_include: ExclusionTree | None,
     next_exclude: ExclusionTree,
+    keep_empty: bool = False,
 ) -> TensorDict | None:
     """The next root of a step from plain tensordicts, in new containers at every level: ``root``
     minus ``root_exclude`` (restricted to ``root_include`` unless ``None``), updated
     recursively with ``nxt`` minus ``next_exclude`` (``nxt`` wins). Containers left without a
-    leaf are dropped; no tensor is copied. ``None`` when a container on the way is not a plain
+    leaf are dropped (with ``keep_empty``, those that were empty in the input are kept); no
+    tensor is copied. ``None`` when a container on the way is not a plain
     ``TensorDict`` (or the private API is off): the caller then takes the public API.
 
     Examples:
@@ -278,8 +285,8 @@ def merge_plain(
         (['a', 'obs'], False)
     """
     try:
-        node = _collect(root, root_exclude, root_include)
-        nxt_node = _collect(nxt, next_exclude, None)
+        node = _collect(root, root_exclude, root_include, keep_empty)
+        nxt_node = _collect(nxt, next_exclude, None, keep_empty)
     except _NotPlain:
         return None
     if node is None:

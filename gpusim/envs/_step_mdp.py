@@ -4,7 +4,9 @@
 excluded ones, then every key of ``"next"`` (which wins over root keys). The result is made of
 new containers at every level (a sub-tensordict of the input is never returned or shared, so
 writing into the result never changes the input), holding the input's tensors (no data is
-copied). Containers left without any entry are dropped. Locked inputs and lazy stacks (with
+copied). Containers left without any entry are dropped (an env's plan, ``keep_empty``, keeps
+the containers that were empty in the input: the empty ``Composite`` entries of its specs, as
+TorchRL's rollouts do). Locked inputs and lazy stacks (with
 heterogeneous ``"next"`` entries) are accepted; a lazy stack gives a lazy stack.
 
 Examples:
@@ -35,6 +37,8 @@ class StepMDPPlan:
         keep_other: keep root keys that are not in ``"next"`` (policy outputs, ...); without it
             only the actions (when kept) come from the root.
         exclude_reward, exclude_done, exclude_action: drop those keys from the result.
+        keep_empty: keep the containers that are empty in the input (not those emptied by
+            the exclusions).
     """
 
     def __init__(
@@ -47,7 +51,9 @@ class StepMDPPlan:
         exclude_reward: bool = True,
         exclude_done: bool = False,
         exclude_action: bool = True,
+        keep_empty: bool = False,
     ) -> None:
+        self.keep_empty = keep_empty
         next_exclude: list = []
         if exclude_reward:
             next_exclude += list(reward_keys)
@@ -76,11 +82,12 @@ class StepMDPPlan:
             nxt = fast_get(tensordict, "next")
             if nxt is None:
                 raise KeyError("step_mdp: the input tensordict has no 'next' entry (step the env first)")
-            out = merge_plain(tensordict, nxt, self._root_tree, self._root_include, self._next_tree)
+            keep = self.keep_empty
+            out = merge_plain(tensordict, nxt, self._root_tree, self._root_include, self._next_tree, keep)
             if out is None:
                 out = nxt.empty()
-                _copy(tensordict, out, self._root_tree, self._root_include)
-                _copy(nxt, out, self._next_tree, None)
+                _copy(tensordict, out, self._root_tree, self._root_include, keep)
+                _copy(nxt, out, self._next_tree, None, keep)
         if next_tensordict is None:
             return out
         return _update(next_tensordict, out)
@@ -90,7 +97,13 @@ def _is_container(value) -> bool:
     return isinstance(value, TensorDictBase) and not is_non_tensor(value)
 
 
-def _copy(src: TensorDictBase, dest: TensorDictBase, exclude: ExclusionTree | None, include: ExclusionTree | None) -> bool:
+def _copy(
+    src: TensorDictBase,
+    dest: TensorDictBase,
+    exclude: ExclusionTree | None,
+    include: ExclusionTree | None,
+    keep_empty: bool = False,
+) -> bool:
     """Public-API path: writes the entries of ``src`` (minus ``exclude``, restricted to
     ``include``) into ``dest``, building new sub-containers; returns whether anything was
     written. Lazy stacks are walked stack member by stack member (their members may hold
@@ -98,7 +111,7 @@ def _copy(src: TensorDictBase, dest: TensorDictBase, exclude: ExclusionTree | No
     if isinstance(src, LazyStackedTensorDict) and _same_stack(src, dest):
         written = False
         for s, d in zip(src.tensordicts, dest.tensordicts):
-            written = _copy(s, d, exclude, include) or written
+            written = _copy(s, d, exclude, include, keep_empty) or written
         return written
     written = False
     for key in src.keys():
@@ -111,7 +124,12 @@ def _copy(src: TensorDictBase, dest: TensorDictBase, exclude: ExclusionTree | No
             fresh = sub is None or not _is_container(sub)
             if fresh:
                 sub = value.empty()
-            if _copy(value, sub, e, i):
+            if keep_empty and len(value.keys()) == 0:  # empty in the input, not emptied here
+                if fresh:
+                    dest.set(key, sub)
+                written = True
+                continue
+            if _copy(value, sub, e, i, keep_empty):
                 if fresh:
                     dest.set(key, sub)
                 written = True

@@ -927,6 +927,28 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         return EpisodePlan(self.full_done_spec, self.batch_size)
 
+    def _episode_for(self, tensordict: TensorDictBase | None) -> EpisodePlan:
+        """The episode plan for ``tensordict``: :attr:`episode`, or for a batch-unlocked env
+        without batch dims run on batched data, the plan of the data's batch (its done specs
+        expanded to it; kept with the other plans until the specs change)."""
+        episode = self.episode
+        if tensordict is None or self.batch_size or self.batch_locked:
+            return episode
+        batch = tensordict.batch_size
+        if batch == self.batch_size:
+            return episode
+        cache = self._cache
+        plans = cache.get("_batched_episodes")
+        if plans is None:
+            plans = {}
+            if self.__dict__.get("_locked_now", False):
+                cache["_batched_episodes"] = plans
+        plan = plans.get(batch)
+        if plan is None:
+            spec = self.full_done_spec
+            plan = plans[batch] = EpisodePlan(spec.expand(*batch, *spec.shape), batch)
+        return plan
+
     @property
     def done_levels(self) -> list[DoneLevel]:
         """The done levels (root first), each with its keys, reset key and batch shape.
@@ -1133,7 +1155,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if tensordict is not None:
             self._check_batch(tensordict)
-        episode = self.episode
+        episode = self._episode_for(tensordict)
         masks = episode.resolve(tensordict, self._sparse_now())
         return self._reset_and_merge(tensordict, masks, **kwargs)
 
@@ -1143,7 +1165,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             self._type_check(tensordict_reset, reset=True)
         if tensordict is None:
             return tensordict_reset
-        return self.episode.merge(tensordict_reset, tensordict, masks)
+        return self._episode_for(tensordict).merge(tensordict_reset, tensordict, masks)
 
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs) -> TensorDictBase:
         """Hook: the reset data for the rows of ``masks`` (a new tensordict; the rows not reset
@@ -1491,7 +1513,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             >>> (td["state"] != before).any(-1).tolist(), td["done"].flatten().tolist()
             ([True, False], [False, False])
         """
-        episode = self.episode
+        episode = self._episode_for(tensordict)
         sparse = self._sparse_now()
         masks = episode.done_masks(tensordict, sparse)
         if sparse and not masks.any():
@@ -1790,7 +1812,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 steps.append(tensordict)
                 if callback is not None:
                     callback(self, tensordict)
-                if last or bool(self.episode.ended(tensordict.get("next")).any()):
+                if last or bool(self._episode_for(tensordict).ended(tensordict.get("next")).any()):
                     break
                 tensordict = self._step_mdp(tensordict) if root is None else root
             else:
@@ -1809,7 +1831,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 if callback is not None:
                     callback(self, stepped)
                 if break_when_all_done:
-                    done_now = self.episode.ended(stepped.get("next"))
+                    done_now = self._episode_for(stepped).ended(stepped.get("next"))
                     seen_done = done_now if seen_done is None else seen_done | done_now
                     if bool(seen_done.all()):
                         break
@@ -1820,9 +1842,20 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     def _stack_steps(self, steps: list[TensorDictBase], return_contiguous: bool) -> TensorDictBase:
         # (rollout resolves its ``None`` default from the specs before it gets here)
-        dim = len(self.batch_size)
+        # the data's batch dims: a batch-unlocked env may run on data with more than its own
+        dim = steps[0].batch_dims if steps else len(self.batch_size)
         if return_contiguous:
-            out = stack_steps(steps, dim)
+            try:
+                out = stack_steps(steps, dim)
+            except RuntimeError as err:
+                if "are exclusive" not in str(err):
+                    raise
+                # some steps hold entries that others lack (e.g. a reward written by ``_reset``
+                # in the first root): kept, as a lazy stack with those entries exclusive
+                try:
+                    out = LazyStackedTensorDict.maybe_dense_stack(steps, dim)
+                except RuntimeError:
+                    raise err from None  # (steps a lazy stack cannot hold either: the key error)
         else:
             out = LazyStackedTensorDict.lazy_stack(steps, dim)
         try:

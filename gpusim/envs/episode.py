@@ -440,7 +440,10 @@ class EpisodePlan:
         self.flag_names: list[tuple[str, ...]] = []
         for level in self.levels:
             names = {_keys.as_tuple(k)[-1] for k in level.keys}
-            self.flag_names.append(("done", "truncated") if "truncated" in names else ("done",))
+            if "done" in names:
+                self.flag_names.append(("done", "truncated") if "truncated" in names else ("done",))
+            else:  # a transform removed (or renamed) ``done``: the other end signals mark the rows
+                self.flag_names.append(tuple(n for n in ("terminated", "truncated") if n in names))
         self.root_done_only = len(self.levels) == 1 and self.root_level is not None and self.flag_names[0] == ("done",)
         self.reset_keys = ["_reset", *(lvl.reset_key for lvl in self.levels if lvl.prefix != ())]
 

@@ -107,7 +107,9 @@ class StepMDP:
     """:func:`step_mdp` with an env's keys, planned once: a callable for loops that move to the
     next step many times (the env's own step loop uses the same plan).
 
-    A reward entry that is also a state entry of the env is kept (the env reads it back).
+    A reward entry that is also a state entry of the env is kept (the env reads it back). The
+    empty ``Composite`` entries of the observation and state specs are kept (empty containers),
+    as in TorchRL's rollouts; empty reward groups are dropped like the rewards.
 
     Args:
         env: the env whose action, reward and done keys are used.
@@ -133,17 +135,32 @@ class StepMDP:
         state_keys = set(env.state_keys)
         self.plan = StepMDPPlan(
             env.action_keys,
-            [k for k in env.reward_keys if k not in state_keys],
+            [k for k in env.reward_keys if k not in state_keys] + _empty_groups(env.full_reward_spec),
             env.done_keys,
             keep_other=keep_other,
             exclude_reward=exclude_reward,
             exclude_done=exclude_done,
             exclude_action=exclude_action,
+            keep_empty=True,
         )
 
     def __call__(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """The root of the next step of ``tensordict`` (written into ``next_tensordict`` when given)."""
         return self.plan(tensordict, next_tensordict)
+
+
+def _empty_groups(spec: Composite | None) -> list:
+    """The keys of the empty ``Composite`` entries of ``spec`` (outermost first; a reward
+    group without leaves is excluded from the next root like the reward leaves)."""
+    if spec is None:
+        return []
+    out = []
+    for key, value in spec.items(True):
+        if isinstance(value, Composite) and not list(value.keys(True, True)):
+            tkey = as_tuple(key)
+            if not any(tkey[: len(p)] == p for p in out):
+                out.append(tkey)
+    return [unravel(k) for k in out]
 
 
 def _done_levels_from_data(data: TensorDictBase) -> dict[tuple, list[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -109,7 +110,9 @@ def rand_bits(full_shape: torch.Size, dtype: torch.dtype, device: torch.device) 
 def prep_mask(cls: str, mask: Any, shape: torch.Size, device: torch.device) -> torch.Tensor | None:
     """Validates a boolean mask and returns it expanded to ``shape`` (None stays None).
 
-    A mask with as many elements as the last dim of ``shape`` is read as one row.
+    A mask with as many elements as the last dim of ``shape`` is read as one row; a mask with
+    the leading dims of ``shape`` and trailing dims whose product is its last dim (a ``(5, 5)``
+    grid over 25 categories) is flattened to it.
 
     Examples:
         >>> prep_mask("Spec", [True, False], torch.Size([3, 2]), torch.device("cpu")).shape
@@ -122,6 +125,11 @@ def prep_mask(cls: str, mask: Any, shape: torch.Size, device: torch.device) -> t
         raise ValueError(f"{cls}: mask must be a bool tensor, got dtype={mask.dtype}")
     if shape and mask.numel() == shape[-1] and mask.shape != shape[-1:]:
         mask = mask.reshape(shape[-1])
+    elif shape and mask.ndim > len(shape) and mask.shape[: len(shape) - 1] == shape[:-1]:
+        # a mask of several trailing dims (a grid ``(rows, cols)``) over a flat category dim
+        tail = mask.shape[len(shape) - 1 :]
+        if math.prod(tail) == shape[-1]:
+            mask = mask.reshape(*shape[:-1], shape[-1])
     try:
         return mask.expand(shape)
     except RuntimeError as err:

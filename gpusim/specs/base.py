@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import copy
 import os
+import sys
 import textwrap
 from collections.abc import Callable
 from typing import Any, Union
@@ -88,17 +89,36 @@ def make_device(device: DEVICE_TYPING | None) -> torch.device:
     return dev
 
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def check_spec_encode() -> bool:
     """Whether ``encode`` and ``to_numpy`` check values against the spec by default.
 
-    Set by the ``CHECK_SPEC_ENCODE`` environment variable (``1``/``true``), as in TorchRL; off by
-    default (a check synchronizes with the device).
+    On when the ``CHECK_SPEC_ENCODE`` environment variable is set (``1``/``true``), as in
+    TorchRL, in gpusim's debug mode (``GPUSIM_VALIDATE=1``), or when the module flag
+    ``gpusim.data.tensor_specs._CHECK_SPEC_ENCODE`` (TorchRL's switch, same name) is true; off
+    by default (a check synchronizes with the device). A value out of the spec then raises
+    :class:`SpecValueError` (an ``AssertionError``, as in TorchRL, and a ``ValueError``).
 
     Examples:
-        >>> isinstance(check_spec_encode(), bool)
-        True
+        >>> import gpusim.data.tensor_specs as ts
+        >>> from gpusim.specs import Categorical
+        >>> ts._CHECK_SPEC_ENCODE = True
+        >>> try:
+        ...     Categorical(10).encode(11)
+        ... except AssertionError as err:
+        ...     print(type(err).__name__)
+        SpecValueError
+        >>> ts._CHECK_SPEC_ENCODE = False
+        >>> check_spec_encode()  # (with neither environment variable set)
+        False
     """
-    return os.environ.get("CHECK_SPEC_ENCODE", "").strip().lower() in ("1", "true", "yes", "on")
+    if _env_flag("CHECK_SPEC_ENCODE") or _env_flag("GPUSIM_VALIDATE"):
+        return True
+    module = sys.modules.get("gpusim.data.tensor_specs")
+    return bool(getattr(module, "_CHECK_SPEC_ENCODE", False))
 
 
 def spec_torch_function(func: Callable, types: tuple, args: tuple, kwargs: dict | None) -> Any:

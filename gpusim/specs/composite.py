@@ -242,6 +242,20 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
                     self._specs[key] = spec.to(device)
         self._device = device
 
+    @property
+    def dtype(self) -> torch.dtype | None:
+        """The dtype shared by every leaf, or None when the leaves differ (or there are none).
+
+        Examples:
+            >>> from gpusim.specs import Bounded, Unbounded
+            >>> Composite(a=Unbounded(2), b=Composite(c=Bounded(0, 1, (2,)))).dtype
+            torch.float32
+            >>> Composite(a=Unbounded(2), b=Unbounded(2, dtype=torch.int64)).dtype is None
+            True
+        """
+        dtypes = {getattr(leaf, "dtype", None) for _, leaf in self.items(True, True) if leaf is not None}
+        return dtypes.pop() if len(dtypes) == 1 else None
+
     def clear_device_(self) -> Composite:
         """Erases the device of the composite and of its nested Composites; returns self.
 

@@ -31,7 +31,49 @@ from gpusim.transforms.transform import Transform, _as_key_list
 
 __all__ = ["CatTensors", "RenameTransform", "ExcludeTransform", "SelectTransform"]
 
-_REQUIRED_DONE = ("done", "terminated")
+_REQUIRED_DONE = ("done", "terminated")  # what SelectTransform keeps of every done level
+_END_SIGNALS = ("done", "terminated", "truncated")
+
+
+def check_end_signals(done_spec: Composite, removed: NestedKey, owner: str) -> None:
+    """Raises when removing ``removed`` left its done level without an end-of-episode entry.
+
+    A level may lose ``done`` (``terminated``/``truncated`` still mark the rows that ended) or
+    ``terminated``, but not all three: nothing in the data would then say that an episode
+    ended, and rollouts and auto-resets would step on past the end of the base env's episodes.
+
+    Args:
+        done_spec: the done spec after the removal.
+        removed: the done entry removed (or renamed).
+        owner: the transform (for the message).
+
+    Raises:
+        ValueError: the level of ``removed`` has no ``done``, ``terminated`` or ``truncated``
+            entry left.
+
+    Examples:
+        >>> import torch
+        >>> from gpusim.specs import Categorical, Composite
+        >>> flag = Categorical(2, shape=(1,), dtype=torch.bool)
+        >>> check_end_signals(Composite(terminated=flag), "done", "ExcludeTransform")
+        >>> check_end_signals(Composite(), "done", "ExcludeTransform")
+        Traceback (most recent call last):
+        ...
+        ValueError: ExcludeTransform: removing 'done' leaves the root done level without an end-of-episode entry ('done', 'terminated' or 'truncated'): rollouts and auto-resets could not see its episodes end; keep one of them
+    """
+    tkey = as_tuple(removed)
+    if tkey[-1] not in _END_SIGNALS:
+        return
+    prefix = tkey[:-1]
+    node = done_spec if not prefix else done_spec.get(prefix, None)
+    if node is not None and any(name in node.keys() for name in _END_SIGNALS):
+        return
+    level = "root" if not prefix else fmt_key(prefix)
+    raise ValueError(
+        f"{owner}: removing {fmt_key(removed)} leaves the {level} done level without an end-of-episode "
+        "entry ('done', 'terminated' or 'truncated'): rollouts and auto-resets could not see its "
+        "episodes end; keep one of them"
+    )
 
 
 def _drop(td: TensorDictBase, keys) -> TensorDictBase:
@@ -232,8 +274,9 @@ class RenameTransform(Transform):
             done entries, which the env must keep).
 
     Raises:
-        ValueError: key lists of different lengths; (when attached) renaming a done entry
-            without ``create_copy``, or a new name that already exists.
+        ValueError: key lists of different lengths; (when attached) moving away (without
+            ``create_copy``) the last of ``done``/``terminated``/``truncated`` of a done level,
+            or a new name that already exists.
         KeyError: (when attached) an entry that is not in the specs.
 
     Examples:
@@ -283,16 +326,13 @@ class RenameTransform(Transform):
         found = require_keys(output_spec, OUTPUT_SPECS, self.in_keys, "RenameTransform")
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             name = found[in_key]
-            if name == "full_done_spec" and not self.create_copy:
-                raise ValueError(
-                    f"RenameTransform: {fmt_key(in_key)} is a done entry, which the env must keep; use "
-                    "create_copy=True to copy it under a new name"
-                )
             self._check_free(output_spec, OUTPUT_SPECS, out_key, in_key)
             sub = output_spec[name]
             sub[out_key] = sub[in_key].clone()
             if not self.create_copy and out_key != in_key:
                 drop_leaf(sub, in_key)
+                if name == "full_done_spec":
+                    check_end_signals(sub, in_key, "RenameTransform")
         return output_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
@@ -329,9 +369,15 @@ class ExcludeTransform(Transform):
         inverse: exclude them from the input of the base env (before each step) instead of
             from its output.
 
+    Exactly the named entries go: a group that they leave empty stays, as an empty container
+    (and an empty ``Composite`` in the specs); exclude the group itself to remove it. Done
+    entries may be excluded (``done``: the rows that ended are read from ``terminated``/
+    ``truncated``), as long as every done level keeps one end-of-episode entry.
+
     Raises:
-        ValueError: (when attached) excluding a ``done``/``terminated`` entry (every done level
-            keeps them) or, on the way out, a state entry (the next step needs it).
+        ValueError: (when attached) excluding the last of ``done``/``terminated``/``truncated``
+            of a done level (nothing would say that its episodes end) or, on the way out, a
+            state entry (the next step needs it).
 
     Examples:
         >>> import torch
@@ -350,7 +396,8 @@ class ExcludeTransform(Transform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         if self.inverse or not self.excluded_keys:
             return next_tensordict
-        return _drop(next_tensordict, self.excluded_keys)
+        # exactly the keys named: a group they leave empty stays (as its Composite in the specs)
+        return next_tensordict.exclude(*self.excluded_keys, inplace=True)
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not self.inverse or not self.excluded_keys:
@@ -364,12 +411,9 @@ class ExcludeTransform(Transform):
             name = locate(output_spec, OUTPUT_SPECS, key)
             if name is None:
                 continue
-            if name == "full_done_spec" and as_tuple(key)[-1] in _REQUIRED_DONE:
-                raise ValueError(
-                    f"ExcludeTransform: {fmt_key(key)} cannot be excluded: every done level keeps "
-                    "'done' and 'terminated'"
-                )
-            drop_leaf(output_spec[name], key)
+            del output_spec[name][key]
+            if name == "full_done_spec":
+                check_end_signals(output_spec[name], key, "ExcludeTransform")
         return output_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:

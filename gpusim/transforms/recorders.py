@@ -162,8 +162,10 @@ class VideoRecorder(Transform):
     permuted, float images are taken in ``[0, 1]`` and scaled by 255, ``center_crop`` crops a
     square, and with ``make_grid`` the batch of images of a batched env is tiled into one image
     (8 per row, no padding).
+    Standalone (no env: stored data, a dataset's batches), a batch of images without grid is a
+    sequence of consecutive frames (leading dims flattened, in order).
     ``dump`` stacks the frames into ``(1, T, C, H, W)`` (``(*B, T, C, H, W)`` for a batched env
-    without grid) and calls ``logger.log_video(tag, video, step=..., fps=..., **kwargs)``.
+    without grid: one video per env row) and calls ``logger.log_video(tag, video, step=..., fps=..., **kwargs)``.
     Observations pass through unchanged (copied to ``out_keys`` when those differ).
 
     The output of a full reset is recorded; partial resets inside a rollout are not (their
@@ -269,7 +271,16 @@ class VideoRecorder(Transform):
         frames = self.frames.setdefault(key, [])
         if self.max_frames is not None and len(frames) >= self.max_frames:
             return
-        frames.append(self._to_frame(value))
+        frame = self._to_frame(value)
+        if frame.ndim > 3 and self.container is None:
+            # standalone (stored data, a dataset's batch of images): the batch holds
+            # consecutive frames, in order
+            split = list(frame.reshape(-1, *frame.shape[-3:]).unbind(0))
+            if self.max_frames is not None:
+                split = split[: self.max_frames - len(frames)]
+            frames.extend(split)
+            return
+        frames.append(frame)
 
     def _to_frame(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs

@@ -50,7 +50,8 @@ class _RewardTracker(Transform):
     _out_name: str = ""
 
     def __init__(self, in_keys=None, out_keys=None) -> None:
-        super().__init__(in_keys=in_keys, out_keys=out_keys)
+        # without a parent, the default reward key: ``"reward"`` (an env resolves its own)
+        super().__init__(in_keys=["reward"] if in_keys is None else in_keys, out_keys=out_keys)
         self.__dict__["_user_in_keys"] = in_keys is not None
         self.__dict__["_user_out_keys"] = out_keys is not None
         self.__dict__["_shapes"] = None  # {out_key: (shape, dtype)} from the specs
@@ -169,8 +170,24 @@ class RewardSum(_RewardTracker):
         super().__init__(in_keys=in_keys, out_keys=out_keys)
         if isinstance(reset_keys, (str, tuple)):
             reset_keys = [reset_keys]
-        self.reset_keys = None if reset_keys is None else [_keys.unravel(k) for k in reset_keys]
+        self.reset_keys = reset_keys
         self.reward_spec = bool(reward_spec)
+
+    @property
+    def reset_keys(self) -> list | None:
+        """The reset entries given by the user (``None``: the parent env's).
+
+        Examples:
+            >>> RewardSum(reset_keys=["_reset"]).reset_keys
+            ['_reset']
+        """
+        return self.__dict__.get("_reset_keys")
+
+    @reset_keys.setter
+    def reset_keys(self, value: Sequence[NestedKey] | None) -> None:
+        if isinstance(value, (str, tuple)):
+            value = [value]
+        self.__dict__["_reset_keys"] = None if value is None else [_keys.unravel(k) for k in value]
 
     def _default_out_key(self, in_key: NestedKey) -> NestedKey:
         return _prefix_last(in_key, "episode_")
@@ -203,6 +220,11 @@ class RewardSum(_RewardTracker):
         return output_spec
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        if self.reset_keys is None and self.container is None:
+            raise TypeError(
+                "RewardSum: reset_keys not provided but parent env not found: which sums to zero "
+                "is decided by the env's reset entries; attach the transform to an env or pass reset_keys"
+            )
         self._check_reset_keys()
         for out_key in self.out_keys:
             tset(tensordict_reset, out_key, self._init_value(tensordict_reset, out_key))

@@ -232,3 +232,12 @@ def test_nested_composite_is_stored_by_reference() -> None:
     assert parent["child"] is child and child.device == torch.device("cpu")
     child["x"] = Unbounded(shape=(2,))
     assert ("child", "x") in parent
+
+
+def test_composite_dtype_is_the_dtype_of_its_leaves():
+    spec = Composite(a=Bounded(0, 1, (2,), dtype=torch.float64), b=Composite(c=Unbounded(2, dtype=torch.float64)))
+    assert spec.dtype == torch.float64
+    spec["d"] = Categorical(3)
+    assert spec.dtype is None  # leaves of several dtypes
+    assert Composite().dtype is None
+    assert Composite(a=None, b=Unbounded(1)).dtype == torch.float32  # empty entries are skipped

@@ -245,6 +245,25 @@ def test_check_spec_encode_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
         bounded.encode([3.0, 0.0])
 
 
+@pytest.mark.parametrize("switch", ["debug_mode", "module_flag"])
+def test_encode_checks_values_in_debug_mode_or_with_the_module_flag(monkeypatch: pytest.MonkeyPatch, switch: str) -> None:
+    import gpusim.data.tensor_specs as tensor_specs
+
+    monkeypatch.delenv("CHECK_SPEC_ENCODE", raising=False)
+    monkeypatch.delenv("GPUSIM_VALIDATE", raising=False)
+    bounded = Bounded(torch.zeros(3), torch.ones(3))
+    assert bounded.encode(torch.full((3,), 2.0)).tolist() == [2.0] * 3  # off by default
+    if switch == "debug_mode":
+        monkeypatch.setenv("GPUSIM_VALIDATE", "1")
+    else:
+        monkeypatch.setattr(tensor_specs, "_CHECK_SPEC_ENCODE", True)
+    with pytest.raises(ValueError, match="out of bounds"):  # SpecValueError: also an AssertionError
+        bounded.encode(torch.full((3,), 2.0))
+    with pytest.raises(AssertionError, match="out of range"):
+        Categorical(10).encode(torch.tensor([11]))
+    assert Categorical(10).encode(9).item() == 9  # values in the spec pass
+
+
 def test_binary_unsqueeze_and_squeeze_reach_the_bit_dim():
     bits = Binary(3, shape=(2, 3), dtype=torch.bool)
     last = bits.unsqueeze(-1)

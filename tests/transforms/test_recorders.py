@@ -195,3 +195,17 @@ def test_video_recorder_dump_step_and_animation():
     assert type(anim).__name__ == "ArtistAnimation" and rec.obs == [] and rec.count == 0
     with pytest.raises(RuntimeError, match="no frames"):
         rec.to_animation()
+
+
+def test_standalone_batches_are_consecutive_frames():
+    # no env: a batch of images (stored data) is a sequence of frames, capped by max_frames
+    rec = VideoRecorder(None, None, max_frames=5)
+    gray = torch.arange(4, dtype=torch.uint8).view(4, 1, 1, 1).expand(4, 1, 6, 6)
+    rec._apply_transform(gray)
+    assert [f.shape for f in rec.obs] == [torch.Size([3, 6, 6])] * 4
+    assert [int(f[0, 0, 0]) for f in rec.obs] == [0, 1, 2, 3]  # in order
+    rec._apply_transform(gray + 10)
+    assert len(rec.obs) == 5 and int(rec.obs[-1][0, 0, 0]) == 10
+    grid = VideoRecorder(None, None, make_grid=True)
+    grid._apply_transform(gray)
+    assert len(grid.obs) == 1 and grid.obs[0].shape == (3, 6, 24)  # one tiled image

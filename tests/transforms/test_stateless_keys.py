@@ -104,8 +104,8 @@ def test_rename_create_copy_keeps_the_original():
 
 
 def test_rename_errors():
-    with pytest.raises(ValueError, match="'done' is a done entry"):
-        TransformedEnv(VectorEnv((2,)), RenameTransform(["done"], ["finished"]))
+    with pytest.raises(ValueError, match="without an end-of-episode entry"):
+        TransformedEnv(VectorEnv((2,)), RenameTransform(["done", "terminated", "truncated"], ["a", "b", "c"]))
     with pytest.raises(ValueError, match="'bounded': that entry exists"):
         TransformedEnv(VectorEnv((2,)), RenameTransform(["observation"], ["bounded"]))
     with pytest.raises(KeyError, match="'obs_typo'"):
@@ -134,8 +134,8 @@ def test_exclude_inverse_hides_entries_from_the_base_env(batch):
 
 
 def test_exclude_errors():
-    with pytest.raises(ValueError, match="'terminated' cannot be excluded"):
-        TransformedEnv(VectorEnv((2,)), ExcludeTransform("terminated"))
+    with pytest.raises(ValueError, match="removing 'truncated' leaves the root done level without"):
+        TransformedEnv(VectorEnv((2,)), ExcludeTransform("done", "terminated", "truncated"))
     with pytest.raises(ValueError, match="'state' is a state entry"):
         TransformedEnv(VectorEnv((2,)), ExcludeTransform("state"))
 

@@ -44,7 +44,15 @@ from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
 from gpusim.envs.libs.gym_backend import current_backend, gym_backend, import_gym_backend, import_gymnasium, set_gym_backend
 from gpusim.envs.libs.gym_info import BaseInfoDictReader, default_info_dict_reader
-from gpusim.envs.libs.gym_specs import GymLeaf, is_image_space, read_leaves, space_to_spec, spaces_of, write_actions
+from gpusim.envs.libs.gym_specs import (
+    GymLeaf,
+    flat_multi_discrete,
+    is_image_space,
+    read_leaves,
+    space_to_spec,
+    spaces_of,
+    write_actions,
+)
 from gpusim.envs.libs.gym_vector import VectorAdapter
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -76,6 +84,11 @@ class GymWrapper(EnvBase):
         device: where the data lives (``"cuda"``: moved there once per step).
         batch_size: optional check; must match the env's (``[]`` or ``[num_envs]``).
         allow_done_after_reset: passed to ``EnvBase``.
+
+    A ``MultiDiscrete`` action space with an ``"action_mask"`` observation of shape ``nvec``
+    (a grid game's legal ``(row, col)`` moves) gets a flat action spec, ``Categorical(prod(nvec))``
+    (or a bool ``OneHot``), so that :class:`~gpusim.transforms.ActionMask` can mask every
+    combination; the flat index is sent to the gym env as its row-major multi-index.
 
     Raises:
         TypeError: if ``env`` is not a gymnasium env, or a space has no spec equivalent.
@@ -177,10 +190,14 @@ class GymWrapper(EnvBase):
             frame = self._first_frame()
             obs_spec["pixels"] = Bounded(0, 255, shape=(*B, *frame.shape[len(B):]), dtype=torch.uint8, device=device)
         self.__dict__["_obs_leaves"] = obs_leaves
-        act_spec, act_leaves = space_to_spec(
-            act_space, batch_size=B, device=device, key=("action",),
-            categorical_action_encoding=self.categorical_action_encoding,
-        )
+        if self._grid_mask_action(act_space, obs_spec, B):
+            leaf = flat_multi_discrete(act_space, B, device, self.categorical_action_encoding, ("action",))
+            act_spec, act_leaves = leaf.spec, [leaf]
+        else:
+            act_spec, act_leaves = space_to_spec(
+                act_space, batch_size=B, device=device, key=("action",),
+                categorical_action_encoding=self.categorical_action_encoding,
+            )
         if isinstance(act_spec, Composite):  # Dict / Tuple action spaces nest under "action"
             self.full_action_spec = Composite(action=act_spec, shape=B, device=device)
         else:
@@ -191,6 +208,18 @@ class GymWrapper(EnvBase):
         self.reward_spec = Unbounded((*B, 1), device=device, dtype=torch.float32)
         flag = Categorical(2, shape=(*B, 1), dtype=torch.bool, device=device)
         self.done_spec = Composite(done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=B, device=device)
+
+    @staticmethod
+    def _grid_mask_action(act_space: Any, obs_spec: Composite, B: torch.Size) -> bool:
+        """A ``MultiDiscrete`` action whose legal moves are one ``"action_mask"`` observation of
+        shape ``nvec`` (a board's ``(rows, cols)``): the action becomes one flat choice among
+        ``prod(nvec)`` so the mask can say which combinations are legal (as TorchRL does)."""
+        if not isinstance(act_space, spaces_of(act_space).MultiDiscrete):
+            return False
+        nvec = np.asarray(act_space.nvec)
+        if nvec.ndim != 1 or "action_mask" not in obs_spec.keys():
+            return False
+        return tuple(obs_spec["action_mask"].shape[len(B):]) == tuple(int(v) for v in nvec)
 
     def _first_frame(self) -> np.ndarray:
         if self._is_vector:

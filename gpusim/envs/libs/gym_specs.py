@@ -56,7 +56,7 @@ from gpusim.specs import (
     Unbounded,
 )
 
-__all__ = ["GymLeaf", "space_to_spec", "is_image_space", "read_leaves", "write_actions", "spec_to_space", "spaces_of"]
+__all__ = ["GymLeaf", "flat_multi_discrete", "space_to_spec", "is_image_space", "read_leaves", "write_actions", "spec_to_space", "spaces_of"]
 
 Key = tuple
 
@@ -262,6 +262,60 @@ def _multi_discrete(space, B, device, categorical):
             return arr + start if shifted else arr
 
     return spec, to_torch, to_numpy
+
+
+def flat_multi_discrete(space: Any, batch_size: Sequence[int], device: Any, categorical: bool, key: Key) -> GymLeaf:
+    """The action leaf of a ``MultiDiscrete`` space flattened to one choice among ``prod(nvec)``.
+
+    Used for grid actions whose legal moves come as one mask of shape ``nvec`` (``(rows,
+    cols)``): the spec is ``Categorical(prod(nvec))`` (``OneHot`` without
+    ``categorical``, bool as in TorchRL), so the mask is one row of the spec's mask. Flat index
+    ``i`` is sent to the gym env as the multi-index ``np.unravel_index(i, nvec)`` (plus the
+    space's ``start``), row-major.
+
+    Args:
+        space: the ``MultiDiscrete`` space (1-D ``nvec``).
+        batch_size: the env batch dims.
+        device: the spec device.
+        categorical: index (``Categorical``) or one-hot (``OneHot``) actions.
+        key: the tensordict key of the action.
+
+    Returns:
+        The :class:`GymLeaf`.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> leaf = flat_multi_discrete(gym.spaces.MultiDiscrete([2, 3]), (), None, True, ("action",))
+        >>> leaf.spec.n, leaf.to_numpy(torch.tensor(4)), leaf.to_torch(np.array([1, 1]))
+        (6, array([1, 1]), tensor(4))
+    """
+    nvec = np.asarray(space.nvec, dtype=np.int64)
+    if nvec.ndim != 1:
+        raise ValueError(f"flat_multi_discrete needs a 1-D nvec, got shape {nvec.shape}")
+    start = np.asarray(space.start, dtype=np.int64)
+    B = tuple(batch_size)
+    n = int(nvec.prod())
+    # row-major strides: flat = sum(index * stride)
+    strides = np.concatenate([np.cumprod(nvec[::-1])[::-1][1:], [1]]).astype(np.int64)
+    strides_t = torch.as_tensor(strides)
+    if categorical:
+        spec = Categorical(n, shape=B, device=device, dtype=torch.int64)
+        index = None
+    else:
+        spec = OneHot(n, shape=(*B, n), device=device, dtype=torch.bool)
+        index = _OneHotIndex(n)
+    torch_shape = torch.Size(B)
+
+    def to_torch(value):
+        multi = torch.as_tensor(np.asarray(value, dtype=np.int64) - start)
+        flat = (multi * strides_t).sum(-1).view(torch_shape)
+        return flat if categorical else torch.nn.functional.one_hot(flat, n).bool()
+
+    def to_numpy(value: torch.Tensor):
+        flat = _numpy(value if index is None else index(value)).astype(np.int64, copy=False)
+        return (flat[..., None] // strides) % nvec + start
+
+    return GymLeaf(tuple(key), (), to_torch, to_numpy, spec)
 
 
 def _multi_binary(space, B, device, copy):
