@@ -112,16 +112,23 @@ def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
 
 def _cached_plan(fn: Callable[[Any], Any]) -> property:
     """A property computed once from the (locked) specs and kept in ``env._cache`` until the
-    specs change. The hot path reads it with one dict lookup."""
+    specs change. The hot path reads it with one dict lookup. Nothing is kept while the specs
+    are unlocked (they may change in place) or for an env built with ``cache_specs=False``
+    (its specs are recomputed at every read)."""
     name = fn.__name__
 
     def getter(self):
         cache = self._cache
         value = cache.get(name, _MISSING)
         if value is _MISSING:
-            value = fn(self)
-            if self.__dict__.get("_locked_now", False):  # unlocked specs may change in place
-                cache[name] = value
+            d = self.__dict__
+            if not d.get("_cache_specs", True):
+                self.output_spec  # noqa: B018 (an uncached TransformedEnv recomputes its specs on read)
+                value = fn(self)
+            else:
+                value = fn(self)
+                if d.get("_locked_now", False):
+                    cache[name] = value
         return value
 
     getter.__doc__ = fn.__doc__

@@ -179,8 +179,9 @@ class TransformedEnv(EnvBase):
             ``Compose``). ``env.transform`` is the object given (a single transform is not
             wrapped); ``append_transform``/``insert_transform`` turn it into a ``Compose``.
         cache_specs: keep the transformed specs until the chain changes (``False``: recompute
-            them whenever ``input_spec``/``output_spec`` are read, to follow base-env spec
-            changes).
+            them whenever ``input_spec``/``output_spec`` or a key list derived from them
+            (``observation_keys``, ``done_keys``, ...) is read, to follow base-env or transform
+            spec changes; each step then recomputes them too).
         auto_unwrap: when ``base_env`` is itself a plain ``TransformedEnv`` (not a subclass,
             and this env is not one either), build the new env on its base env with clones of
             its transforms followed by ``transform`` (one flat env). ``None`` (default): the
