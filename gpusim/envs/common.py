@@ -69,6 +69,12 @@ class _EnvPostInit(abc.ABCMeta):
         instance._post_init()
         if spec_locked is False and instance.is_spec_locked:  # an __init__ that locked on its own
             instance.set_spec_lock_(False)
+        # an env that stores a ``frame_skip`` > 1 but does not repeat its own steps
+        # (``_has_frame_skip = False``) gets a FrameSkipTransform (TorchRL's behaviour). Read from
+        # ``__dict__``: a batched env's ``__getattr__`` would start its workers.
+        frame_skip = instance.__dict__.get("frame_skip", 1)
+        if isinstance(frame_skip, int) and frame_skip > 1 and not getattr(cls, "_has_frame_skip", False):
+            instance = _hook("frame_skip")(instance, frame_skip)
         if auto_reset:
             instance = _hook("auto_reset")(instance, replace=auto_reset_replace)
         return instance
@@ -238,6 +244,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         ...
         ValueError: Counter.step: the action 'action' has shape [2, 1], expected [2] (the action spec's shape)
     """
+
+    #: Whether the env repeats its own steps for a ``frame_skip`` attribute. When ``False`` (the
+    #: default) and ``__init__`` stores ``self.frame_skip > 1``, construction returns the env
+    #: wrapped in ``TransformedEnv(env, FrameSkipTransform(frame_skip))`` (TorchRL's behaviour).
+    _has_frame_skip: bool = False
 
     #: Whether ``_step`` is a pure function of its input (the state lives in the tensordict, as in
     #: the native envs): a row can then be stepped and its result discarded without changing the
