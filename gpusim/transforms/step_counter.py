@@ -138,6 +138,47 @@ class StepCounter(Transform):
             return [self.truncated_key]
         return [trunc_key for _, trunc_key, *_ in plan]
 
+    @property
+    def all_truncated_keys(self) -> list[NestedKey]:
+        """The truncated entries of every done level (TorchRL's name; the same list as
+        :attr:`truncated_keys`, since gpusim counts at every level).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(PendulumEnv(), StepCounter(10)).transform.all_truncated_keys
+            ['truncated']
+        """
+        return self.truncated_keys
+
+    @property
+    def done_keys(self) -> list[NestedKey]:
+        """The ``done`` entries the transform updates, one per done level of the parent.
+
+        Examples:
+            >>> from gpusim.envs.native import TicTacToeEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(TicTacToeEnv(), StepCounter(10)).transform.done_keys
+            ['done']
+        """
+        plan = self.__dict__["_plan"]
+        if plan is None:
+            return ["done"]
+        return [done_key for _, _, done_key, _ in plan]
+
+    @property
+    def all_done_keys(self) -> list[NestedKey]:
+        """The ``done`` entries of every done level (TorchRL's name; the same list as
+        :attr:`done_keys`).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(PendulumEnv(), StepCounter(10)).transform.all_done_keys
+            ['done']
+        """
+        return self.done_keys
+
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         plan = self._level_plan(output_spec)

@@ -463,6 +463,8 @@ def test_step_counter_lists_its_keys_per_done_level():
     env = TransformedEnv(NestedCountingEnv(), StepCounter(5))
     assert env.transform.step_count_keys == ["step_count", ("agents", "step_count")]
     assert env.transform.truncated_keys == ["truncated", ("agents", "truncated")]
+    assert env.transform.all_truncated_keys == env.transform.truncated_keys
+    assert env.transform.done_keys == env.transform.all_done_keys == ["done", ("agents", "done")]
     td = env.rollout(2)  # batch (): the time dim leads
     for key in env.transform.step_count_keys:
         assert td["next", key][0].eq(1).all() and td["next", key][1].eq(2).all()
