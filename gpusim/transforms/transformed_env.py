@@ -22,6 +22,8 @@ Examples:
 
 from __future__ import annotations
 
+import inspect
+
 import os
 from contextlib import ContextDecorator
 from typing import Any, Callable
@@ -391,17 +393,29 @@ class TransformedEnv(EnvBase):
         EnvBase.output_spec.fset(self, value)
 
     def __getattr__(self, name: str) -> Any:
+        prop = inspect.getattr_static(type(self), name, None)
+        if isinstance(prop, property) and prop.fget is not None:
+            # Python lands here when a property of the env raised AttributeError (e.g. a
+            # transform's spec hook): report that error instead of reading the base env's value
+            try:
+                return prop.fget(self)
+            except AttributeError as err:
+                raise AttributeError(
+                    f"{type(self).__name__}.{name} could not be computed because an internal error was "
+                    f"raised: {type(err).__name__}({err})"
+                ) from err
         try:
             return super().__getattr__(name)
         except AttributeError as err:
             if name in _NO_FALLTHROUGH or name.startswith("__") or "_base_env" not in self.__dict__:
                 raise
+            base = self.__dict__["_base_env"]
             try:
-                return getattr(self.__dict__["_base_env"], name)
+                return getattr(base, name)
             except AttributeError:
                 raise AttributeError(
-                    f"neither {type(self).__name__} nor its base env "
-                    f"{type(self.__dict__['_base_env']).__name__} has an attribute {name!r}"
+                    f"'{type(base).__name__}' object has no attribute {name!r} (nor has "
+                    f"{type(self).__name__}: the attribute was looked up in the base env)"
                 ) from err
 
     def __setattr__(self, name: str, value: Any) -> None:

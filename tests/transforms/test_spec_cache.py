@@ -1,5 +1,7 @@
 """TransformedEnv(cache_specs=False): specs and the key lists derived from them follow the chain."""
 
+import pytest
+
 from gpusim.envs.native import PendulumEnv
 from gpusim.specs import Unbounded
 from gpusim.transforms import Transform, TransformedEnv
@@ -33,3 +35,25 @@ def test_cached_env_keeps_its_key_lists_until_the_chain_changes():
     assert env.observation_keys == ["observation"]
     env.append_transform(Transform())
     assert env.observation_keys == ["observation", "extra"]
+
+
+class _Broken(Transform):
+    """A spec hook with a bug (an AttributeError) once switched on."""
+
+    on = False
+
+    def transform_observation_spec(self, observation_spec):
+        if self.on:
+            return observation_spec.no_such_method()
+        return observation_spec
+
+
+def test_an_attribute_error_inside_a_spec_hook_is_reported_not_hidden():
+    t = _Broken()
+    env = TransformedEnv(PendulumEnv(), t, cache_specs=False)
+    t.on = True
+    # Python would retry the lookup on the base env and return the base env's specs
+    with pytest.raises(AttributeError, match="output_spec could not be computed because an internal error"):
+        env.output_spec
+    with pytest.raises(AttributeError, match="'PendulumEnv' object has no attribute 'tralala'"):
+        env.tralala
