@@ -22,8 +22,6 @@ Examples:
 
 from __future__ import annotations
 
-import inspect
-
 import os
 from contextlib import ContextDecorator
 from typing import Any, Callable
@@ -393,22 +391,22 @@ class TransformedEnv(EnvBase):
         EnvBase.output_spec.fset(self, value)
 
     def __getattr__(self, name: str) -> Any:
-        prop = inspect.getattr_static(type(self), name, None)
-        if isinstance(prop, property) and prop.fget is not None:
-            # Python lands here when a property of the env raised AttributeError (e.g. a
-            # transform's spec hook): report that error instead of reading the base env's value
-            try:
-                return prop.fget(self)
-            except AttributeError as err:
-                raise AttributeError(
-                    f"{type(self).__name__}.{name} could not be computed because an internal error was "
-                    f"raised: {type(err).__name__}({err})"
-                ) from err
         try:
-            return super().__getattr__(name)
+            return super().__getattr__(name)  # the submodules (``transform``), buffers, parameters
         except AttributeError as err:
             if name in _NO_FALLTHROUGH or name.startswith("__") or "_base_env" not in self.__dict__:
                 raise
+            prop = getattr(type(self), name, None)
+            if isinstance(prop, property) and prop.fget is not None:
+                # Python lands here when a property of the env raised AttributeError (e.g. a
+                # transform's spec hook): report that error instead of reading the base env's value
+                try:
+                    return prop.fget(self)
+                except AttributeError as inner:
+                    raise AttributeError(
+                        f"{type(self).__name__}.{name} could not be computed because an internal error "
+                        f"was raised: {type(inner).__name__}({inner})"
+                    ) from inner
             base = self.__dict__["_base_env"]
             try:
                 return getattr(base, name)
