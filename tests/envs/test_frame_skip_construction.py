@@ -48,6 +48,7 @@ def test_batched_envs_are_not_started_or_wrapped():
     for cls in (SerialEnv, ParallelEnv):
         env = cls(2, CartPoleEnv)
         assert type(env) is cls and not env.is_started and env.is_closed  # lazy until first use
+        assert env[0:1].rollout(2).shape == (1, 2)  # a view starts its (not yet started) parent
         assert env.reset().shape == (2,) and not env.is_closed
         env.close()
         assert env.is_closed
