@@ -69,6 +69,12 @@ class _EnvPostInit(abc.ABCMeta):
         instance._post_init()
         if spec_locked is False and instance.is_spec_locked:  # an __init__ that locked on its own
             instance.set_spec_lock_(False)
+        # an env that stores a ``frame_skip`` > 1 but does not repeat its own steps
+        # (``_has_frame_skip = False``) gets a FrameSkipTransform (TorchRL's behaviour). Read from
+        # ``__dict__``: a batched env's ``__getattr__`` would start its workers.
+        frame_skip = instance.__dict__.get("frame_skip", 1)
+        if isinstance(frame_skip, int) and frame_skip > 1 and not getattr(cls, "_has_frame_skip", False):
+            instance = _hook("frame_skip")(instance, frame_skip)
         if auto_reset:
             instance = _hook("auto_reset")(instance, replace=auto_reset_replace)
         return instance
@@ -112,16 +118,23 @@ def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
 
 def _cached_plan(fn: Callable[[Any], Any]) -> property:
     """A property computed once from the (locked) specs and kept in ``env._cache`` until the
-    specs change. The hot path reads it with one dict lookup."""
+    specs change. The hot path reads it with one dict lookup. Nothing is kept while the specs
+    are unlocked (they may change in place) or for an env built with ``cache_specs=False``
+    (its specs are recomputed at every read)."""
     name = fn.__name__
 
     def getter(self):
         cache = self._cache
         value = cache.get(name, _MISSING)
         if value is _MISSING:
-            value = fn(self)
-            if self.__dict__.get("_locked_now", False):  # unlocked specs may change in place
-                cache[name] = value
+            d = self.__dict__
+            if not d.get("_cache_specs", True):
+                self.output_spec  # noqa: B018 (an uncached TransformedEnv recomputes its specs on read)
+                value = fn(self)
+            else:
+                value = fn(self)
+                if d.get("_locked_now", False):
+                    cache[name] = value
         return value
 
     getter.__doc__ = fn.__doc__
@@ -231,6 +244,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         ...
         ValueError: Counter.step: the action 'action' has shape [2, 1], expected [2] (the action spec's shape)
     """
+
+    #: Whether the env repeats its own steps for a ``frame_skip`` attribute. When ``False`` (the
+    #: default) and ``__init__`` stores ``self.frame_skip > 1``, construction returns the env
+    #: wrapped in ``TransformedEnv(env, FrameSkipTransform(frame_skip))`` (TorchRL's behaviour).
+    _has_frame_skip: bool = False
 
     #: Whether ``_step`` is a pure function of its input (the state lives in the tensordict, as in
     #: the native envs): a row can then be stepped and its result discarded without changing the

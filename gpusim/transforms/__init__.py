@@ -92,6 +92,7 @@ from gpusim.transforms.robot_macros import (
 from gpusim.transforms.satellite import SatelliteAttitudeTransform, SatelliteMacroAction
 from gpusim.transforms.next_obs_delta import NextObservationDelta
 from gpusim.transforms.multi_action import MultiAction
+from gpusim.transforms.multi_step import MultiStepTransform
 
 __all__ = [
     "Transform",
@@ -183,6 +184,7 @@ __all__ = [
     "SatelliteAttitudeTransform",
     "NextObservationDelta",
     "MultiAction",
+    "MultiStepTransform",
     "cat_frames",
     "rgb_to_grayscale",
 ]

@@ -35,9 +35,10 @@ class RandomCropTensorDict(Transform):
     """Crops a random contiguous window of ``sub_seq_len`` steps along ``sample_dim``.
 
     Every row (every index of the other batch dims) gets its own random start. With a
-    ``mask_key`` (a bool entry, ``True`` on the valid steps, valid steps first) the window starts
-    inside the valid part of each row (at 0 when the row is shorter than ``sub_seq_len``). All
-    of it runs on the data's device without host reads.
+    ``mask_key`` (a bool entry, ``True`` on the valid steps, valid steps first) only valid steps
+    are returned: the window lies inside the valid part of each row, and a row with fewer valid
+    steps than ``sub_seq_len`` raises (checking it reads one number on the host; the crop itself
+    runs on the data's device).
 
     It is meant for replay buffers and modules (``forward``); attaching it to an env raises.
 
@@ -48,7 +49,8 @@ class RandomCropTensorDict(Transform):
 
     Raises:
         ValueError: a non-positive ``sub_seq_len``; (in ``forward``) data shorter than it (also
-            a ``RuntimeError``, as TorchRL raises).
+            a ``RuntimeError``, as TorchRL raises), or a row with fewer valid steps under
+            ``mask_key``.
         RuntimeError: when attached to an env.
 
     Examples:
@@ -86,8 +88,9 @@ class RandomCropTensorDict(Transform):
             The crop: ``sub_seq_len`` along ``sample_dim``, every other dim unchanged.
 
         Raises:
-            ValueError: ``sample_dim`` is not a batch dim, or the data is shorter than
-                ``sub_seq_len`` (that error is a ``RuntimeError`` too, as TorchRL raises).
+            ValueError: ``sample_dim`` is not a batch dim, or the data (or, with ``mask_key``, the
+                valid part of a row) is shorter than ``sub_seq_len`` (that error is a
+                ``RuntimeError`` too, as TorchRL raises).
 
         Examples:
             >>> from tensordict import TensorDict
@@ -120,7 +123,14 @@ class RandomCropTensorDict(Transform):
             mask = tensordict.get(self.mask_key)
             mask = mask.reshape(*tensordict.batch_size, -1).any(-1)
             length = mask.sum(d)
-            high = (length - L).clamp_min(0) + 1
+            shortest = int(length.min())  # a host read: stored data, never an env step
+            if shortest < L:
+                raise _TooShort(
+                    f"RandomCropTensorDict: cannot crop {L} valid steps: the shortest row has "
+                    f"{shortest} valid steps under {self.mask_key!r}. Cannot sample trajectories "
+                    f"of length {L} when the minimum trajectory length is {shortest}."
+                )
+            high = length - L + 1
             start = (torch.rand(rows, device=mask.device) * high).long().clamp_max(T - L)
         else:
             start = torch.randint(0, T - L + 1, rows, device=device)

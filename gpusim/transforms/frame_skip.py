@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
+from gpusim.envs.common import TRANSFORM_HOOKS
 from gpusim.envs.episode import AutoResetMode, merge_rows
 from gpusim.transforms.transform import Transform
 
@@ -106,3 +107,14 @@ class FrameSkipTransform(Transform):
 
     def __repr__(self) -> str:
         return f"FrameSkipTransform(frame_skip={self.frame_skip})"
+
+
+def _wrap_frame_skip(env, frame_skip: int):
+    """``TransformedEnv(env, FrameSkipTransform(frame_skip))``: the wrap an env gets at construction
+    when it stores a ``frame_skip`` it does not apply itself (see ``EnvBase._has_frame_skip``)."""
+    from gpusim.transforms.transformed_env import TransformedEnv
+
+    return TransformedEnv(env, FrameSkipTransform(frame_skip))
+
+
+TRANSFORM_HOOKS["frame_skip"] = _wrap_frame_skip

@@ -1,10 +1,16 @@
 """``NoopResetEnv``: random actions after each reset (Atari's "no-op starts").
 
 After the env up to this transform (``parent``) resets, every reset row takes ``n`` random
-actions (``n`` uniform in ``[1, noops]`` per row with ``random=True``, else ``noops``). It is
-sync-free: ``noops`` parent steps run for all rows and a row takes a step's result only while it
-is being reset, still has noops left and the step does not end its episode (a row that would
-finish stops with its last live state). Rows not being reset are untouched.
+actions (``n`` uniform in ``[1, noops]`` per row with ``random=True``, else ``noops``): ``noops``
+parent steps run for all rows and a row takes a step's result only while it is being reset and
+still has noops left. Rows not being reset are untouched.
+
+A row whose episode ends during its noops is reset again and draws new noops, up to 10 more
+times; then ``reset`` raises a ``RuntimeError`` (the noops are too many for the env, as TorchRL
+documents). Spotting those rows reads one flag per noop step on the host, which envs in
+``AutoResetMode.SPARSE`` (CPU, host-backed) do anyway; an env in ``MASKED`` mode (device,
+compiled) stays sync-free and is checked only in debug mode (``run_type_checks=True`` /
+``GPUSIM_VALIDATE=1``): otherwise such a row keeps its last state before the end.
 
 That needs a parent whose step is a pure function of its input (``functional_step``: the state
 lives in the tensordict, as in the native envs), so that stepping a row and discarding the result
@@ -40,6 +46,9 @@ from gpusim.transforms.transform import Transform
 
 __all__ = ["NoopResetEnv"]
 
+#: resets retried when an episode ends during the noops, before ``reset`` raises
+_MAX_TRIALS = 10
+
 
 class NoopResetEnv(Transform):
     """Runs random actions after a reset.
@@ -51,6 +60,7 @@ class NoopResetEnv(Transform):
     Raises:
         ValueError: ``noops < 0``; a reset of a batched parent whose step is not functional, or
             of one with several done levels.
+        RuntimeError: (at reset) the episode of a row ended during its noops 11 times in a row.
 
     Examples:
         >>> from gpusim.envs.native import CartPoleEnv
@@ -123,16 +133,45 @@ class NoopResetEnv(Transform):
         device = tensordict_reset.device or parent.device
         mask = reset_mask_for(tensordict, levels[0].key("done"), levels, batch)
         rows = torch.ones(batch, dtype=torch.bool, device=device) if mask is None else mask
+        current = tensordict_reset.clone(False)
+        keys = [k for k, v in current.items(True, True) if isinstance(v, torch.Tensor)]
+        # a host read is allowed where the env reads its done rows on the host anyway (SPARSE
+        # mode) and in debug mode; MASKED envs (device, compiled) stay sync-free
+        debug = any(getattr(env, "run_type_checks", False) for env in (parent, self.container, parent.base_env))
+        checked = parent._sparse_now() or (debug and not torch.compiler.is_compiling())
+        for trial in range(_MAX_TRIALS + 1):
+            current, short = self._noops(parent, current, rows, mask, keys, checked)
+            if not checked or not bool(short.any()):
+                break
+            if trial == _MAX_TRIALS:
+                raise RuntimeError(
+                    f"NoopResetEnv: the parent env was done or truncated before the {self.noops} noops "
+                    f"(random={self.random}) could be applied, {_MAX_TRIALS + 1} times in a row; use fewer noops"
+                )
+            # rows whose episode ended before their noops: reset them again and start over
+            mask = rows = short
+            again = current.clone(False)
+            if batch.numel() > 1:
+                again.set(levels[0].key("_reset"), short.reshape(parent.full_done_spec[levels[0].key("done")].shape))
+            current.update(parent.reset(again).select(*keys, strict=False))
+        for key in keys:
+            tensordict_reset.set(key, current.get(key))
+        return tensordict_reset
+
+    def _noops(self, parent, current, rows, mask, keys, checked):
+        """Runs the noops of the reset ``rows``; returns the data and the rows that ended early."""
+        batch = parent.batch_size
         rng, policy = self._streams_for(parent)
         rng.start_episodes(mask)  # the noops of a row's episode are keyed by its episode index
         if self.random:
             n = (rng.episode_uniform(0)[..., 0] * self.noops).to(torch.int64).clamp_max(self.noops - 1) + 1
         else:
-            n = torch.full(batch, self.noops, device=device)
-        current = tensordict_reset.clone(False)
-        keys = [k for k, v in current.items(True, True) if isinstance(v, torch.Tensor)]
+            n = torch.full(batch, self.noops, device=rows.device)
         alive = rows
+        short = torch.zeros_like(rows)
         for i in range(self.noops):
+            if checked and not bool((alive & (i < n)).any()):
+                break  # (a stateful parent must not step past the end of its episode)
             inp = current.clone(False)
             if policy is not None:
                 inp = policy.write(inp, rng.episode_uniform(i + 1)[..., : policy.rng.num])
@@ -141,11 +180,10 @@ class NoopResetEnv(Transform):
             nxt = parent._step_output(inp)
             done = parent.episode.ended(nxt)
             take = alive & (i < n) & ~done
+            short = short | (alive & (i < n) & done)
             alive = alive & ~done
             current.update(merge_rows(nxt.select(*keys, strict=False), current, take))
-        for key in keys:
-            tensordict_reset.set(key, current.get(key))
-        return tensordict_reset
+        return current, short
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Offline data is returned as it is: the noops happen at env resets (as in TorchRL, the

@@ -108,6 +108,11 @@ class StepCounter(Transform):
             plan = [(self.step_count_key, self.truncated_key, "done", torch.Size(shape))]
         return plan
 
+    def _plan_column(self, index: int, default: NestedKey) -> list[NestedKey]:
+        """One key per done level of the parent (``[default]`` before the transform has one)."""
+        plan = self.__dict__["_plan"]
+        return [default] if plan is None else [entry[index] for entry in plan]
+
     @property
     def step_count_keys(self) -> list[NestedKey]:
         """The count entries, one per done level of the parent (``[step_count_key]`` without one).
@@ -118,10 +123,7 @@ class StepCounter(Transform):
             >>> TransformedEnv(PendulumEnv(), StepCounter()).transform.step_count_keys
             ['step_count']
         """
-        plan = self.__dict__["_plan"]
-        if plan is None:
-            return [self.step_count_key]
-        return [count_key for count_key, *_ in plan]
+        return self._plan_column(0, self.step_count_key)
 
     @property
     def truncated_keys(self) -> list[NestedKey]:
@@ -133,10 +135,45 @@ class StepCounter(Transform):
             >>> TransformedEnv(PendulumEnv(), StepCounter(10)).transform.truncated_keys
             ['truncated']
         """
-        plan = self.__dict__["_plan"]
-        if plan is None:
-            return [self.truncated_key]
-        return [trunc_key for _, trunc_key, *_ in plan]
+        return self._plan_column(1, self.truncated_key)
+
+    @property
+    def all_truncated_keys(self) -> list[NestedKey]:
+        """The truncated entries of every done level (TorchRL's name; the same list as
+        :attr:`truncated_keys`, since gpusim counts at every level).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(PendulumEnv(), StepCounter(10)).transform.all_truncated_keys
+            ['truncated']
+        """
+        return self.truncated_keys
+
+    @property
+    def done_keys(self) -> list[NestedKey]:
+        """The ``done`` entries the transform updates, one per done level of the parent.
+
+        Examples:
+            >>> from gpusim.envs.native import TicTacToeEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(TicTacToeEnv(), StepCounter(10)).transform.done_keys
+            ['done']
+        """
+        return self._plan_column(2, "done")
+
+    @property
+    def all_done_keys(self) -> list[NestedKey]:
+        """The ``done`` entries of every done level (TorchRL's name; the same list as
+        :attr:`done_keys`).
+
+        Examples:
+            >>> from gpusim.envs.native import PendulumEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> TransformedEnv(PendulumEnv(), StepCounter(10)).transform.all_done_keys
+            ['done']
+        """
+        return self.done_keys
 
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:

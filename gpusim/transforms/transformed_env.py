@@ -179,8 +179,9 @@ class TransformedEnv(EnvBase):
             ``Compose``). ``env.transform`` is the object given (a single transform is not
             wrapped); ``append_transform``/``insert_transform`` turn it into a ``Compose``.
         cache_specs: keep the transformed specs until the chain changes (``False``: recompute
-            them whenever ``input_spec``/``output_spec`` are read, to follow base-env spec
-            changes).
+            them whenever ``input_spec``/``output_spec`` or a key list derived from them
+            (``observation_keys``, ``done_keys``, ...) is read, to follow base-env or transform
+            spec changes; each step then recomputes them too).
         auto_unwrap: when ``base_env`` is itself a plain ``TransformedEnv`` (not a subclass,
             and this env is not one either), build the new env on its base env with clones of
             its transforms followed by ``transform`` (one flat env). ``None`` (default): the
@@ -391,16 +392,28 @@ class TransformedEnv(EnvBase):
 
     def __getattr__(self, name: str) -> Any:
         try:
-            return super().__getattr__(name)
+            return super().__getattr__(name)  # the submodules (``transform``), buffers, parameters
         except AttributeError as err:
             if name in _NO_FALLTHROUGH or name.startswith("__") or "_base_env" not in self.__dict__:
                 raise
+            prop = getattr(type(self), name, None)
+            if isinstance(prop, property) and prop.fget is not None:
+                # Python lands here when a property of the env raised AttributeError (e.g. a
+                # transform's spec hook): report that error instead of reading the base env's value
+                try:
+                    return prop.fget(self)
+                except AttributeError as inner:
+                    raise AttributeError(
+                        f"{type(self).__name__}.{name} could not be computed because an internal error "
+                        f"was raised: {type(inner).__name__}({inner})"
+                    ) from inner
+            base = self.__dict__["_base_env"]
             try:
-                return getattr(self.__dict__["_base_env"], name)
+                return getattr(base, name)
             except AttributeError:
                 raise AttributeError(
-                    f"neither {type(self).__name__} nor its base env "
-                    f"{type(self.__dict__['_base_env']).__name__} has an attribute {name!r}"
+                    f"'{type(base).__name__}' object has no attribute {name!r} (nor has "
+                    f"{type(self).__name__}: the attribute was looked up in the base env)"
                 ) from err
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -11,7 +11,8 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from gpusim.specs import Bounded, Unbounded
+from gpusim.envs import EnvBase
+from gpusim.specs import Bounded, Composite, Unbounded
 from gpusim.transforms import (
     CatFrames,
     Compose,
@@ -367,10 +368,26 @@ def test_noop_reset_runs_noops_on_reset_rows_only():
     before = td["state"].clone()
     out = env.reset(td)
     assert torch.equal(out["state"][1::2], before[1::2])
-    # a row that would finish during the noops stops at its last live state
+    # noops that always end the episode: each row is reset and retried, then reset raises
     env = TransformedEnv(TickEnv(batch_size=(3,), max_count=3), NoopResetEnv(noops=5, random=False))
+    with pytest.raises(RuntimeError, match="done or truncated before the 5 noops"):
+        env.reset()
+
+
+def test_noop_reset_retries_rows_whose_episode_ended():
+    from gpusim.envs.native import CartPoleEnv
+
+    # 15 random CartPole steps end some episodes: those rows are reset and retried
+    env = TransformedEnv(CartPoleEnv(batch_size=(16,), seed=0), NoopResetEnv(noops=15, random=False))
     td = env.reset()
-    assert (td["state"] == 2).all() and not td["done"].any()
+    assert not td["done"].any() and not td["terminated"].any()
+    # a MASKED env stays sync-free: such a row keeps its last state before the end, no raise
+    env = TransformedEnv(CartPoleEnv(batch_size=(16,), seed=0, auto_reset_mode="masked"), NoopResetEnv(200, random=False))
+    assert not env.reset()["done"].any()
+    env = TransformedEnv(CartPoleEnv(batch_size=(16,), seed=0, auto_reset_mode="masked"),
+                         NoopResetEnv(200, random=False), run_type_checks=True)
+    with pytest.raises(RuntimeError, match="before the 200 noops"):
+        env.reset()  # debug mode checks
 
 
 def test_frame_skip_sums_rewards_and_stops_in_done_rows():
@@ -446,6 +463,8 @@ def test_step_counter_lists_its_keys_per_done_level():
     env = TransformedEnv(NestedCountingEnv(), StepCounter(5))
     assert env.transform.step_count_keys == ["step_count", ("agents", "step_count")]
     assert env.transform.truncated_keys == ["truncated", ("agents", "truncated")]
+    assert env.transform.all_truncated_keys == env.transform.truncated_keys
+    assert env.transform.done_keys == env.transform.all_done_keys == ["done", ("agents", "done")]
     td = env.rollout(2)  # batch (): the time dim leads
     for key in env.transform.step_count_keys:
         assert td["next", key][0].eq(1).all() and td["next", key][1].eq(2).all()
@@ -517,3 +536,38 @@ def test_errors_carry_torchrl_phrases(call, error, phrase):
     # TorchRL users match these phrases; the messages keep them (and say more)
     with pytest.raises(error, match=phrase):
         call()
+
+
+class _HeldCounter(EnvBase):
+    """A single env whose count lives in the env object (its step is not functional)."""
+
+    def __init__(self, max_count: int):
+        super().__init__()
+        self.max_count = max_count
+        self.observation_spec = Composite(count=Unbounded((1,)))
+        self.action_spec = Unbounded((1,))
+        self.count = 0
+
+    def _reset(self, td):
+        self.count = 0
+        return TensorDict({"count": torch.zeros(1)}, [])
+
+    def _step(self, td):
+        self.count += 1
+        return TensorDict({"count": torch.full((1,), float(self.count)), "reward": torch.zeros(1),
+                           "done": torch.tensor([self.count >= self.max_count])}, [])
+
+    def _set_seed(self, seed):
+        pass
+
+
+@pytest.mark.parametrize("noops", [3, 7])
+def test_noop_reset_of_a_stateful_env_never_steps_past_its_end(noops):
+    base = _HeldCounter(max_count=5)
+    env = TransformedEnv(base, NoopResetEnv(noops=noops, random=False))
+    if noops < 5:
+        assert env.reset()["count"].item() == noops and base.count == noops
+    else:
+        with pytest.raises(RuntimeError, match=f"before the {noops} noops"):
+            env.reset()
+        assert base.count == 5  # each trial stopped at the end of the episode

@@ -70,13 +70,16 @@ def test_random_crop_starts_vary_and_cover_the_range():
 
 def test_random_crop_with_mask_stays_in_the_valid_part():
     torch.manual_seed(0)
-    lengths = torch.tensor([2, 5, 10, 4] * 50)
+    lengths = torch.tensor([3, 5, 10, 4] * 50)
     mask = torch.arange(10).expand(200, 10) < lengths.unsqueeze(-1)
     td = TensorDict({"t": torch.arange(10).expand(200, 10), "mask": mask}, [200, 10])
     out = RandomCropTensorDict(3, mask_key="mask")(td)
     start = out["t"][:, 0]
-    assert (start <= (lengths - 3).clamp_min(0)).all()
-    assert out["mask"][lengths >= 3].all()
+    assert (start <= lengths - 3).all() and set(start[lengths == 5].tolist()) == {0, 1, 2}
+    assert out["mask"].all()  # only valid steps come back
+    # a row with fewer valid steps than the crop cannot give a valid window: refused
+    with pytest.raises(RuntimeError, match="the shortest row has 3 valid steps under 'mask'"):
+        RandomCropTensorDict(4, mask_key="mask")(td)
 
 
 def test_random_crop_errors():

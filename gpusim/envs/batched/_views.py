@@ -102,7 +102,7 @@ def check_usable(view: "BatchedEnvBase") -> "BatchedEnvBase":
     if view.__dict__.get("_closed"):
         raise RuntimeError(f"this {type(view).__name__} is a closed indexed env: index its parent again")
     parent = view.__dict__["_view_parent"]
-    if parent.is_closed:
+    if parent.__dict__.get("_closed"):  # closed by close() (not merely not started yet)
         raise RuntimeError(f"the parent environment has been closed: this indexed {type(view).__name__} is unusable")
     parent._ensure_started()
     return parent

@@ -429,6 +429,30 @@ class BatchedEnvBase(EnvBase):
         """
         return self._started
 
+    @property
+    def is_closed(self) -> bool:
+        """Whether the workers are down: before the first use (the workers start lazily) and after
+        :meth:`close` (TorchRL's meaning). An indexed view reports its own ``close``.
+
+        Examples:
+            >>> from gpusim.envs.batched import SerialEnv
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = SerialEnv(2, CartPoleEnv)
+            >>> env.is_closed  # not started yet
+            True
+            >>> _ = env.reset()
+            >>> env.is_closed
+            False
+        """
+        d = self.__dict__
+        if d.get("_closed", False):
+            return True
+        return "_view_parent" not in d and not d.get("_started", False)
+
+    @is_closed.setter
+    def is_closed(self, value: bool) -> None:
+        self.__dict__["_closed"] = bool(value)
+
     def start(self) -> None:
         """Starts the workers now (otherwise they start on first use).
 

@@ -112,6 +112,9 @@ class DMControlWrapper(LibraryWrapper):
         (torch.Size([1]), 2)
     """
 
+    _has_frame_skip = True  # _step repeats the action frame_skip times itself
+
+
     library = "dm_control"
 
     def __init__(

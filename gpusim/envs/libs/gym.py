@@ -108,6 +108,9 @@ class GymWrapper(EnvBase):
             domain=discrete)
     """
 
+    _has_frame_skip = True  # _step repeats the action frame_skip times itself
+
+
     def __init__(
         self,
         env: Any = None,
