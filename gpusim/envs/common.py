@@ -30,7 +30,7 @@ from gpusim.envs import _partial, _policy
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._seeding import next_seed
-from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks
+from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, resolve_set_state
 from gpusim.envs._rollout_stack import stack_steps
 from gpusim.envs._step_mdp import StepMDPPlan
 from gpusim.envs.utils import StepMDP
@@ -1099,7 +1099,26 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             )
 
     # ------------------------------------------------------------------ reset / step
-    def reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+    #: Whether ``_reset`` can honour a state passed in its input tensordict (a deterministic
+    #: ``reset(td, set_state=True)``, TorchRL's flag of the same name): a class whose ``_reset``
+    #: reads its ``state_spec`` entries from the input sets it to ``True`` and then receives a
+    #: ``set_state`` kwarg; ``set_state=True`` on other envs raises.
+    _supports_set_state: bool = False
+
+    def _input_td_has_state(self, tensordict: TensorDictBase | None) -> bool:
+        """Whether a ``reset`` input holds an entry of the env's ``state_spec`` (what
+        ``set_state=None`` honours, with a warning). Envs may override it."""
+        if tensordict is None:
+            return False
+        keys = [_keys.unravel(k) for k in self.state_spec.keys(True, True)]
+        if not keys:
+            return False
+        present = {_keys.unravel(k) for k in tensordict.keys(True, False)}
+        return any(k in present for k in keys)
+
+    def reset(
+        self, tensordict: TensorDictBase | None = None, *, set_state: bool | None = None, **kwargs: Any
+    ) -> TensorDictBase:
         """Resets the env (all rows, or the rows selected by ``"_reset"`` entries).
 
         The ``"_reset"`` entries are resolved once (:meth:`EpisodePlan.resolve
@@ -1110,6 +1129,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         Args:
             tensordict: ``None`` (reset every row), or the current data with ``"_reset"``
                 entries selecting the rows to reset.
+            set_state: ``True``: reset to the state held by ``tensordict`` (its entries of the
+                ``state_spec``), for envs whose class sets ``_supports_set_state = True``;
+                ``False``: ignore that state; ``None``: honour a state present in the input, with
+                a ``FutureWarning`` (TorchRL's transition rule, see
+                :func:`~gpusim.envs.episode.resolve_set_state`). Handed to ``_reset`` as the
+                ``set_state`` kwarg, only by envs that support it.
             **kwargs: forwarded to ``_reset``.
 
         Returns:
@@ -1118,6 +1143,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         Raises:
             TypeError, ValueError: a ``"_reset"`` entry that is not bool or not of its level's
                 done shape (naming the key, expected and received dtype/shape).
+            NotImplementedError: ``set_state=True`` on an env that cannot honour a state.
 
         Examples:
             >>> import torch
@@ -1133,6 +1159,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if tensordict is not None:
             self._check_batch(tensordict)
+        supported = self._supports_set_state
+        if supported or set_state is not None:
+            has_state = supported and set_state is None and self._input_td_has_state(tensordict)
+            set_state = resolve_set_state(set_state, supported, has_state, type(self).__name__)
+            if set_state is not None:
+                kwargs["set_state"] = set_state
         episode = self.episode
         masks = episode.resolve(tensordict, self._sparse_now())
         return self._reset_and_merge(tensordict, masks, **kwargs)
@@ -1362,8 +1394,17 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     f"{type(leaf).__name__}: {value.flatten()[:8].tolist()}"
                 )
 
+    @property
+    def _run_type_checks(self) -> bool:
+        """TorchRL's name of the attribute behind :attr:`run_type_checks` (the same flag)."""
+        return self.run_type_checks
+
+    @_run_type_checks.setter
+    def _run_type_checks(self, value: bool) -> None:
+        self.run_type_checks = bool(value)
+
     def _type_check(self, data: TensorDictBase, reset: bool = False) -> None:
-        """Debug mode: every output leaf present, finite and inside its spec."""
+        """Debug mode: every output leaf present, of its spec's dtype, finite and inside its spec."""
         keys = [*self.observation_keys, *self.done_keys]
         if not reset:
             keys += self.reward_keys
@@ -1373,6 +1414,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             if value is None:
                 raise KeyError(f"{type(self).__name__}: the {where} output misses the key {_keys.fmt(key)}")
             spec = self.output_spec[self._spec_parent(key)][key]
+            if isinstance(value, torch.Tensor) and value.dtype != spec.dtype:
+                name = ".".join(_keys.as_tuple(key))
+                raise TypeError(
+                    f"{type(self).__name__}: the {where} output {_keys.fmt(key)}: expected "
+                    f"{name}.dtype to be {spec.dtype} (its spec's) but got {value.dtype}"
+                )
             if isinstance(value, torch.Tensor) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
                 raise ValueError(f"{type(self).__name__}: the {where} output {_keys.fmt(key)} holds non-finite values")
             if not spec.is_in(value):

@@ -49,6 +49,7 @@ Examples:
 from __future__ import annotations
 
 import enum
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,6 +72,7 @@ __all__ = [
     "level_for_key",
     "reduce_rows",
     "rows_of",
+    "resolve_set_state",
 ]
 
 
@@ -364,6 +366,64 @@ def reset_mask_for(
         return None
     own = _tget(tensordict, level.reset_key)
     return None if own is None else _check_mask(own, level.reset_key, level.shape)
+
+
+def resolve_set_state(
+    set_state: bool | None, supported: bool, has_state: bool, env_name: str = "the env"
+) -> bool | None:
+    """The ``set_state`` a ``reset`` hands to ``_reset`` (TorchRL's deterministic-reset kwarg),
+    or ``None`` (nothing is handed).
+
+    * ``set_state=True`` asks for a reset *to the state held by the input tensordict*; an env
+      that cannot honour it (``supported`` False: its class does not set
+      ``_supports_set_state = True``) raises.
+    * ``set_state=False``: the state in the input is ignored (a fresh initial state).
+    * ``set_state=None`` (the default): on an env that supports it, a state present in the
+      input (``has_state``) is honoured, with a :class:`FutureWarning` (TorchRL's transition:
+      from its v0.15 an unspecified ``set_state`` means ``False``); without state, ``False``.
+    * An env that does not support it never receives the kwarg (``None``).
+
+    Args:
+        set_state: the value passed to ``reset``.
+        supported: whether the env's ``_reset`` can honour a state (``env._supports_set_state``).
+        has_state: whether the input holds an entry of the env's ``state_spec``.
+        env_name: named in the errors.
+
+    Raises:
+        NotImplementedError: ``set_state=True`` on an env that does not support it.
+        TypeError: a ``set_state`` that is not a bool or ``None``.
+
+    Examples:
+        >>> resolve_set_state(None, supported=True, has_state=False)
+        False
+        >>> resolve_set_state(None, supported=False, has_state=True) is None
+        True
+        >>> resolve_set_state(True, supported=False, has_state=True, env_name="MyEnv")
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: MyEnv does not support reset(td, set_state=True): its _reset cannot honour a state passed in the tensordict (a class that can sets _supports_set_state = True)
+    """
+    if set_state is not None and not isinstance(set_state, bool):
+        raise TypeError(f"reset: set_state must be a bool or None, got {type(set_state).__name__} {set_state!r}")
+    if set_state is True and not supported:
+        raise NotImplementedError(
+            f"{env_name} does not support reset(td, set_state=True): its _reset cannot honour a state "
+            "passed in the tensordict (a class that can sets _supports_set_state = True)"
+        )
+    if not supported:
+        return None
+    if set_state is None:
+        if not has_state:
+            return False
+        warnings.warn(
+            f"{env_name}.reset received a tensordict holding state entries without set_state: the "
+            "state is honoured, as TorchRL does until its v0.15 (after which an unspecified "
+            "set_state means False); pass set_state=True to honour it or set_state=False to ignore it",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return True
+    return set_state
 
 
 def selects_rows(tensordict: TensorDictBase | None) -> bool:

@@ -326,6 +326,15 @@ class TransformedEnv(EnvBase):
         return self.base_env.functional_step
 
     @property
+    def _supports_set_state(self) -> bool:  # type: ignore[override]
+        """The base env's (``reset(td, set_state=True)`` resets the base env to that state)."""
+        return self.base_env._supports_set_state
+
+    def _input_td_has_state(self, tensordict: TensorDictBase | None) -> bool:
+        """The base env's detection (the state a ``set_state`` reset honours is the base env's)."""
+        return self.base_env._input_td_has_state(tensordict)
+
+    @property
     def auto_reset_mode(self) -> AutoResetMode:  # type: ignore[override]
         """The base env's auto-reset mode (the transforms follow it).
 
