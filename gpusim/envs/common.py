@@ -30,7 +30,7 @@ from gpusim.envs import _partial, _policy
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._seeding import next_seed
-from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, resolve_set_state
+from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, native_autoreset_step, resolve_set_state
 from gpusim.envs._rollout_stack import stack_steps
 from gpusim.envs._step_mdp import StepMDPPlan
 from gpusim.envs.utils import StepMDP
@@ -1565,12 +1565,52 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             >>> data["next", "observation"].shape, td["done"].any().item()
             (torch.Size([4, 4]), False)
         """
+        if self.__dict__.get("_native_autoreset", False):
+            return native_autoreset_step(self, tensordict)
         tensordict = self.step(tensordict)
         tensordict_ = self._step_mdp(tensordict)
         if self._post_mdp_hook:
             tensordict, tensordict_ = self._post_step_mdp(tensordict, tensordict_)
         tensordict_ = self.maybe_reset(tensordict_)
         return tensordict, tensordict_
+
+    @property
+    def native_autoreset(self) -> bool:
+        """Whether the env resets its finished rows inside its own ``_step`` (it returns the
+        first observation of the next episode as the step's observation, as Isaac Lab and other
+        vectorized simulators do). ``step_and_maybe_reset`` then runs no reset: it follows
+        :func:`~gpusim.envs.episode.native_autoreset_step` (the finished rows' ``"next"``
+        observations blanked, transforms told through ``_reset_on_native_autoreset``, done
+        flags cleared). Settable; a ``TransformedEnv`` built on such an env inherits it.
+        TorchRL's attribute name ``_torchrl_native_autoreset`` is the same flag.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv()
+            >>> env.native_autoreset
+            False
+            >>> env._torchrl_native_autoreset = True
+            >>> env.native_autoreset
+            True
+        """
+        return self.__dict__.get("_native_autoreset", False)
+
+    @native_autoreset.setter
+    def native_autoreset(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"native_autoreset must be a bool, got {type(value).__name__} {value!r}")
+        self.__dict__["_native_autoreset"] = value
+
+    _torchrl_native_autoreset = native_autoreset
+
+    def _reset_on_native_autoreset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        """Hook of a native auto-reset (see :attr:`native_autoreset`): ``tensordict`` is the next
+        root with the ``"_reset"`` entries of the finished rows, ``tensordict_reset`` a copy to
+        update and return (its rows not reset are restored afterwards). Default: unchanged
+        (the env already reset itself); ``TransformedEnv`` runs its transforms' hooks."""
+        return tensordict_reset
 
     def _post_step_mdp(
         self, tensordict: TensorDictBase, tensordict_: TensorDictBase

@@ -66,6 +66,8 @@ class StepCounter(Transform):
         True
     """
 
+    restarts_on_native_autoreset = True  # per-episode state: restarted on a native auto-reset
+
     def __init__(
         self,
         max_steps: int | None = None,
