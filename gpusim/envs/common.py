@@ -1685,10 +1685,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return tensordict
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
-        """A step with a random action (from a fresh reset when no tensordict is given).
+        """A step with a random action.
 
         Args:
-            tensordict: the root data (``None``: reset first).
+            tensordict: the root data. ``None``: an env that reads nothing but its actions (an
+                empty ``state_spec``: its state lives in the env, as in TorchRL) steps on from
+                where it is; an env that reads state from its input is reset first.
 
         Returns:
             The stepped tensordict (output under ``"next"``).
@@ -1700,7 +1702,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             [1.0, 1.0]
         """
         if tensordict is None:
-            tensordict = self.reset()
+            if self.state_keys:
+                tensordict = self.reset()
+            else:
+                tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)
         return self.step(self.rand_action(tensordict))
 
     def fake_tensordict(self) -> TensorDictBase:

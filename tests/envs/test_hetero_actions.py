@@ -73,3 +73,24 @@ def test_heterogeneous_action_of_the_wrong_size_or_dtype_is_named():
     )
     with pytest.raises(TypeError, match="part 0 .* dtype torch.float64, expected torch.float32"):
         env.step(td)
+
+
+@pytest.mark.parametrize("kind", ["serial", "parallel"])
+def test_batched_env_of_heterogeneous_agents_carries_the_lazy_stacks_whole(kind):
+    from gpusim.envs import ParallelEnv, SerialEnv
+
+    cls = SerialEnv if kind == "serial" else ParallelEnv
+    env = cls(2, TwoAgentSizes)
+    try:
+        td = env.reset()
+        assert td.batch_size == (2, 2)
+        parts = env.rand_action(td).get(("agents", "action"), as_list=True)
+        assert [p.shape for p in parts] == [(2, 2, 3), (2, 2, 2)]
+        td = env.rand_step(td)
+        sums = [a.sum(-1, keepdim=True) for a in td.get(("agents", "action"), as_list=True)]
+        obs = td.get(("next", "agents", "obs"), as_list=True)
+        assert all(torch.allclose(o, s) for o, s in zip(obs, sums))  # each agent got its own action
+        out = env.rollout(3, break_when_any_done=False)
+        assert out.batch_size == (2, 2, 3)
+    finally:
+        env.close()
