@@ -41,7 +41,7 @@ from gpusim.envs._fasttd import fast_get, inner, is_plain, new_td
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs.batched.metadata import EnvMetaData
 
-__all__ = ["KeyPlan", "Buffers", "FileBuffers", "FlatLayout", "TDBuilder", "copy_leaves", "leaves", "maybe_leaves", "nontensor_keys"]
+__all__ = ["KeyPlan", "Buffers", "FileBuffers", "FlatLayout", "TDBuilder", "copy_leaves", "heterogeneous_stack", "leaves", "maybe_leaves", "nontensor_keys"]
 
 
 def _tensor_keys(td: TensorDictBase) -> list[NestedKey]:
@@ -89,17 +89,25 @@ def _carried_whole(value) -> bool:
     or a lazy stack of heterogeneous members (entries whose shapes or keys differ from one
     stacked member to the next, e.g. agents with observations of different sizes)."""
     if isinstance(value, LazyStackedTensorDict):
-        return _heterogeneous(value)
+        return heterogeneous_stack(value)
     if isinstance(value, TensorDictBase) or not is_tensor_collection(value):
         return False
     return any(is_non_tensor(v) for _, v in value.items(True, False))
 
 
-def _heterogeneous(stack: LazyStackedTensorDict) -> bool:
-    """Whether the members of a lazy stack differ in their keys or leaf shapes."""
+def heterogeneous_stack(stack: LazyStackedTensorDict) -> bool:
+    """Whether the members of a lazy stack differ in their keys or leaf shapes (no dense tensor
+    can hold its entries).
+
+    Examples:
+        >>> from tensordict import LazyStackedTensorDict
+        >>> a, b = TensorDict({"x": torch.zeros(3)}, []), TensorDict({"x": torch.zeros(2)}, [])
+        >>> heterogeneous_stack(LazyStackedTensorDict.lazy_stack([a, b])), heterogeneous_stack(LazyStackedTensorDict.lazy_stack([a, a]))
+        (True, False)
+    """
     signatures = set()
     for member in stack.tensordicts:
-        if isinstance(member, LazyStackedTensorDict) and _heterogeneous(member):
+        if isinstance(member, LazyStackedTensorDict) and heterogeneous_stack(member):
             return True
         signatures.add(
             tuple(sorted((str(k), tuple(v.shape)) for k, v in member.items(True, True) if isinstance(v, torch.Tensor)))
