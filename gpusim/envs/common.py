@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import os
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
 
 import torch
@@ -1619,6 +1620,38 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         :attr:`_post_mdp_hook` is set (transformed envs whose transforms edit the stepped data
         or the next root there); default: nothing."""
         return tensordict, tensordict_
+
+    def register_collector(self, collector: Any) -> None:
+        """Registers the data collector that drives the env (held by a weak reference: the env
+        does not keep the collector alive). Transforms read it through
+        :attr:`Transform.collector <gpusim.transforms.Transform.collector>`.
+
+        Args:
+            collector: the collector object.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> class Collector:
+            ...     pass
+            >>> env, collector = CartPoleEnv(), Collector()
+            >>> env.register_collector(collector)
+            >>> env.collector is collector
+            True
+        """
+        self.__dict__["_collector"] = weakref.ref(collector)
+
+    @property
+    def collector(self) -> Any:
+        """The collector registered with :meth:`register_collector`, or ``None`` (none was, or
+        it no longer exists).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().collector is None
+            True
+        """
+        ref = self.__dict__.get("_collector")
+        return None if ref is None else ref()
 
     def _check_batched_worker(self) -> None:
         """Raises ``RuntimeError`` when this env cannot be the worker of a batched env (a

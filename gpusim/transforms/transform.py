@@ -707,6 +707,25 @@ class Transform(nn.Module):
         """
         return self._env_container()
 
+    @property
+    def collector(self) -> Any:
+        """The collector registered with the environment holding the transform
+        (:meth:`EnvBase.register_collector <gpusim.envs.EnvBase.register_collector>`), or
+        ``None``. Not carried to the workers of a batched env.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> class Collector:
+            ...     pass
+            >>> env, collector = TransformedEnv(CartPoleEnv(), StepCounter()), Collector()
+            >>> env.register_collector(collector)
+            >>> env.transform.collector is collector
+            True
+        """
+        container = self.container
+        return None if container is None else container.collector
+
     def _preceding(self) -> tuple["EnvBase", list["Transform"]] | None:
         """``(base_env, transforms before self)`` when the transform belongs to an env."""
         from gpusim.envs.common import EnvBase
