@@ -64,6 +64,7 @@ class _EnvPostInit(abc.ABCMeta):
         spec_locked = kwargs.pop("spec_locked", None)
         auto_reset = kwargs.pop("auto_reset", False)
         auto_reset_replace = kwargs.pop("auto_reset_replace", True)
+        compile_options = _compile_options(kwargs.pop("compile", None))
         instance = super().__call__(*args, **kwargs)
         if spec_locked is not None:
             instance.__dict__["_spec_locked"] = bool(spec_locked)
@@ -72,7 +73,38 @@ class _EnvPostInit(abc.ABCMeta):
             instance.set_spec_lock_(False)
         if auto_reset:
             instance = _hook("auto_reset")(instance, replace=auto_reset_replace)
+        if compile_options is not None:
+            instance.compile_step_and_maybe_reset(**compile_options)
         return instance
+
+
+def _compile_options(value: Any) -> dict | None:
+    """The ``compile=`` construction option: ``None``/``False`` (nothing), ``True`` (default
+    options) or a dict of options for :meth:`EnvBase.compile_step_and_maybe_reset`."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return {}
+    if isinstance(value, dict):
+        return dict(value)
+    raise TypeError(
+        f"compile must be a bool, None or a dict of torch.compile options (with an optional 'warmup'), "
+        f"got {type(value).__name__} {value!r}"
+    )
+
+
+class _Warmup:
+    """Runs ``eager`` for the first ``warmup`` calls, then ``compiled`` (the data layout of the
+    first calls, right after a reset, differs from the steady state's)."""
+
+    def __init__(self, eager: Callable, compiled: Callable, warmup: int) -> None:
+        self.eager, self.compiled, self.left = eager, compiled, warmup
+
+    def __call__(self, *args: Any) -> Any:
+        if self.left > 0:
+            self.left -= 1
+            return self.eager(*args)
+        return self.compiled(*args)
 
 
 #: What the transforms layer gives the envs (the envs never import it): ``"TransformedEnv"``
@@ -1566,6 +1598,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             >>> data["next", "observation"].shape, td["done"].any().item()
             (torch.Size([4, 4]), False)
         """
+        compiled = self.__dict__.get("_compiled_step_and_maybe_reset")
+        if compiled is not None:
+            return compiled(tensordict)
+        return self._step_and_maybe_reset(tensordict)
+
+    def _step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         if self.__dict__.get("_native_autoreset", False):
             return native_autoreset_step(self, tensordict)
         tensordict = self.step(tensordict)
@@ -1574,6 +1612,52 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             tensordict, tensordict_ = self._post_step_mdp(tensordict, tensordict_)
         tensordict_ = self.maybe_reset(tensordict_)
         return tensordict, tensordict_
+
+    def compile_step_and_maybe_reset(self, *, warmup: int | None = None, **kwargs: Any) -> "EnvBase":
+        """Compiles :meth:`step_and_maybe_reset` in place with ``torch.compile``; returns the env.
+
+        TorchRL's ``env.compile(**options)`` and ``compile=`` construction option (the latter is
+        accepted by every env: ``CartPoleEnv(compile=True)``, ``compile={"warmup": 2, ...}``).
+        gpusim's own :meth:`compile` builds a compiled policy-and-step loop instead
+        (:class:`~gpusim.envs.compiled.CompiledRollout`). :meth:`eager` undoes it.
+
+        Args:
+            warmup: the first ``warmup`` calls run eagerly (the data layout right after a reset
+                differs from the steady state's, which would compile twice); ``None``: compile
+                from the first call.
+            **kwargs: ``torch.compile`` options (``backend``, ``mode``, ``fullgraph``,
+                ``dynamic``, ...).
+
+        Returns:
+            The env itself.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(compile={"backend": "eager", "warmup": 1})
+            >>> data, root = env.step_and_maybe_reset(env.rand_action(env.reset()))  # eager (warmup)
+            >>> env.eager() is env
+            True
+        """
+        if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0):
+            raise ValueError(f"warmup must be a non-negative int or None, got {warmup!r}")
+        compiled = torch.compile(self._step_and_maybe_reset, **kwargs)
+        if warmup:
+            compiled = _Warmup(self._step_and_maybe_reset, compiled, warmup)
+        self.__dict__["_compiled_step_and_maybe_reset"] = compiled
+        return self
+
+    def eager(self) -> "EnvBase":
+        """Undoes :meth:`compile_step_and_maybe_reset`: ``step_and_maybe_reset`` runs eagerly
+        again. Returns the env.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv().compile_step_and_maybe_reset(backend="eager")
+            >>> env.eager().step_and_maybe_reset(env.rand_action(env.reset()))[1].batch_size
+            torch.Size([])
+        """
+        self.__dict__.pop("_compiled_step_and_maybe_reset", None)
+        return self
 
     @property
     def native_autoreset(self) -> bool:
