@@ -1192,6 +1192,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if tensordict is not None:
             self._check_batch(tensordict)
+        self.__dict__["_was_reset"] = True
         supported = self._supports_set_state
         if supported or set_state is not None:
             has_state = supported and set_state is None and self._input_td_has_state(tensordict)
@@ -1805,9 +1806,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """A step with a random action.
 
         Args:
-            tensordict: the root data. ``None``: an env that reads nothing but its actions (an
-                empty ``state_spec``: its state lives in the env, as in TorchRL) steps on from
-                where it is; an env that reads state from its input is reset first.
+            tensordict: the root data. ``None``: as in TorchRL, an env that was reset before
+                and reads nothing but its actions (an empty ``state_spec``: its state lives in
+                the env) steps on from where it is, from an input holding the action only; an
+                env never reset, or one that reads state entries from its input, is reset first.
 
         Returns:
             The stepped tensordict (output under ``"next"``).
@@ -1819,7 +1821,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             [1.0, 1.0]
         """
         if tensordict is None:
-            if self.state_keys:
+            if self.state_keys or not self.__dict__.get("_was_reset", False):
                 tensordict = self.reset()
             else:
                 tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)

@@ -48,3 +48,9 @@ def test_env_reading_its_state_from_the_input_is_reset_first():
     env = CartPoleEnv(batch_size=[2], seed=0)
     td = env.rand_step()  # the physics state comes from a fresh reset
     assert td["next", "observation"].shape == (2, 4) and "state" in td.keys()
+
+
+def test_a_fresh_env_is_reset_first():
+    env = Tally()
+    assert env.rand_step()["next", "n"].flatten().tolist() == [1.0, 1.0]
+    assert env.resets == 1
