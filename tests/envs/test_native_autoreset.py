@@ -129,3 +129,12 @@ def test_torchrl_attribute_name_is_the_same_flag_and_bad_values_raise():
     assert env.native_autoreset is True
     with pytest.raises(TypeError, match="native_autoreset must be a bool, got str 'yes'"):
         env.native_autoreset = "yes"
+
+
+def test_a_non_stop_rollout_runs_no_reset_after_the_first():
+    env = SelfRestarting(limits=(2, 3))
+    env.native_autoreset = True
+    out = env.rollout(6, policy=lambda td: td.set("action", torch.ones(2, dtype=torch.long)), break_when_any_done=False)
+    assert env.resets == 1
+    assert out["next", "done"].squeeze(-1).sum(-1).tolist() == [3, 2]
+    assert out["count"][0].flatten().tolist() == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]  # restarted by the env
