@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDictBase, is_non_tensor
 
 from gpusim.envs._keys import as_tuple
+from gpusim.envs.batched._shared import heterogeneous_stack
+from gpusim.specs import Composite
 
 if TYPE_CHECKING:
     from gpusim.envs.common import EnvBase
@@ -21,8 +23,20 @@ if TYPE_CHECKING:
 __all__ = ["check_env_specs"]
 
 
-def _tensor_leaves(td: TensorDictBase) -> dict:
-    return {k: v for k, v in td.items(True, True) if isinstance(v, torch.Tensor)}
+def _tensor_leaves(td: TensorDictBase, prefix: tuple = ()) -> dict:
+    """The tensor leaves of ``td`` by key; a lazy stack whose members differ (heterogeneous
+    agents) is read member by member, its leaves keyed ``(..., "[i]", ...)``."""
+    out = {}
+    for key, value in td.items():
+        path = (*prefix, key)
+        if isinstance(value, torch.Tensor):
+            out[path[0] if len(path) == 1 else path] = value
+        elif isinstance(value, LazyStackedTensorDict) and heterogeneous_stack(value):
+            for i, member in enumerate(value.tensordicts):
+                out.update(_tensor_leaves(member, (*path, f"[{i}]")))
+        elif isinstance(value, TensorDictBase) and not is_non_tensor(value):
+            out.update(_tensor_leaves(value, path))
+    return out
 
 
 def _fmt(key) -> str:
@@ -178,11 +192,9 @@ def _check_values(env: "EnvBase", real: TensorDictBase) -> None:
         step = real[..., t]
         for where, spec in groups:
             data = step.get("next") if where == "next" else step
-            for key in spec.keys(True, True):
-                value = data.get(key, None)
+            for key, leaf, value in _spec_values(spec, data):
                 if not isinstance(value, torch.Tensor):
                     continue
-                leaf = spec[key]
                 if getattr(leaf, "mask", None) is not None:
                     # a mask that follows the env (an action mask) is the latest step's: check the
                     # recorded values against the unmasked spec
@@ -199,3 +211,19 @@ def _check_values(env: "EnvBase", real: TensorDictBase) -> None:
                         f"The value of key {_fmt(name)} at step {t} is outside its spec "
                         f"{type(leaf).__name__}: {value.flatten()[:8].tolist()}..."
                     )
+
+
+def _spec_values(spec, data: TensorDictBase, prefix: tuple = ()):
+    """``(key, leaf spec, value)`` for every leaf of ``spec``; a lazy stack of heterogeneous
+    members (data and spec) is walked member by member (keys ``(..., "[i]", ...)``)."""
+    for key in spec.keys():
+        sub = spec[key]
+        path = (*prefix, key)
+        value = data.get(key, None) if isinstance(data, TensorDictBase) else None
+        if isinstance(value, LazyStackedTensorDict) and heterogeneous_stack(value) and hasattr(sub, "stack_dim"):
+            for i, (s_i, d_i) in enumerate(zip(sub.unbind(sub.stack_dim), value.tensordicts)):
+                yield from _spec_values(s_i, d_i, (*path, f"[{i}]"))
+        elif isinstance(sub, Composite):
+            yield from _spec_values(sub, value, path)
+        else:
+            yield (path[0] if len(path) == 1 else path), sub, value

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import os
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
 
 import torch
@@ -30,7 +31,7 @@ from gpusim.envs import _partial, _policy
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._seeding import next_seed
-from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks
+from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, native_autoreset_step, resolve_set_state
 from gpusim.envs._rollout_stack import stack_steps
 from gpusim.envs._step_mdp import StepMDPPlan
 from gpusim.envs.utils import StepMDP
@@ -63,6 +64,7 @@ class _EnvPostInit(abc.ABCMeta):
         spec_locked = kwargs.pop("spec_locked", None)
         auto_reset = kwargs.pop("auto_reset", False)
         auto_reset_replace = kwargs.pop("auto_reset_replace", True)
+        compile_options = _compile_options(kwargs.pop("compile", None))
         instance = super().__call__(*args, **kwargs)
         if spec_locked is not None:
             instance.__dict__["_spec_locked"] = bool(spec_locked)
@@ -77,7 +79,38 @@ class _EnvPostInit(abc.ABCMeta):
             instance = _hook("frame_skip")(instance, frame_skip)
         if auto_reset:
             instance = _hook("auto_reset")(instance, replace=auto_reset_replace)
+        if compile_options is not None:
+            instance.compile_step_and_maybe_reset(**compile_options)
         return instance
+
+
+def _compile_options(value: Any) -> dict | None:
+    """The ``compile=`` construction option: ``None``/``False`` (nothing), ``True`` (default
+    options) or a dict of options for :meth:`EnvBase.compile_step_and_maybe_reset`."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return {}
+    if isinstance(value, dict):
+        return dict(value)
+    raise TypeError(
+        f"compile must be a bool, None or a dict of torch.compile options (with an optional 'warmup'), "
+        f"got {type(value).__name__} {value!r}"
+    )
+
+
+class _Warmup:
+    """Runs ``eager`` for the first ``warmup`` calls, then ``compiled`` (the data layout of the
+    first calls, right after a reset, differs from the steady state's)."""
+
+    def __init__(self, eager: Callable, compiled: Callable, warmup: int) -> None:
+        self.eager, self.compiled, self.left = eager, compiled, warmup
+
+    def __call__(self, *args: Any) -> Any:
+        if self.left > 0:
+            self.left -= 1
+            return self.eager(*args)
+        return self.compiled(*args)
 
 
 #: What the transforms layer gives the envs (the envs never import it): ``"TransformedEnv"``
@@ -1139,7 +1172,26 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             )
 
     # ------------------------------------------------------------------ reset / step
-    def reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+    #: Whether ``_reset`` can honour a state passed in its input tensordict (a deterministic
+    #: ``reset(td, set_state=True)``, TorchRL's flag of the same name): a class whose ``_reset``
+    #: reads its ``state_spec`` entries from the input sets it to ``True`` and then receives a
+    #: ``set_state`` kwarg; ``set_state=True`` on other envs raises.
+    _supports_set_state: bool = False
+
+    def _input_td_has_state(self, tensordict: TensorDictBase | None) -> bool:
+        """Whether a ``reset`` input holds an entry of the env's ``state_spec`` (what
+        ``set_state=None`` honours, with a warning). Envs may override it."""
+        if tensordict is None:
+            return False
+        keys = [_keys.unravel(k) for k in self.state_spec.keys(True, True)]
+        if not keys:
+            return False
+        present = {_keys.unravel(k) for k in tensordict.keys(True, False)}
+        return any(k in present for k in keys)
+
+    def reset(
+        self, tensordict: TensorDictBase | None = None, *, set_state: bool | None = None, **kwargs: Any
+    ) -> TensorDictBase:
         """Resets the env (all rows, or the rows selected by ``"_reset"`` entries).
 
         The ``"_reset"`` entries are resolved once (:meth:`EpisodePlan.resolve
@@ -1150,6 +1202,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         Args:
             tensordict: ``None`` (reset every row), or the current data with ``"_reset"``
                 entries selecting the rows to reset.
+            set_state: ``True``: reset to the state held by ``tensordict`` (its entries of the
+                ``state_spec``), for envs whose class sets ``_supports_set_state = True``;
+                ``False``: ignore that state; ``None``: honour a state present in the input, with
+                a ``FutureWarning`` (TorchRL's transition rule, see
+                :func:`~gpusim.envs.episode.resolve_set_state`). Handed to ``_reset`` as the
+                ``set_state`` kwarg, only by envs that support it.
             **kwargs: forwarded to ``_reset``.
 
         Returns:
@@ -1158,6 +1216,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         Raises:
             TypeError, ValueError: a ``"_reset"`` entry that is not bool or not of its level's
                 done shape (naming the key, expected and received dtype/shape).
+            NotImplementedError: ``set_state=True`` on an env that cannot honour a state.
 
         Examples:
             >>> import torch
@@ -1173,6 +1232,13 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if tensordict is not None:
             self._check_batch(tensordict)
+        self.__dict__["_was_reset"] = True
+        supported = self._supports_set_state
+        if supported or set_state is not None:
+            has_state = supported and set_state is None and self._input_td_has_state(tensordict)
+            set_state = resolve_set_state(set_state, supported, has_state, type(self).__name__)
+            if set_state is not None:
+                kwargs["set_state"] = set_state
         episode = self._episode_for(tensordict)
         masks = episode.resolve(tensordict, self._sparse_now())
         return self._reset_and_merge(tensordict, masks, **kwargs)
@@ -1402,8 +1468,17 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     f"{type(leaf).__name__}: {value.flatten()[:8].tolist()}"
                 )
 
+    @property
+    def _run_type_checks(self) -> bool:
+        """TorchRL's name of the attribute behind :attr:`run_type_checks` (the same flag)."""
+        return self.run_type_checks
+
+    @_run_type_checks.setter
+    def _run_type_checks(self, value: bool) -> None:
+        self.run_type_checks = bool(value)
+
     def _type_check(self, data: TensorDictBase, reset: bool = False) -> None:
-        """Debug mode: every output leaf present, finite and inside its spec."""
+        """Debug mode: every output leaf present, of its spec's dtype, finite and inside its spec."""
         keys = [*self.observation_keys, *self.done_keys]
         if not reset:
             keys += self.reward_keys
@@ -1413,6 +1488,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             if value is None:
                 raise KeyError(f"{type(self).__name__}: the {where} output misses the key {_keys.fmt(key)}")
             spec = self.output_spec[self._spec_parent(key)][key]
+            if isinstance(value, torch.Tensor) and value.dtype != spec.dtype:
+                name = ".".join(_keys.as_tuple(key))
+                raise TypeError(
+                    f"{type(self).__name__}: the {where} output {_keys.fmt(key)}: expected "
+                    f"{name}.dtype to be {spec.dtype} (its spec's) but got {value.dtype}"
+                )
             if isinstance(value, torch.Tensor) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
                 raise ValueError(f"{type(self).__name__}: the {where} output {_keys.fmt(key)} holds non-finite values")
             if not spec.is_in(value):
@@ -1558,12 +1639,104 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             >>> data["next", "observation"].shape, td["done"].any().item()
             (torch.Size([4, 4]), False)
         """
+        compiled = self.__dict__.get("_compiled_step_and_maybe_reset")
+        if compiled is not None:
+            return compiled(tensordict)
+        return self._step_and_maybe_reset(tensordict)
+
+    def _step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        if self.__dict__.get("_native_autoreset", False):
+            return native_autoreset_step(self, tensordict)
         tensordict = self.step(tensordict)
         tensordict_ = self._step_mdp(tensordict)
         if self._post_mdp_hook:
             tensordict, tensordict_ = self._post_step_mdp(tensordict, tensordict_)
         tensordict_ = self.maybe_reset(tensordict_)
         return tensordict, tensordict_
+
+    def compile_step_and_maybe_reset(self, *, warmup: int | None = None, **kwargs: Any) -> "EnvBase":
+        """Compiles :meth:`step_and_maybe_reset` in place with ``torch.compile``; returns the env.
+
+        TorchRL's ``env.compile(**options)`` and ``compile=`` construction option (the latter is
+        accepted by every env: ``CartPoleEnv(compile=True)``, ``compile={"warmup": 2, ...}``).
+        gpusim's own :meth:`compile` builds a compiled policy-and-step loop instead
+        (:class:`~gpusim.envs.compiled.CompiledRollout`). :meth:`eager` undoes it.
+
+        Args:
+            warmup: the first ``warmup`` calls run eagerly (the data layout right after a reset
+                differs from the steady state's, which would compile twice); ``None``: compile
+                from the first call.
+            **kwargs: ``torch.compile`` options (``backend``, ``mode``, ``fullgraph``,
+                ``dynamic``, ...).
+
+        Returns:
+            The env itself.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(compile={"backend": "eager", "warmup": 1})
+            >>> data, root = env.step_and_maybe_reset(env.rand_action(env.reset()))  # eager (warmup)
+            >>> env.eager() is env
+            True
+        """
+        if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0):
+            raise ValueError(f"warmup must be a non-negative int or None, got {warmup!r}")
+        compiled = torch.compile(self._step_and_maybe_reset, **kwargs)
+        if warmup:
+            compiled = _Warmup(self._step_and_maybe_reset, compiled, warmup)
+        self.__dict__["_compiled_step_and_maybe_reset"] = compiled
+        return self
+
+    def eager(self) -> "EnvBase":
+        """Undoes :meth:`compile_step_and_maybe_reset`: ``step_and_maybe_reset`` runs eagerly
+        again. Returns the env.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv().compile_step_and_maybe_reset(backend="eager")
+            >>> env.eager().step_and_maybe_reset(env.rand_action(env.reset()))[1].batch_size
+            torch.Size([])
+        """
+        self.__dict__.pop("_compiled_step_and_maybe_reset", None)
+        return self
+
+    @property
+    def native_autoreset(self) -> bool:
+        """Whether the env resets its finished rows inside its own ``_step`` (it returns the
+        first observation of the next episode as the step's observation, as Isaac Lab and other
+        vectorized simulators do). ``step_and_maybe_reset`` then runs no reset: it follows
+        :func:`~gpusim.envs.episode.native_autoreset_step` (the finished rows' ``"next"``
+        observations blanked, transforms told through ``_reset_on_native_autoreset``, done
+        flags cleared). Settable; a ``TransformedEnv`` built on such an env inherits it.
+        TorchRL's attribute name ``_torchrl_native_autoreset`` is the same flag.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv()
+            >>> env.native_autoreset
+            False
+            >>> env._torchrl_native_autoreset = True
+            >>> env.native_autoreset
+            True
+        """
+        return self.__dict__.get("_native_autoreset", False)
+
+    @native_autoreset.setter
+    def native_autoreset(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"native_autoreset must be a bool, got {type(value).__name__} {value!r}")
+        self.__dict__["_native_autoreset"] = value
+
+    _torchrl_native_autoreset = native_autoreset
+
+    def _reset_on_native_autoreset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        """Hook of a native auto-reset (see :attr:`native_autoreset`): ``tensordict`` is the next
+        root with the ``"_reset"`` entries of the finished rows, ``tensordict_reset`` a copy to
+        update and return (its rows not reset are restored afterwards). Default: unchanged
+        (the env already reset itself); ``TransformedEnv`` runs its transforms' hooks."""
+        return tensordict_reset
 
     def _post_step_mdp(
         self, tensordict: TensorDictBase, tensordict_: TensorDictBase
@@ -1572,6 +1745,38 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         :attr:`_post_mdp_hook` is set (transformed envs whose transforms edit the stepped data
         or the next root there); default: nothing."""
         return tensordict, tensordict_
+
+    def register_collector(self, collector: Any) -> None:
+        """Registers the data collector that drives the env (held by a weak reference: the env
+        does not keep the collector alive). Transforms read it through
+        :attr:`Transform.collector <gpusim.transforms.Transform.collector>`.
+
+        Args:
+            collector: the collector object.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> class Collector:
+            ...     pass
+            >>> env, collector = CartPoleEnv(), Collector()
+            >>> env.register_collector(collector)
+            >>> env.collector is collector
+            True
+        """
+        self.__dict__["_collector"] = weakref.ref(collector)
+
+    @property
+    def collector(self) -> Any:
+        """The collector registered with :meth:`register_collector`, or ``None`` (none was, or
+        it no longer exists).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().collector is None
+            True
+        """
+        ref = self.__dict__.get("_collector")
+        return None if ref is None else ref()
 
     def _check_batched_worker(self) -> None:
         """Raises ``RuntimeError`` when this env cannot be the worker of a batched env (a
@@ -1638,10 +1843,13 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         return tensordict
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
-        """A step with a random action (from a fresh reset when no tensordict is given).
+        """A step with a random action.
 
         Args:
-            tensordict: the root data (``None``: reset first).
+            tensordict: the root data. ``None``: as in TorchRL, an env that was reset before
+                and reads nothing but its actions (an empty ``state_spec``: its state lives in
+                the env) steps on from where it is, from an input holding the action only; an
+                env never reset, or one that reads state entries from its input, is reset first.
 
         Returns:
             The stepped tensordict (output under ``"next"``).
@@ -1653,7 +1861,10 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             [1.0, 1.0]
         """
         if tensordict is None:
-            tensordict = self.reset()
+            if self.state_keys or not self.__dict__.get("_was_reset", False):
+                tensordict = self.reset()
+            else:
+                tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)
         return self.step(self.rand_action(tensordict))
 
     def fake_tensordict(self) -> TensorDictBase:

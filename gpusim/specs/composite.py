@@ -344,7 +344,10 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         """
         parts = unravel(key)
         node = self
-        for part in parts[:-1]:
+        for i, part in enumerate(parts[:-1]):
+            if not isinstance(node._specs, dict):  # a lazy stack of Composites: its own set
+                node.set(pack(parts[i:]), spec)
+                return self
             child = node._specs.get(part)
             if child is None:
                 node._check_unlocked(f"set key {pack(parts)!r}")
@@ -357,6 +360,9 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
                 )
             node = child
         leaf = parts[-1]
+        if not isinstance(node._specs, dict):
+            node.set(leaf, spec)
+            return self
         if leaf in _RESERVED:
             raise AttributeError(
                 f"Composite[{leaf!r}] cannot be set: {leaf!r} is a reserved name "

@@ -250,6 +250,21 @@ class CatFrames(Transform):
                 "on stored trajectories): an env step has no future frames and builds no padding mask"
             )
 
+    def _reset_on_native_autoreset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        """A native auto-reset: the restarted rows' stacks restart from the new episode's first
+        frame (the newest frame of the stack the step built, where the stack replaced its
+        input entry)."""
+        for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
+            value = tget(tensordict_reset, in_key)
+            buf = self._buffers.get(self._buffer_name(i))
+            if in_key != out_key or value is None or buf is None or buf.shape[self.dim] != value.shape[self.dim]:
+                continue
+            frame = value.shape[self.dim] // self.N
+            tset(tensordict_reset, in_key, value.narrow(self.dim, value.shape[self.dim] - frame, frame))
+        return self._reset(tensordict, tensordict_reset)
+
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         self._check_online()
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):

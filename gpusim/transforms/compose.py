@@ -208,6 +208,13 @@ class Compose(Transform):
             tensordict_reset = t._reset(tensordict, tensordict_reset)
         return tensordict_reset
 
+    def _reset_on_native_autoreset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        for t in self.transforms:
+            tensordict_reset = t._reset_on_native_autoreset(tensordict, tensordict_reset)
+        return tensordict_reset
+
     def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
         for t in reversed(self.transforms):
             tensordict = t._reset_env_preprocess(tensordict)

@@ -70,6 +70,8 @@ class TensorDictPrimer(Transform):
         [1.0, 2.0, 3.0]
     """
 
+    restarts_on_native_autoreset = True  # per-episode state: restarted on a native auto-reset
+
     def __init__(
         self,
         primers: Mapping[NestedKey, TensorSpec] | Composite | None = None,

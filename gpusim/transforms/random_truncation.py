@@ -58,6 +58,8 @@ class RandomTruncationTransform(Transform):
         0.1
     """
 
+    restarts_on_native_autoreset = True  # per-episode state: restarted on a native auto-reset
+
     def __init__(self, min_horizon: int, max_horizon: int, prob: float = 0.0, first_episode_prob: float | None = None) -> None:
         super().__init__()
         self.prob = _check_prob("prob", prob)

@@ -47,6 +47,8 @@ class _RewardTracker(Transform):
     shaped like it, registered in the observation spec and in the state spec (it is an input of
     the next step)."""
 
+    restarts_on_native_autoreset = True  # per-episode state: restarted on a native auto-reset
+
     _out_name: str = ""
 
     def __init__(self, in_keys=None, out_keys=None) -> None:

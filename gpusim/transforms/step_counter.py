@@ -66,6 +66,8 @@ class StepCounter(Transform):
         True
     """
 
+    restarts_on_native_autoreset = True  # per-episode state: restarted on a native auto-reset
+
     def __init__(
         self,
         max_steps: int | None = None,
@@ -183,13 +185,17 @@ class StepCounter(Transform):
         done_spec = output_spec["full_done_spec"]
         obs_spec = output_spec["full_observation_spec"]
         devices = []
+        groups = {}  # the shape of each nested done group (the state spec gets the same group)
         for count_key, trunc_key, done_key, shape in plan:
             device = done_spec[done_key].device
             devices.append(device)
+            if isinstance(done_key, tuple) and len(done_key) > 1:
+                groups[done_key[:-1]] = done_spec[done_key[:-1]].shape
             if self.max_steps is not None and trunc_key not in done_spec.keys(True, True):
                 done_spec[trunc_key] = Categorical(2, shape=shape, dtype=torch.bool, device=device)
             obs_spec[count_key] = self._count_spec(shape, device)
         self.__dict__["_devices"] = devices
+        self.__dict__["_groups"] = groups
         return output_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
@@ -198,7 +204,11 @@ class StepCounter(Transform):
             return input_spec
         state_spec = input_spec["full_state_spec"]
         devices = self.__dict__["_devices"]
+        groups = self.__dict__.get("_groups", {})
         for (count_key, _, done_key, shape), device in zip(plan, devices):
+            group = count_key[:-1] if isinstance(count_key, tuple) else ()
+            if group and group in groups and state_spec.get(group, None) is None:
+                state_spec[group] = Composite(shape=groups[group], device=device)
             state_spec[count_key] = self._count_spec(shape, device)
         return input_spec
 

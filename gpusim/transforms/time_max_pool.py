@@ -58,6 +58,8 @@ class TimeMaxPool(Transform):
         True
     """
 
+    restarts_on_native_autoreset = True  # per-episode state: restarted on a native auto-reset
+
     def __init__(
         self,
         in_keys: Sequence[NestedKey] | None = None,

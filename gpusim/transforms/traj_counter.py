@@ -94,6 +94,8 @@ class TrajCounter(Transform):
         True
     """
 
+    restarts_on_native_autoreset = True  # per-episode state: restarted on a native auto-reset
+
     def __init__(self, out_key: NestedKey = "traj_count") -> None:
         super().__init__(in_keys=[], out_keys=[out_key])
         path = os.path.join(tempfile.gettempdir(), f"gpusim-trajcounter-{os.getuid()}.lock")  # one for all

@@ -285,6 +285,24 @@ class Transform(nn.Module):
         default: ``_call`` that skips absent keys."""
         return self._tolerant_call(tensordict_reset)
 
+    #: Whether the transform keeps per-episode state that a native auto-reset (an env that
+    #: restarts its finished rows inside ``_step``, see ``EnvBase.native_autoreset``) must
+    #: restart: then :meth:`_reset_on_native_autoreset` runs :meth:`_reset` on those rows.
+    restarts_on_native_autoreset: bool = False
+
+    def _reset_on_native_autoreset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        """Hook of a native auto-reset: ``tensordict`` is the next root with the ``"_reset"``
+        entries of the rows the env restarted inside its step (its data already went through
+        :meth:`_step`), ``tensordict_reset`` a copy to update and return (the rows not reset
+        are restored afterwards). Default: :meth:`_reset` when
+        :attr:`restarts_on_native_autoreset`, else unchanged (a stateless transform already
+        transformed the step's data)."""
+        if self.restarts_on_native_autoreset:
+            return self._reset(tensordict, tensordict_reset)
+        return tensordict_reset
+
     def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
         """Preprocesses the input of ``reset`` before the base env resets (default: identity)."""
         return tensordict
@@ -688,6 +706,25 @@ class Transform(nn.Module):
             True
         """
         return self._env_container()
+
+    @property
+    def collector(self) -> Any:
+        """The collector registered with the environment holding the transform
+        (:meth:`EnvBase.register_collector <gpusim.envs.EnvBase.register_collector>`), or
+        ``None``. Not carried to the workers of a batched env.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import StepCounter, TransformedEnv
+            >>> class Collector:
+            ...     pass
+            >>> env, collector = TransformedEnv(CartPoleEnv(), StepCounter()), Collector()
+            >>> env.register_collector(collector)
+            >>> env.transform.collector is collector
+            True
+        """
+        container = self.container
+        return None if container is None else container.collector
 
     def _preceding(self) -> tuple["EnvBase", list["Transform"]] | None:
         """``(base_env, transforms before self)`` when the transform belongs to an env."""

@@ -227,6 +227,7 @@ class TransformedEnv(EnvBase):
         env = base_env
         if not isinstance(env, EnvBase):
             raise TypeError(f"TransformedEnv needs an EnvBase as base_env, got {type(env).__name__}")
+        native_autoreset = env.native_autoreset  # inherited (read before any unwrapping)
         transform = _as_transform(transform, "TransformedEnv")
         if device is not None and torch.device(device) != env.device:
             env = env.to(device)
@@ -252,6 +253,8 @@ class TransformedEnv(EnvBase):
                     t._detach_container()
             transform = Compose(*inner, *more)
         self._install_transform(transform)
+        if native_autoreset:
+            self.native_autoreset = True
 
     # ------------------------------------------------------------------ construction
     def _install_transform(self, transform: Transform | None) -> None:
@@ -325,6 +328,23 @@ class TransformedEnv(EnvBase):
             True
         """
         return self.base_env.functional_step
+
+    def _reset_on_native_autoreset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        """The base env's hook, then the transforms' (``Transform._reset_on_native_autoreset``),
+        in reset order."""
+        tensordict_reset = self.base_env._reset_on_native_autoreset(tensordict, tensordict_reset)
+        return self.transform._reset_on_native_autoreset(tensordict, tensordict_reset)
+
+    @property
+    def _supports_set_state(self) -> bool:  # type: ignore[override]
+        """The base env's (``reset(td, set_state=True)`` resets the base env to that state)."""
+        return self.base_env._supports_set_state
+
+    def _input_td_has_state(self, tensordict: TensorDictBase | None) -> bool:
+        """The base env's detection (the state a ``set_state`` reset honours is the base env's)."""
+        return self.base_env._input_td_has_state(tensordict)
 
     @property
     def auto_reset_mode(self) -> AutoResetMode:  # type: ignore[override]

@@ -379,3 +379,21 @@ def test_rollouts_chain_without_a_reset_after_the_last_step():
     assert nxt["count"].eq(4).all()  # ...and is not followed by a reset
     again = env.rollout(1, policy, auto_reset=False, tensordict=nxt, break_when_any_done=False)
     assert (again["count"] < 3).all()  # the next rollout resets the finished rows first
+
+
+def test_register_collector_is_a_weak_reference_seen_by_the_transforms():
+    import gc
+
+    from gpusim.transforms import StepCounter, TransformedEnv
+
+    class Collector:
+        pass
+
+    env = TransformedEnv(CountingEnv(), StepCounter())
+    assert env.collector is None and env.transform.collector is None
+    collector = Collector()
+    env.register_collector(collector)
+    assert env.collector is collector and env.transform.collector is collector
+    del collector
+    gc.collect()
+    assert env.collector is None  # the env does not keep the collector alive

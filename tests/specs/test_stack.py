@@ -252,3 +252,14 @@ def test_stacked_composite_takes_the_device_of_the_composite_it_is_set_into():
     assert a.device == b.device == b["y"].device == torch.device("cpu")
     with pytest.raises(RuntimeError, match="clear_device_"):
         hetero.device = None
+
+
+def test_nested_set_through_a_stacked_composite_sets_every_member():
+    a = Composite(x=Unbounded(shape=(3,)))
+    b = Composite(x=Unbounded(shape=(2,)))
+    parent = Composite(agents=torch.stack([a, b], 0))
+    parent[("agents", "count")] = Unbounded(shape=(2, 1))
+    members = parent["agents"].unbind(0)
+    assert [m["count"].shape for m in members] == [torch.Size([1]), torch.Size([1])]
+    parent.set(("agents", "deeper", "y"), Unbounded(shape=(2, 4)))
+    assert parent["agents"].unbind(0)[1]["deeper", "y"].shape == torch.Size([4])

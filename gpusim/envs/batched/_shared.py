@@ -34,18 +34,30 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
-from tensordict import TensorDict, TensorDictBase, is_non_tensor, is_tensor_collection
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_non_tensor, is_tensor_collection
 
 from gpusim.envs import _keys
 from gpusim.envs._fasttd import fast_get, inner, is_plain, new_td
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs.batched.metadata import EnvMetaData
 
-__all__ = ["KeyPlan", "Buffers", "FileBuffers", "FlatLayout", "TDBuilder", "copy_leaves", "leaves", "maybe_leaves", "nontensor_keys"]
+__all__ = ["KeyPlan", "Buffers", "FileBuffers", "FlatLayout", "TDBuilder", "copy_leaves", "heterogeneous_stack", "leaves", "maybe_leaves", "nontensor_keys"]
 
 
 def _tensor_keys(td: TensorDictBase) -> list[NestedKey]:
-    return [_keys.unravel(k) for k, v in td.items(True, True) if isinstance(v, torch.Tensor)]
+    """The tensor leaves of ``td``, minus those inside entries carried whole (see
+    :func:`_carried_whole`)."""
+    out: list = []
+
+    def walk(node: TensorDictBase, prefix: tuple) -> None:
+        for key, value in node.items():
+            if isinstance(value, torch.Tensor):
+                out.append(_keys.unravel((*prefix, key)))
+            elif isinstance(value, TensorDictBase) and not is_non_tensor(value) and not _carried_whole(value):
+                walk(value, (*prefix, key))
+
+    walk(td, ())
+    return out
 
 
 def nontensor_keys(td: TensorDictBase) -> list[NestedKey]:
@@ -72,11 +84,37 @@ def nontensor_keys(td: TensorDictBase) -> list[NestedKey]:
 
 
 def _carried_whole(value) -> bool:
-    """A tensorclass holding non-tensor data (e.g. a chat history whose length changes every
-    step): no buffer can hold it, so it travels whole with the commands and answers."""
+    """An entry no buffer can hold, that travels whole with the commands and answers: a
+    tensorclass holding non-tensor data (e.g. a chat history whose length changes every step),
+    or a lazy stack of heterogeneous members (entries whose shapes or keys differ from one
+    stacked member to the next, e.g. agents with observations of different sizes)."""
+    if isinstance(value, LazyStackedTensorDict):
+        return heterogeneous_stack(value)
     if isinstance(value, TensorDictBase) or not is_tensor_collection(value):
         return False
     return any(is_non_tensor(v) for _, v in value.items(True, False))
+
+
+def heterogeneous_stack(stack: LazyStackedTensorDict) -> bool:
+    """Whether the members of a lazy stack differ in their keys or leaf shapes (no dense tensor
+    can hold its entries).
+
+    Examples:
+        >>> from tensordict import LazyStackedTensorDict
+        >>> a, b = TensorDict({"x": torch.zeros(3)}, []), TensorDict({"x": torch.zeros(2)}, [])
+        >>> heterogeneous_stack(LazyStackedTensorDict.lazy_stack([a, b])), heterogeneous_stack(LazyStackedTensorDict.lazy_stack([a, a]))
+        (True, False)
+    """
+    signatures = set()
+    for member in stack.tensordicts:
+        if isinstance(member, LazyStackedTensorDict) and heterogeneous_stack(member):
+            return True
+        signatures.add(
+            tuple(sorted((str(k), tuple(v.shape)) for k, v in member.items(True, True) if isinstance(v, torch.Tensor)))
+        )
+        if len(signatures) > 1:
+            return True
+    return False
 
 
 def _covering(key: NestedKey, carried: Sequence[NestedKey]) -> NestedKey | None:

@@ -309,6 +309,8 @@ class BatchedEnvBase(EnvBase):
         d["create_env_fn"] = fns
         d["create_env_kwargs"] = [dict(k) for k in kwargs]  # one dict per worker (update_kwargs)
         d["meta_data"] = worker_meta
+        # reset(td, set_state=True) reaches the workers: it needs every worker to honour it
+        d["_supports_set_state"] = all(meta.supports_set_state for meta in meta_data)
         d["_worker_device"] = worker_meta.device
         d["_plan"] = KeyPlan.from_metadata(worker_meta)
         d["pin_memory"] = bool(pin_memory)

@@ -39,6 +39,8 @@ class EnvMetaData:
         batch_locked: whether the env only accepts tensordicts of its own batch size.
         worker_refusal: why the env cannot be the worker of a batched env (a transform that
             needs its own ``step_and_maybe_reset``), or ``None``; batched envs raise it.
+        supports_set_state: whether the env honours ``reset(td, set_state=True)`` (its
+            ``_supports_set_state``); a batched env does when all its workers do.
 
     Examples:
         >>> from gpusim.envs.native import PendulumEnv
@@ -56,6 +58,7 @@ class EnvMetaData:
         device: torch.device | str | None,
         batch_locked: bool = True,
         worker_refusal: str | None = None,
+        supports_set_state: bool = False,
     ) -> None:
         if not isinstance(tensordict, TensorDictBase):
             raise TypeError(f"tensordict must be a TensorDictBase, got {type(tensordict).__name__}")
@@ -69,6 +72,7 @@ class EnvMetaData:
         self.device = None if device is None else torch.device(device)
         self.batch_locked = bool(batch_locked)
         self.worker_refusal = worker_refusal
+        self.supports_set_state = bool(supports_set_state)
 
     @classmethod
     def metadata_from_env(cls, env: "EnvBase") -> "EnvMetaData":
@@ -105,6 +109,7 @@ class EnvMetaData:
             env.device,
             env.batch_locked,
             refusal,
+            bool(env._supports_set_state),
         )
 
     # ------------------------------------------------------------------ accessors
@@ -172,6 +177,7 @@ class EnvMetaData:
             self.device,
             self.batch_locked,
             self.worker_refusal,
+            self.supports_set_state,
         )
 
     def to(self, device: torch.device | str) -> "EnvMetaData":
@@ -198,6 +204,7 @@ class EnvMetaData:
             device,
             self.batch_locked,
             self.worker_refusal,
+            self.supports_set_state,
         )
 
     def clone(self) -> "EnvMetaData":
@@ -218,6 +225,7 @@ class EnvMetaData:
             self.device,
             self.batch_locked,
             self.worker_refusal,
+            self.supports_set_state,
         )
 
     def __eq__(self, other: object) -> bool:

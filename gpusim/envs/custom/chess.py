@@ -145,6 +145,9 @@ class ChessEnv(EnvBase):
         True
     """
 
+    #: ``reset(td, set_state=True)`` starts from the position in ``td`` (``fen``/``pgn``)
+    _supports_set_state = True
+
     def __init__(
         self,
         *,

@@ -253,11 +253,11 @@ def test_idle_workers_stay_up_with_every_start_method(method):
 
     env = ParallelEnv(2, CountingEnv, mp_start_method=method)
     try:
-        env.reset()
+        td = env.reset()
         pids = env.worker_pids
         time.sleep(2.5 * _IDLE_CHECK_S)
         assert all(pid_alive(pid) for pid in pids)
-        out = env.rand_step()
+        out = env.rand_step(td)
         assert out["next", "done"].shape == (2, 1)
     finally:
         env.close()
