@@ -182,17 +182,7 @@ class CartPoleEnv(NativeEnv):
         xacc = torch.addcmul(temp, thetaacc, cos, value=-pml / total_mass)
         tau = self.tau
         if self.kinematics_integrator == "euler":
-            if torch.compiler.is_compiling():
-                # each column from the [B] columns, stacked once, and the termination test on
-                # the columns: Inductor writes the new state from the batch-vectorized physics
-                # loop (adding a stacked [B, 4] of rates realized the rates and re-read them in
-                # a 4-wide loop) and never reads the [B, 4] state back
-                # (torch.add with alpha, as the eager paths: the same rounding)
-                x, theta = torch.add(x, x_dot, alpha=tau), torch.add(theta, theta_dot, alpha=tau)
-                columns = (x, torch.add(x_dot, xacc, alpha=tau), theta, torch.add(theta_dot, thetaacc, alpha=tau))
-                new_state = torch.stack(columns, -1)
-                return self._finish(new_state, x.unsqueeze(-1), theta.unsqueeze(-1))
-            if state.device.type != "cpu":
+            if torch.compiler.is_compiling() or state.device.type != "cpu":
                 new_state = torch.add(state, torch.stack((x_dot, xacc, theta_dot, thetaacc), -1), alpha=tau)
             else:  # eager CPU: write each column in place (see _base.stack_last)
                 new_state = torch.empty_like(state)
@@ -203,10 +193,7 @@ class CartPoleEnv(NativeEnv):
             x_dot = x_dot + tau * xacc
             theta_dot = theta_dot + tau * thetaacc
             new_state = stack_last((x + tau * x_dot, x_dot, theta + tau * theta_dot, theta_dot))
-        return self._finish(new_state, new_state[..., 0:1], new_state[..., 2:3])
-
-    def _finish(self, new_state: torch.Tensor, x: torch.Tensor, theta: torch.Tensor) -> TensorDictBase:
-        """The step's output from the new state and its position and angle columns ``[*B, 1]``."""
+        x, theta = new_state[..., 0:1], new_state[..., 2:3]
         terminated = (x.abs() > self.x_threshold) | (theta.abs() > self.theta_threshold_radians)
         if self.sutton_barto_reward:
             reward = torch.where(terminated, -1.0, 0.0)
