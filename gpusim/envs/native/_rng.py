@@ -212,32 +212,6 @@ class CounterRNG(torch.nn.Module):
             u = u[..., : self.num]
         return u, 1.0 / 65536.0
 
-    def _column_ints(self, key: torch.Tensor, offset: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """What ``_ints_of(_hash32_i32((lanes ^ key) + offset[..., None]))`` gives (the same
-        numbers, ``[*batch_size, num]``), computed one ``[*batch_size]`` column per hash index.
-
-        ``lanes[..., j]`` is ``env * num_hashes + j``: each column is hashed from an index
-        expression over the envs (no load of ``lanes``), so a compiled graph hashes along the
-        batch with full vectors, once per hash, instead of in ``num_hashes``-wide inner loops
-        (measured 4x slower for CartPole's reset noise on CPU); the halves are stacked once.
-
-        Args:
-            key: int32 scalar tensor, XORed into every lane.
-            offset: int32 ``[*batch_size]`` tensor added to every lane of a row.
-        """
-        nh = self._num_hashes
-        first = torch.arange(self.batch_size.numel(), dtype=torch.int32, device=offset.device)
-        first = first.reshape(self.batch_size) * nh
-        columns = []
-        for j in range(nh):
-            h = _hash32_i32(((first + j) ^ key) + offset)
-            if self.bits == 24:
-                columns.append((h >> 8) & 0xFFFFFF)
-            else:
-                columns += [h & _MASK16, (h >> 16) & _MASK16]
-        u = torch.stack(columns[: self.num], dim=-1).to(torch.float32)
-        return u, (1.0 / 16777216.0 if self.bits == 24 else 1.0 / 65536.0)
-
     def uniform(self) -> torch.Tensor:
         """Draw ``[*batch_size, num]`` float32 numbers in ``[0, 1)`` and advance the counter.
 
@@ -341,14 +315,9 @@ class CounterRNG(torch.nn.Module):
         else:
             self.start_episodes(mask)
             ep = episodes
-        width = high - low
-        if rows is None and torch.compiler.is_compiling():
-            # compiled: the same numbers, hashed one column per hash index along the batch (see
-            # _column_ints), so Inductor vectorizes the hash over the envs
-            u, scale = self._column_ints(self.reset_key, ep * _GOLDEN)
-            return u.mul(width * scale).add(low)
         x = (lanes ^ self.reset_key) + ep.unsqueeze(-1) * _GOLDEN
         u, scale = self._ints_of(_hash32_i32(x))
+        width = high - low
         u = u.mul_(width * scale).add_(low)
         if rows is None:
             return u

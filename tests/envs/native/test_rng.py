@@ -162,19 +162,6 @@ def test_reset_draw_rows_match_full_draw_and_mask_draw() -> None:
     assert not torch.equal(nxt_full[~mask], nxt_part[~mask])
 
 
-@pytest.mark.parametrize("bits,num,shape", [(16, 4, (37,)), (16, 3, (2, 5)), (24, 2, (19,))])
-def test_compiled_reset_draw_by_columns_equals_eager(bits: int, num: int, shape: tuple) -> None:
-    """Compiled graphs hash the reset noise one column per hash index along the batch
-    (``_column_ints``): the numbers and the episode counts are exactly those of eager draws."""
-    eager, comp = (CounterRNG(shape, num=num, seed=11, bits=bits) for _ in range(2))
-    draw = torch.compile(lambda m: comp.reset_uniform_range(-0.05, 0.05, mask=m), fullgraph=True)
-    gen = torch.Generator().manual_seed(0)
-    for _ in range(3):
-        mask = torch.rand(shape, generator=gen) < 0.5
-        assert torch.equal(draw(mask), eager.reset_uniform_range(-0.05, 0.05, mask=mask))
-    assert torch.equal(comp.episodes, eager.episodes)
-
-
 def test_reset_draws_differ_between_episodes_and_from_step_stream() -> None:
     rng = CounterRNG((1000,), num=2, seed=9)
     first = rng.reset_uniform_range(0.0, 1.0)
