@@ -416,10 +416,13 @@ class VecNorm(Transform):
             ss.add_((xr * xr).sum(0).reshape(ss.shape))
             c.add_(xr.shape[0])
             return
-        w = rows_mask.to(s.dtype)  # reference: a weighted sum, no host read
-        s.add_((w @ x2).reshape(s.shape))
-        ss.add_((w @ (x2 * x2)).reshape(ss.shape))
-        c.add_(w.sum())
+        # reference (compiled graphs, devices): a masked sum over all rows, no host read. A
+        # reduction (not a matmul) so that Inductor fuses it with the step's statistics into one
+        # pass over the batch; rows not reset are zeroed, never multiplied (anything times 0)
+        xm = torch.where(rows_mask.unsqueeze(-1), x2, 0.0)
+        s.add_(xm.sum(0).reshape(s.shape))
+        ss.add_((xm * xm).sum(0).reshape(ss.shape))
+        c.add_(rows_mask.sum().to(c.dtype))
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Offline use: updates (unless frozen) and normalizes over all batch dims of the data.

@@ -35,6 +35,34 @@ def test_compiled_cartpole_rollout_matches_eager():
     assert eager["next", "done"].any()  # resets happened inside the compiled loop
 
 
+def test_compiled_cartpole_with_five_transforms_matches_eager():
+    """The fused paths of the compiled graph (reset noise hashed by columns, CartPole's columns,
+    VecNorm's masked reduction, CatFrames' shift) against the eager step loop, with resets."""
+    from gpusim.transforms import CatFrames, Compose, InitTracker, RewardSum, StepCounter, TransformedEnv, VecNorm
+
+    def make():
+        return TransformedEnv(
+            CartPoleEnv(batch_size=[8], seed=5, auto_reset_mode="masked"),
+            Compose(
+                StepCounter(max_steps=5),
+                RewardSum(),
+                InitTracker(),
+                CatFrames(4, dim=-1, in_keys=["observation"]),
+                VecNorm(in_keys=["observation"], decay=0.99),
+            ),
+        )
+
+    torch._dynamo.reset()
+    eager = make().rollout(12, _balance, break_when_any_done=False)
+    env = make()
+    # one step per call: half the graph of the default 2 at this batch (compile time)
+    compiled = env.rollout(12, _balance, break_when_any_done=False, compile={"steps_per_call": 1})
+    assert eager["next", "done"].any() and eager["is_init"][:, 1:].any()  # resets inside the graph
+    assert compiled["next", "observation"].shape == torch.Size([8, 12, 16])
+    for key, value in eager.items(True, True):
+        torch.testing.assert_close(compiled.get(key), value, rtol=1e-4, atol=1e-4, msg=lambda m: f"{key}: {m}")
+
+
 def test_compiled_runner_is_cached_and_reused():
     torch._dynamo.reset()
     env = StatelessCounter(batch_size=(5,), max_count=3)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from gpusim.envs.checks import check_env_specs
+from gpusim.kernels import force_backend
 from gpusim.specs import Unbounded
 from gpusim.transforms import (
     CatFrames,
@@ -210,3 +211,21 @@ def test_check_env_specs_nested(batch):
         ),
     )
     check_env_specs(env)
+
+
+def test_vecnorm_partial_reset_statistics_reference_equals_cpu_rows():
+    """The masked reset update (the reference: compiled graphs, devices) adds exactly the reset
+    rows, like the eager CPU row gather; values in the rows not reset never reach the sums."""
+    x = torch.randn(9, 3, generator=torch.Generator().manual_seed(0))
+    mask = torch.tensor([True, False, False, True, True, False, False, False, True])
+    x[~mask] = float("inf")  # rows not reset may hold anything; they must not leak
+    sums = {}
+    for backend in ("cpu", "reference"):
+        s, ss, c = torch.ones(3), torch.full((3,), 2.0), torch.tensor(2.0)
+        with force_backend(backend):
+            VecNorm._reset_update(x, s, ss, c, mask, 1)
+        sums[backend] = (s, ss, c)
+    for got, expected in zip(sums["reference"], sums["cpu"]):
+        torch.testing.assert_close(got, expected)
+    assert float(sums["reference"][2]) == 2.0 + int(mask.sum())
+    assert torch.isfinite(sums["reference"][0]).all()
