@@ -41,6 +41,7 @@ __all__ = [
     "inner",
     "is_plain",
     "fast_get",
+    "fast_get_path",
     "fast_set",
     "fast_pop",
     "merge_plain",
@@ -165,6 +166,31 @@ def fast_get(td: TensorDictBase, key: str, default: Any = None) -> Any:
     if _plain(td):
         return td._tensordict.get(key, default)
     return td.get(key, default)
+
+
+def fast_get_path(td: TensorDictBase, key: Any, default: Any = None) -> Any:
+    """``td.get(key, default)`` for a string or tuple key, walking the inner dicts of plain
+    ``TensorDict`` levels; anything else on the way (a lazy stack, a leaf where a container is
+    expected) gives tensordict's own ``td.get(key, default)``, with its result or error.
+
+    Examples:
+        >>> td = TensorDict({"agents": TensorDict({"reward": torch.ones(3, 1)}, [3])}, [])
+        >>> fast_get_path(td, ("agents", "reward")).shape, fast_get_path(td, ("agents", "done"))
+        (torch.Size([3, 1]), None)
+    """
+    if isinstance(key, str):
+        return fast_get(td, key, default)
+    node = td
+    for part in key:
+        if not _plain(node):
+            return td.get(key, default)  # tensordict's own result (or error) from the root
+        node = node._tensordict.get(part, _ABSENT)
+        if node is _ABSENT:
+            return default
+    return node
+
+
+_ABSENT = object()
 
 
 def fast_set(td: TensorDictBase, key: str, value: Any) -> TensorDictBase:

@@ -27,7 +27,7 @@ from torch import nn
 
 from gpusim.envs import _keys
 from gpusim.envs import _partial, _policy
-from gpusim.envs._fasttd import fast_get, fast_pop, fast_set, is_plain
+from gpusim.envs._fasttd import fast_get, fast_get_path, fast_pop, fast_set, is_plain
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._seeding import next_seed
 from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks
@@ -1062,7 +1062,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         ``done := terminated | truncated``); a level with neither, and a missing ``truncated``
         the spec declares, gets ``False`` flags (as TorchRL does)."""
         for level in self.done_levels:
-            node = data if level.prefix == () else data.get(level.prefix, None)
+            node = data if level.prefix == () else fast_get_path(data, level.prefix)
             if node is None:  # a group the output does not hold is left alone
                 continue
             done = fast_get(node, "done")
@@ -1181,7 +1181,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         if next_td.batch_size != self.batch_size:
             return
         for key, shape, numel in self._output_leaf_shapes:
-            value = fast_get(next_td, key) if isinstance(key, str) else next_td.get(key, None)
+            value = fast_get_path(next_td, key)
             if value is not None and value.shape != shape and value.numel() == numel:
                 next_td.set(key, value.reshape(shape))
 
@@ -1318,7 +1318,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             key, shape, dtype, squeezed = check.key, check.shape, check.dtype, check.squeezed
             if lead is not None:  # a batch-unlocked env fed a batch: the rows lead the spec shape
                 shape = lead + shape
-            value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
+            value = fast_get_path(tensordict, key)
             if value is None:
                 raise KeyError(
                     f"{name}.step: the input has no action entry {_keys.fmt(key)} (expected shape {list(shape)}, "
@@ -1339,7 +1339,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     "(the action spec's dtype)"
                 )
         for key in states:
-            value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
+            value = fast_get_path(tensordict, key)
             if value is None:
                 raise KeyError(
                     f"{name}.step: the input has no state entry {_keys.fmt(key)}: call env.reset() first and step "
