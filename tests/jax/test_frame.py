@@ -15,7 +15,8 @@ import jax.numpy as jnp  # noqa: E402
 from gpusim.envs.libs._jax import Frame  # noqa: E402
 
 
-def test_round_trip_is_bit_exact_with_batch_views():
+@pytest.mark.parametrize("max_packed_bytes", [None, 8])  # shared buffers; large arrays alone
+def test_round_trip_is_bit_exact_with_batch_views(max_packed_bytes):
     rng = np.random.default_rng(0)
     bits = rng.integers(0, 2**32, (6, 3), dtype=np.uint64).astype(np.uint32)
     arrays = [
@@ -27,8 +28,11 @@ def test_round_trip_is_bit_exact_with_batch_views():
         jnp.asarray(rng.standard_normal(6).astype(np.float32)),
     ]
     frame = Frame.of(arrays, torch.Size([2, 3]))
+    if max_packed_bytes is not None:
+        frame = Frame([(tuple(a.shape), a.dtype) for a in arrays], frame.views, max_packed_bytes=max_packed_bytes)
     buffers = jax.jit(frame.pack)(arrays)
-    assert len(buffers) == 4  # float32, bool, uint32, int32
+    # float32, bool, uint32, int32 buffers; or every array over 8 bytes alone (the empty one packed)
+    assert len(buffers) == (4 if max_packed_bytes is None else 6)
     tensors = frame.to_torch(buffers)
     assert [t.shape for t in tensors] == [(2, 3, 3), (2, 3), (2, 3, 3), (2, 3, 2, 2), (2, 3, 0), (2, 3)]
     assert tensors[2].dtype == torch.int32 and tensors[1].dtype == torch.bool
