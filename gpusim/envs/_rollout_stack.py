@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
+from gpusim.envs._fasttd import stack_plain
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._dispatch import select, threshold
 from gpusim.kernels._wide import as_wide
@@ -149,4 +150,14 @@ def stack_steps(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:
     size = _output_bytes(steps[0], len(steps)) if device is not None and device.type == "cpu" else 0
     if select("rollout_stack", device, size) == "cpu":
         return stack_steps_cpu(steps, dim)
-    return stack_steps_reference(steps, dim)
+    return _stack_small(steps, dim)
+
+
+def _stack_small(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:
+    """The reference backend: one ``torch.stack`` per leaf for plain steps (what ``torch.stack``
+    of the tensordicts does, without its per-step checks); ``torch.stack`` for anything else."""
+    try:
+        out = stack_plain(list(steps), dim)
+    except RuntimeError:  # leaves of other shapes: torch.stack raises tensordict's own error
+        out = None
+    return stack_steps_reference(steps, dim) if out is None else out

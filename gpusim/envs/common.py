@@ -28,7 +28,7 @@ from torch import nn
 
 from gpusim.envs import _keys
 from gpusim.envs import _partial, _policy
-from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
+from gpusim.envs._fasttd import fast_get, fast_get_path, fast_pop, fast_set, is_plain
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._seeding import next_seed
 from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, native_autoreset_step, resolve_set_state
@@ -1135,7 +1135,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         ``done := terminated | truncated``); a level with neither, and a missing ``truncated``
         the spec declares, gets ``False`` flags (as TorchRL does)."""
         for level in self.done_levels:
-            node = data if level.prefix == () else data.get(level.prefix, None)
+            node = data if level.prefix == () else fast_get_path(data, level.prefix)
             if node is None:  # a group the output does not hold is left alone
                 continue
             done = fast_get(node, "done")
@@ -1287,7 +1287,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         if next_td.batch_size != self.batch_size:
             return
         for key, shape, numel in self._output_leaf_shapes:
-            value = fast_get(next_td, key) if isinstance(key, str) else next_td.get(key, None)
+            value = fast_get_path(next_td, key)
             if value is not None and value.shape != shape and value.numel() == numel:
                 next_td.set(key, value.reshape(shape))
 
@@ -1424,7 +1424,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             key, shape, dtype, squeezed = check.key, check.shape, check.dtype, check.squeezed
             if lead is not None:  # a batch-unlocked env fed a batch: the rows lead the spec shape
                 shape = lead + shape
-            value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
+            value = fast_get_path(tensordict, key)
             if value is None:
                 raise KeyError(
                     f"{name}.step: the input has no action entry {_keys.fmt(key)} (expected shape {list(shape)}, "
@@ -1445,7 +1445,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     "(the action spec's dtype)"
                 )
         for key in states:
-            value = fast_get(tensordict, key) if isinstance(key, str) else tensordict.get(key, None)
+            value = fast_get_path(tensordict, key)
             if value is None:
                 raise KeyError(
                     f"{name}.step: the input has no state entry {_keys.fmt(key)}: call env.reset() first and step "
@@ -1836,11 +1836,72 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         if tensordict is None:
             tensordict = self._empty_td()
+        elif self._rand_action_into(tensordict):
+            return tensordict
         shape = ()
         if not self.batch_locked and not self.batch_size:
             shape = tensordict.batch_size
         tensordict.update(self.full_action_spec.rand(shape))
         return tensordict
+
+    @_cached_plan
+    def _rand_action_plan(self) -> tuple | None:
+        """``(parents, leaves)`` of the action spec for :meth:`_rand_action_into`: the nested
+        composites (key path, shape) and the leaves (parent index, name, spec) in the order
+        ``Composite.rand`` draws them; ``None`` when a node is not a plain ``Composite`` or a leaf
+        is not a plain tensor spec (lazy stacks, non-tensor, choice specs)."""
+        from gpusim.specs import Choice, NonTensor, Stacked
+
+        parents: list[tuple] = []
+        leaves: list[tuple] = []
+        device = self.device
+
+        def walk(spec: Any, path: tuple) -> bool:
+            if type(spec) is not Composite or spec.data_cls is not None:
+                return False
+            index = len(parents)
+            parents.append((path, torch.Size(spec.shape)))
+            for name, sub in spec._specs.items():
+                if sub is None:
+                    continue
+                if isinstance(sub, Composite):
+                    if not walk(sub, (*path, name)):
+                        return False
+                elif isinstance(sub, (Stacked, NonTensor, Choice)) or sub.device != device:
+                    return False
+                else:
+                    leaves.append((index, name, sub))
+            return True
+
+        if not self.batch_locked and not self.batch_size:
+            return None
+        return (tuple(parents), tuple(leaves)) if walk(self.full_action_spec, ()) else None
+
+    def _rand_action_into(self, tensordict: TensorDictBase) -> bool:
+        """Writes a random action into a plain ``tensordict`` of the env's batch and device
+        through the cached plan: the same draws, in the same order, as
+        ``tensordict.update(full_action_spec.rand())``, without building a tensordict per step.
+        ``False`` (nothing drawn) when the plan or ``tensordict`` does not allow it: a nested
+        container is missing or is not a plain tensordict of the spec's shape."""
+        plan = self._rand_action_plan
+        if plan is None or not is_plain(tensordict) or tensordict.batch_size != self.batch_size:
+            return False
+        if tensordict.device is not None and tensordict.device != self.device:
+            return False
+        nodes = []
+        for path, shape in plan[0]:
+            node = tensordict
+            for part in path:
+                node = fast_get(node, part)
+                if not is_plain(node):
+                    return False
+            if node.is_locked or node.batch_size != shape:
+                return False
+            nodes.append(node)
+        prefix = torch.Size([])
+        for index, name, spec in plan[1]:
+            fast_set(nodes[index], name, spec.rand(prefix))
+        return True
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """A step with a random action.

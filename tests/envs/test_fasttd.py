@@ -77,3 +77,25 @@ def test_no_other_module_touches_the_private_api():
         if p.name != "_fasttd.py" and pattern.search(p.read_text())
     ]
     assert offenders == []
+
+
+def test_fast_get_path_equals_get():
+    from tensordict import LazyStackedTensorDict, TensorDict
+
+    from gpusim.envs._fasttd import fast_get_path
+
+    inner_td = TensorDict({"reward": torch.ones(3, 1), "deep": {"x": torch.zeros(3)}}, [3])
+    td = TensorDict({"agents": inner_td, "obs": torch.zeros(())}, [])
+    td.set("lazy", LazyStackedTensorDict.lazy_stack([TensorDict({"a": torch.ones(1)}, []), TensorDict({"a": torch.zeros(1)}, [])], 0))
+    for key in ["obs", ("obs",), ("agents", "reward"), ("agents", "deep", "x"), ("agents", "nope"), "nope", ("lazy", "a"), ("nope", "x")]:
+        got, ref = fast_get_path(td, key), td.get(key, None)
+        assert (got is None and ref is None) or torch.equal(got, ref), key
+    assert fast_get_path(td, ("agents",)) is td.get("agents")
+    # a tensor where a container is expected: whatever get does (None, or an error in tensordict 0.14)
+    try:
+        ref = td.get(("obs", "x"), None)
+    except ValueError:
+        with pytest.raises(ValueError):
+            fast_get_path(td, ("obs", "x"))
+    else:
+        assert ref is None and fast_get_path(td, ("obs", "x")) is None

@@ -82,15 +82,16 @@ def test_small_stack_and_leading_dim():
     _assert_same(stack_steps(steps, 0), torch.stack(steps, 0))
 
 
-def test_mismatched_steps_fall_back_to_torch_stack():
-    steps = _steps(4, rows=40_000)
-    steps[2].set("extra", torch.zeros(40_000))
+@pytest.mark.parametrize("rows", [40_000, 2])  # the CPU path and the leaf-wise small path
+def test_mismatched_steps_fall_back_to_torch_stack(rows):
+    steps = _steps(4, rows=rows)
+    steps[2].set("extra", torch.zeros(rows))
     with pytest.raises(RuntimeError):
         torch.stack(steps, 1)
     with pytest.raises(RuntimeError):  # the same error as torch.stack, no silent drop of "extra"
         stack_steps(steps, 1)
-    steps = _steps(4, rows=40_000)
-    steps[1].set("obs", torch.zeros(40_000, 5))
+    steps = _steps(4, rows=rows)
+    steps[1].set("obs", torch.zeros(rows, 5))
     with pytest.raises(RuntimeError):
         stack_steps(steps, 1)
 
@@ -167,3 +168,38 @@ def test_forced_reference_is_torch_stack():
         out = stack_steps(steps, 1)
     assert calls == [("rollout_stack", "reference")]
     assert torch.equal(out["x"], torch.stack(steps, 1)["x"])
+
+
+def test_small_stack_is_leafwise_and_equals_torch_stack_in_the_odd_cases():
+    """Below the threshold plain steps are stacked leaf by leaf (``stack_plain``); anything else
+    (names, non-tensor leaves, other keys) gets ``torch.stack``'s result or error."""
+    from tensordict import NonTensorData
+
+    from gpusim.envs._fasttd import stack_plain
+
+    steps = _steps(5, rows=1)
+    assert stack_plain(steps, 1) is not None
+    _assert_same(stack_steps(steps, 1), torch.stack(steps, 1))
+    named = [td.clone() for td in _steps(3, rows=2)]
+    for td in named:
+        td.names = ["env"]
+    assert stack_plain(named, 1) is None
+    out, ref = stack_steps(named, 1), torch.stack(named, 1)
+    assert out.names == ref.names == ["env", None]
+    text = [TensorDict({"x": torch.zeros(2), "s": NonTensorData("a", batch_size=[2])}, [2]) for _ in range(3)]
+    assert stack_plain(text, 0) is None and stack_steps(text, 0).batch_size == (3, 2)
+    extra = _steps(3, rows=2)
+    extra[1].set("extra", torch.zeros(2))
+    assert stack_plain(extra, 1) is None  # (errors: test_mismatched_steps_fall_back_to_torch_stack)
+
+
+def test_batch1_rollout_stack_equals_torch_stack():
+    env = CartPoleEnv(batch_size=[1], seed=0)
+    torch.manual_seed(0)
+    a = env.rollout(40, break_when_any_done=False)
+    env.set_seed(0)
+    torch.manual_seed(0)
+    b = env.rollout(40, break_when_any_done=False, return_contiguous=False)
+    ref = torch.stack(list(b.unbind(1)), 1)
+    assert type(a) is TensorDict and a.batch_size == ref.batch_size == (1, 40) and a.names == [None, "time"]
+    _assert_flat_same(a, ref)

@@ -113,3 +113,33 @@ def test_errors():
         BraxWrapper(object())
     with pytest.raises(TypeError, match="unexpected keyword"):
         BraxWrapper(brax.envs.get_environment("fast"), from_pixels=True)
+
+
+def _same_data(a, b):
+    assert set(a.keys(True, True)) == set(b.keys(True, True))
+    for key in b.keys(True, True):
+        x, y = a.get(key), b.get(key)
+        assert x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y), key
+
+
+def test_packed_transfer_equals_per_leaf_reference():
+    """The default transfer (one buffer per dtype and direction) gives the per-leaf DLPack path's
+    data bit for bit: rollouts with auto-resets, partial resets, and a state edited in place
+    (the cached JAX buffers are then rebuilt from the tensors)."""
+    packed = BraxEnv("fast", batch_size=[3], seed=0)
+    ref = BraxEnv("fast", batch_size=[3], seed=0)
+    ref._set_packed(False)
+    assert packed._pack and not ref._pack
+    assert not BraxEnv("fast", batch_size=[2], seed=0, requires_grad=True)._pack  # gradients: per leaf
+    outs = []
+    for env in (packed, ref):
+        torch.manual_seed(0)
+        data = env.rollout(30, break_when_any_done=False)
+        td = env._step_mdp(data[:, -1])
+        td = env.reset(td.set("_reset", torch.tensor([[True], [False], [True]])))
+        td["state", "pipeline_state", "qd"].add_(0.25)  # in place: the cached buffers are stale
+        steps = [env.step(td.set("action", torch.full((3, 1), 0.5)))]
+        steps.append(env.step(env._step_mdp(steps[0]).set("action", torch.full((3, 1), -0.5))))
+        outs.append((data, *steps))
+    for a, b in zip(*outs):
+        _same_data(a, b)

@@ -84,3 +84,27 @@ def test_one_hot_actions_and_errors():
         JumanjiWrapper(object())
     with pytest.raises(ValueError, match="integer seed"):
         env.set_seed(None)
+
+
+@pytest.mark.parametrize("name", ["Snake-v1", "Game2048-v1"])
+def test_packed_transfer_equals_per_leaf_reference(name):
+    """The default transfer (one buffer per dtype and direction: state, observation, reward and
+    done) gives the per-leaf DLPack path's data bit for bit, through auto-resets and a state
+    edited in place (the cached JAX buffers are then rebuilt from the tensors)."""
+    packed = JumanjiEnv(name, batch_size=[4], seed=0)
+    ref = JumanjiEnv(name, batch_size=[4], seed=0)
+    ref._set_packed(False)
+    outs = []
+    for env in (packed, ref):
+        torch.manual_seed(0)
+        data = env.rollout(25, break_when_any_done=False)
+        td = env._step_mdp(data[:, -1])
+        td["state", "step_count"].add_(1)  # in place: the cached buffers are stale
+        torch.manual_seed(1)
+        outs.append((data, env.rand_step(td)))
+    for a, b in zip(*outs):
+        assert set(a.keys(True, True)) == set(b.keys(True, True))
+        for key in b.keys(True, True):
+            x, y = a.get(key), b.get(key)
+            assert x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y), key
+    assert outs[0][0]["next", "done"].any() or name != "Snake-v1"  # auto-resets were exercised

@@ -10,7 +10,9 @@ input: a step reads ``"state"`` and ``"action"`` and writes the next ones, like 
 
 Execution: one ``jax.jit(jax.vmap(env.step))`` call per step over the flat batch and one jitted
 vmapped reset; arrays cross between JAX and torch through DLPack (:mod:`gpusim.envs.libs._jax`),
-without copies when both live on the same device. A reset draws fresh keys for every row (split
+without copies when both live on the same device: the whole state as one flat buffer per dtype
+(:class:`~gpusim.envs.libs._jax.Frame`, packed and unpacked inside the jitted functions), the
+action as one array; ``requires_grad`` steps convert leaf by leaf. A reset draws fresh keys for every row (split
 from the env key) and the episode core keeps the previous data in rows that are not reset
 (partial resets through ``"_reset"``, and ``step_and_maybe_reset``).
 
@@ -36,7 +38,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
 from gpusim.envs.episode import ResetMasks
-from gpusim.envs.libs._jax import JaxWrapper, TreePlan, import_jax, nested_td, to_jax, to_torch
+from gpusim.envs.libs._jax import Frame, JaxWrapper, TreePlan, import_jax, nested_td, to_jax, to_torch
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -103,10 +105,30 @@ class BraxWrapper(JaxWrapper):
         self.__dict__["_reset_fn"] = self._batched(env.reset)
         self.__dict__["_step_fn"] = self._batched(env.step)
         n = self._n
-        example = jax.eval_shape(self._reset_fn, jax.ShapeDtypeStruct((n, 2), np.uint32))
-        example = jax.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype).reshape(*self.batch_size, *s.shape[1:]), example)
+        structs = jax.eval_shape(self._reset_fn, jax.ShapeDtypeStruct((n, 2), np.uint32))
+        example = jax.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype).reshape(*self.batch_size, *s.shape[1:]), structs)
         self.__dict__["_plan"] = TreePlan(example, self.batch_size)
+        self._build_packed(env, jax.tree_util.tree_leaves(structs))
+        self._set_packed(not self.requires_grad)
         self._build_specs(env)
+
+    def _build_packed(self, env: Any, structs: list) -> None:
+        """The jitted reset and step of the packed transfer: the whole state crosses as one
+        :class:`~gpusim.envs.libs._jax.Frame` each way."""
+        jax = self._jax
+        frame = Frame.of(structs, self.batch_size)
+        treedef = self._plan.treedef
+        leaves = jax.tree_util.tree_leaves
+
+        def reset(keys: Any) -> Any:
+            return frame.pack(leaves(jax.vmap(env.reset)(keys)))
+
+        def step(buffer: Any, action: Any) -> Any:
+            return frame.pack(leaves(jax.vmap(env.step)(treedef.unflatten(frame.unpack(buffer)), action)))
+
+        self.__dict__["_frame"] = frame
+        self.__dict__["_reset_packed"] = jax.jit(reset)
+        self.__dict__["_step_packed"] = jax.jit(step)
 
     def _build_specs(self, env: Any) -> None:
         B = self.batch_size
@@ -154,6 +176,11 @@ class BraxWrapper(JaxWrapper):
         jax = self._jax
         # every row gets a fresh key and is reset in one jitted call; rows outside the masks keep
         # the previous data in the episode merge
+        if self._pack:
+            buffer = self._reset_packed(self._row_keys())
+            leaves = self._frame.to_torch(buffer)
+            self._last.put(leaves, buffer)
+            return self._output(leaves, reward=False)
         state = self._reset_fn(self._row_keys())
         jleaves = jax.tree_util.tree_leaves(state)
         leaves = self._plan.leaves_to_torch(jleaves)
@@ -167,6 +194,13 @@ class BraxWrapper(JaxWrapper):
         tensors = plan.leaves_from(state)
         if self.requires_grad:
             leaves = list(_BraxStep.apply(self, action, *tensors))
+        elif self._pack:  # one buffer each way (the state the last step handed out: reused)
+            buffer = self._last.get(tensors)
+            if buffer is None:
+                buffer = self._frame.from_torch(tensors)
+            out = self._step_packed(buffer, to_jax(action.reshape(self._n, -1)))
+            leaves = self._frame.to_torch(out)
+            self._last.put(leaves, out)
         else:
             jax = self._jax
             jleaves = self._last.get(tensors)  # the state the last step handed out: no conversion

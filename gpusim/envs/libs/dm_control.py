@@ -230,9 +230,8 @@ class DMControlWrapper(LibraryWrapper):
         terminated = last and not truncated
         src = self._observation(timestep.observation, {})
         src["reward"] = torch.from_numpy(np.array([reward], dtype=self._reward_np))
-        src["terminated"] = torch.tensor([terminated])
-        src["truncated"] = torch.tensor([truncated])
-        src["done"] = torch.tensor([last])
+        flags = torch.tensor([[terminated], [truncated], [last]])  # one allocation, three (1,) views
+        src["terminated"], src["truncated"], src["done"] = flags[0], flags[1], flags[2]
         return self._finish(src)
 
     def _set_seed(self, seed: int | None) -> None:

@@ -79,7 +79,7 @@ class GymLeaf:
         >>> [(leaf.key, leaf.path) for leaf in leaves]
         [(('observation', 'pos'), ('pos',)), (('observation', 'n'), ('n',))]
         >>> leaves[1].to_torch(np.int64(2)), leaves[1].to_numpy(torch.tensor(1))
-        (tensor(2), array(1))
+        (tensor(2), np.int64(1))
     """
 
     key: Key
@@ -154,6 +154,16 @@ def _numpy(value: torch.Tensor) -> np.ndarray:
     return value.numpy()
 
 
+def _index_action(arr: np.ndarray, start: int) -> Any:
+    """A ``Discrete`` action for the library: the index array shifted by ``start``; a single
+    env's action (0-d) as a numpy integer, the type ``Discrete.sample()`` hands out. (gym 0.26's
+    classic-control envs format ``repr(action)`` on every step: a 0-d array's repr costs about
+    100 µs, a numpy integer's 1 µs.)"""
+    if start:
+        arr = arr + start
+    return arr[()] if arr.ndim == 0 else arr
+
+
 def _torch_dtype(np_dtype: Any) -> torch.dtype:
     try:
         return torch.from_numpy(np.zeros((), dtype=np_dtype)).dtype
@@ -204,8 +214,7 @@ def _discrete(space, B, device, categorical):
             return t - start if start else t
 
         def to_numpy(value: torch.Tensor):
-            arr = _numpy(value)
-            return arr + start if start else arr
+            return _index_action(_numpy(value), start)
 
     else:
         spec = OneHot(n, shape=(*B, n), device=device, dtype=torch.int64)
@@ -219,8 +228,7 @@ def _discrete(space, B, device, categorical):
         index = _OneHotIndex(n)
 
         def to_numpy(value: torch.Tensor):
-            arr = _numpy(index(value))
-            return arr + start if start else arr
+            return _index_action(_numpy(index(value)), start)
 
     return spec, to_torch, to_numpy
 
@@ -470,7 +478,7 @@ def write_actions(leaves: Sequence[GymLeaf], tensordict: Any, space: Any) -> Any
         >>> _, leaves = space_to_spec(space, categorical_action_encoding=True, key=("action",))
         >>> td = TensorDict({"action": {"move": torch.tensor(2), "jump": torch.ones(1, dtype=torch.int8)}}, [])
         >>> write_actions(leaves, td, space)
-        {'move': array(2), 'jump': array([1], dtype=int8)}
+        {'move': np.int64(2), 'jump': array([1], dtype=int8)}
     """
     if len(leaves) == 1 and not leaves[0].path:
         leaf = leaves[0]

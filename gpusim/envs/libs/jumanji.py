@@ -11,7 +11,8 @@ step) and in the observation spec (written by it).
 
 Execution: one jitted, vmapped call per step (``env.step`` plus the ``LAST`` test) and per reset
 over the flat batch; arrays cross between JAX and torch through DLPack without copies on a shared
-device (:mod:`gpusim.envs.libs._jax`). A reset draws a fresh key for every row; rows outside the
+device (:mod:`gpusim.envs.libs._jax`): state, observation, reward and done as one flat buffer per
+dtype (:class:`~gpusim.envs.libs._jax.Frame`, packed inside the jitted functions). A reset draws a fresh key for every row; rows outside the
 ``"_reset"`` masks keep the previous data (the episode merge).
 
 Examples:
@@ -31,7 +32,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs.episode import ResetMasks
-from gpusim.envs.libs._jax import JaxWrapper, TreePlan, import_jax, nested_td, to_jax, to_torch
+from gpusim.envs.libs._jax import Frame, JaxWrapper, TreePlan, import_jax, nested_td, to_jax, to_torch
 from gpusim.envs.libs._optional import import_optional
 from gpusim.specs import Bounded, Categorical, Composite, MultiCategorical, MultiOneHot, OneHot, TensorSpec, Unbounded
 
@@ -143,7 +144,39 @@ class JumanjiWrapper(JaxWrapper):
         obs_is_array = not jax.tree_util.tree_leaves_with_path(obs_ex)[0][0]
         self.__dict__["_obs_plan"] = TreePlan({"observation": obs_ex} if obs_is_array else obs_ex, B)
         self.__dict__["_obs_is_array"] = obs_is_array
+        self._build_packed(reset, step, shapes)
         self._build_specs(env)
+
+    def _build_packed(self, reset: Any, step: Any, reset_structs: Any) -> None:
+        """The jitted reset and step of the packed transfer: state, observation, reward and done
+        cross as one :class:`~gpusim.envs.libs._jax.Frame` (the state first; a step reads those
+        slots back)."""
+        jax = self._jax
+        leaves = jax.tree_util.tree_leaves
+        n = self._n
+        state_structs, obs_structs = reset_structs
+        spec = self._env.action_spec
+        action = jax.ShapeDtypeStruct((n, *spec.shape), np.dtype(spec.dtype))
+        _, _, reward, done = jax.eval_shape(self._step_fn, state_structs, action)
+        structs = [*leaves(state_structs), *leaves(obs_structs), reward, done]
+        frame = Frame.of(structs, self.batch_size)
+        count = len(leaves(state_structs))
+        treedef = self._state_plan.treedef
+        zeros = [jax.numpy.zeros(reward.shape, reward.dtype), jax.numpy.zeros(done.shape, done.dtype)]
+
+        def reset_packed(keys: Any) -> Any:
+            state, obs = jax.vmap(reset)(keys)
+            return frame.pack([*leaves(state), *leaves(obs), *zeros])
+
+        def step_packed(buffers: Any, action: Any) -> Any:
+            state = treedef.unflatten(frame.unpack(buffers, count))
+            state, obs, reward, done = jax.vmap(step)(state, action)
+            return frame.pack([*leaves(state), *leaves(obs), reward, done])
+
+        self.__dict__["_frame"] = frame
+        self.__dict__["_n_state"] = count
+        self.__dict__["_reset_packed"] = jax.jit(reset_packed)
+        self.__dict__["_step_packed"] = jax.jit(step_packed)
 
     def _build_specs(self, env: Any) -> None:
         B = self.batch_size
@@ -173,22 +206,36 @@ class JumanjiWrapper(JaxWrapper):
 
     # ------------------------------------------------------------------ conversion
     def _output(self, state: Any, obs: Any, reward: Any = None, done: Any = None) -> TensorDictBase:
-        B = self.batch_size
         obs_plan = self._obs_plan
         if self._obs_is_array:
             obs = {"observation": obs}
-        src = obs_plan.to_torch(obs)
+        obs_tensors = obs_plan.leaves_to_torch(self._jax.tree_util.tree_leaves(obs))
         plan = self._state_plan
         jleaves = self._jax.tree_util.tree_leaves(state)
         tensors = plan.leaves_to_torch(jleaves)
         self._last.put(tensors, jleaves)  # the next step reads these back without a conversion
-        src["state"] = plan.nest(tensors)
+        if done is not None:
+            reward, done = to_torch(reward), to_torch(done)
+        return self._build_output(tensors, obs_tensors, reward, done)
+
+    def _output_packed(self, buffers: Any, stepped: bool) -> TensorDictBase:
+        tensors = self._frame.to_torch(buffers)
+        count = self._n_state
+        state = tensors[:count]
+        self._last.put(state, buffers)  # the next step reads these back without a conversion
+        reward, done = tensors[-2:] if stepped else (None, None)
+        return self._build_output(state, tensors[count:-2], reward, done)
+
+    def _build_output(self, state: list, obs: list, reward: Any, done: Any) -> TensorDictBase:
+        B = self.batch_size
+        src = self._obs_plan.nest(obs)
+        src["state"] = self._state_plan.nest(state)
         shape = (*B, 1)
         if done is None:
             flag = torch.zeros(shape, dtype=torch.bool)
         else:
-            flag = to_torch(done).reshape(shape)
-            src["reward"] = to_torch(reward).reshape(shape)
+            flag = done.reshape(shape)
+            src["reward"] = reward.reshape(shape)
         src["done"] = flag
         src["terminated"] = flag.clone()
         td = nested_td(src, B)
@@ -197,14 +244,15 @@ class JumanjiWrapper(JaxWrapper):
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         self._no_kwargs(kwargs)
+        if self._pack:
+            return self._output_packed(self._reset_packed(self._row_keys()), stepped=False)
         state, obs = self._reset_fn(self._row_keys())
         return self._output(state, obs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         plan = self._state_plan
         tensors = plan.leaves_from(tensordict.get("state"))
-        jleaves = self._last.get(tensors)
-        state = plan.treedef.unflatten(plan.leaves_to_jax(tensors) if jleaves is None else jleaves)
+        cached = self._last.get(tensors)
         action = tensordict.get("action")
         if self._action_one_hot:
             action = action.argmax(-1)
@@ -212,6 +260,10 @@ class JumanjiWrapper(JaxWrapper):
         jaction = to_jax(action)
         if jaction.dtype != self._action_np:
             jaction = jaction.astype(self._action_np)
+        if self._pack:  # one buffer per dtype each way
+            buffers = self._frame.from_torch(tensors) if cached is None else cached
+            return self._output_packed(self._step_packed(buffers, jaction), stepped=True)
+        state = plan.treedef.unflatten(plan.leaves_to_jax(tensors) if cached is None else cached)
         state, obs, reward, done = self._step_fn(state, jaction)
         return self._output(state, obs, reward, done)
 

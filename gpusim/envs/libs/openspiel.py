@@ -38,6 +38,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
+from gpusim.envs.common import _cached_plan
 from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._optional import import_optional
@@ -189,20 +190,25 @@ class OpenSpielWrapper(LibraryWrapper):
                 outcome = outcomes[self._rng.choice(len(outcomes), p=np.asarray(probs) / np.sum(probs))]
             state.apply_action(int(outcome))
 
+    @_cached_plan
+    def _mask_plan(self) -> list:
+        """``(action spec leaf, player indices)`` of every group (cached until the specs change)."""
+        spec = self.full_action_spec
+        return [(spec[group, "action"], [self._index[m] for m in members]) for group, members in self.group_map.items()]
+
     def _masks(self) -> None:
         state = self._env
         n_actions = self._game.num_distinct_actions()
         terminal = state.is_terminal()
         acting = set() if terminal else (set(range(len(self.agent_names))) if self.parallel else {state.current_player()})
-        for group, members in self.group_map.items():
-            mask = torch.zeros(len(members), n_actions, dtype=torch.bool)
-            for j, name in enumerate(members):
-                i = self._index[name]
+        for spec, players in self._mask_plan:
+            mask = np.zeros((len(players), n_actions), dtype=bool)
+            for j, i in enumerate(players):
                 if i in acting:
                     mask[j, state.legal_actions(i)] = True
                 else:
                     mask[j, 0] = True  # a player who is not to act plays the no-op index 0
-            self.full_action_spec[group, "action"].update_mask(mask.to(self.device))
+            spec.update_mask(torch.from_numpy(mask).to(self.device))
 
     def _output(self, before: np.ndarray | None) -> TensorDictBase:
         state = self._env

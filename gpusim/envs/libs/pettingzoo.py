@@ -347,9 +347,14 @@ class PettingZooWrapper(LibraryWrapper):
             for k, v in (("terminated", term), ("truncated", trunc), ("done", term | trunc)):
                 flags[k].append(v)
             src[g.name] = new_td(node, torch.Size([g.n]))
-        reduce = np.any if self.done_on_any else np.all
-        for k, values in flags.items():
-            src[k] = torch.tensor([bool(reduce(np.concatenate(values)))]) if rewards is not None else torch.zeros(1, dtype=torch.bool)
+        if rewards is None:
+            root = torch.zeros(len(_FLAGS), 1, dtype=torch.bool)
+        elif self.done_on_any:
+            root = torch.tensor([[any(bool(v.any()) for v in flags[k])] for k in _FLAGS])
+        else:
+            root = torch.tensor([[all(bool(v.all()) for v in flags[k])] for k in _FLAGS])
+        for k, value in zip(_FLAGS, root):  # one allocation, a (1,) view per flag
+            src[k] = value
         if self.return_state:
             state = np.asarray(self._env.state())
             leaf = self._state_leaf

@@ -83,6 +83,19 @@ def test_discrete_start_offset_values(categorical):
     assert int(env.env.unwrapped.last_action) == 3
 
 
+@pytest.mark.parametrize("categorical", [False, True])
+@pytest.mark.parametrize("start", [0, 2])
+def test_discrete_action_is_a_numpy_integer_for_one_env(categorical, start):
+    # what Discrete.sample() hands out (a numpy integer), not a 0-d array; batched: an array
+    space = gym.spaces.Discrete(3, start=start)
+    _, (leaf,) = space_to_spec(space, categorical_action_encoding=categorical, key=("action",))
+    action = leaf.to_numpy(torch.tensor(1) if categorical else torch.tensor([0, 1, 0]))
+    assert isinstance(action, np.integer) and action == 1 + start and space.contains(action)
+    _, (leaf,) = space_to_spec(space, batch_size=(2,), categorical_action_encoding=categorical, key=("action",))
+    batched = leaf.to_numpy(torch.tensor([1, 2]) if categorical else torch.tensor([[0, 1, 0], [0, 0, 1]]))
+    assert isinstance(batched, np.ndarray) and batched.tolist() == [1 + start, 2 + start]
+
+
 def test_multidiscrete_start_and_multibinary_values():
     env = GymWrapper(SpaceEnv(obs="multidiscrete"), categorical_action_encoding=True)
     td = env.reset()
