@@ -434,6 +434,10 @@ class GymWrapper(EnvBase):
             src["terminated"] = torch.from_numpy(terminated.reshape(shape))
             src["truncated"] = torch.from_numpy(truncated.reshape(shape))
             src["done"] = torch.from_numpy((terminated | truncated).reshape(shape))
+            keys = [k for k in src if k not in ("reward", "pixels")]
+            td = self._finish(src, info)
+            self._record_step(td, keys)
+            return td
         else:
             term, trunc = bool(terminated), bool(truncated)
             src["reward"] = self._reward_to_torch(reward)
@@ -476,10 +480,48 @@ class GymWrapper(EnvBase):
         if self._is_vector:
             rows = masks.env_rows()
             mask = None if rows is None else rows.reshape(self.batch_size).cpu().numpy()
+            kept = self._kept_leaves(tensordict, masks, mask)
             obs, info = self._adapter.reset(mask)
-        else:
-            obs, info = self._env.reset()
+            out = self._reset_output(obs, info)
+            for key in kept:
+                masks.mark_merged(out.get(key))
+            return out
+        obs, info = self._env.reset()
         return self._reset_output(obs, info)
+
+    def _record_step(self, td: TensorDictBase, keys: list) -> None:
+        """Remembers the tensor leaves of a vector step's ``"next"`` data (root keys: the
+        observations and done flags), with their versions and the adapter's observation object, for
+        :meth:`_kept_leaves`."""
+        leaves = {k: td.get(k) for k in keys if isinstance(k, str)}
+        leaves = {k: (v, v._version) for k, v in leaves.items() if isinstance(v, torch.Tensor)}
+        self.__dict__["_last_step"] = (self._adapter.last_obs, leaves)
+
+    def _kept_leaves(self, previous: TensorDictBase | None, masks: ResetMasks, mask: np.ndarray | None) -> list:
+        """The root leaves whose reset data already equals ``previous`` in the rows not reset, so
+        the episode merge may keep them as they are (:meth:`ResetMasks.mark_merged`).
+
+        Only in an auto-reset (``maybe_reset``) whose ``previous`` holds the very tensors of this
+        env's last step, unmodified (same objects, same versions), with no adapter call since,
+        and whose mask covers every row that ended at that step. Then the masked reset returns
+        the library's current observation (that step's) in the rows not reset, and their done
+        flags were all False (``done = terminated | truncated``, and ``done`` rows are reset), as
+        the reset output's flags are. Anything else keeps the generic merge."""
+        record = self.__dict__.pop("_last_step", None)
+        if record is None or previous is None or mask is None or not masks.auto:
+            return []
+        raw_obs, leaves = record
+        adapter = self._adapter
+        if adapter.last_obs is not raw_obs or (adapter.pending & ~mask).any():
+            return []
+        kept = []
+        for key, (value, version) in leaves.items():
+            if previous.get(key, None) is value and value._version == version:
+                kept.append(key)
+        flags = ("done", "terminated", "truncated")
+        if not all(k in kept for k in flags):  # the flags are only known False together
+            kept = [k for k in kept if k not in flags]
+        return kept
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)

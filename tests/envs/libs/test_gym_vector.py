@@ -197,3 +197,104 @@ def test_async_vector_env_partial_reset_and_close():
     finally:
         env.close()
     assert env.is_closed and all(p.exitcode is not None for p in env.env.processes)
+
+
+# --------------------------------------------------------------- auto-reset merge fast path
+def _loop(env, steps: int, seed: int = 0, edit=None) -> list:
+    """``steps`` of ``rand_action`` + ``step_and_maybe_reset``; every root and next data cloned."""
+    torch.manual_seed(seed)
+    env.set_seed(seed)
+    td = env.reset()
+    out = []
+    for _ in range(steps):
+        td = env.rand_action(td)
+        stepped = env.step(td)
+        nxt = env._step_mdp(stepped)
+        if edit is not None:
+            edit(nxt)
+        td = env.maybe_reset(nxt)
+        out.append((stepped.get("next").clone(), td.clone()))
+    return out
+
+
+def _same(a: list, b: list) -> None:
+    assert len(a) == len(b)
+    for (na, ra), (nb, rb) in zip(a, b):
+        assert set(ra.keys(True, True)) == set(rb.keys(True, True))
+        assert (na == nb).all() and (ra == rb).all()
+
+
+def _parity(make, monkeypatch, steps: int = 24, edit=None) -> None:
+    """The fast path (reset leaves marked merged) gives the data of the generic merge."""
+    fast = _loop(make(), steps, edit=edit)
+    with monkeypatch.context() as m:
+        m.setattr(GymEnv, "_kept_leaves", lambda self, previous, masks, mask: [])
+        slow = _loop(make(), steps, edit=edit)
+    _same(fast, slow)
+    assert any(bool(r["done"].any()) for _, r in fast) is False  # roots never carry a done flag
+
+
+def _cartpole():
+    return GymEnv("CartPole-v1", num_envs=8, categorical_action_encoding=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_auto_reset_fast_merge_matches_generic_merge(mode, monkeypatch):
+    _parity(_cartpole, monkeypatch, steps=40)
+    _parity(lambda: GymWrapper(sync_vector(mode=mode, ep_lens=[2, 3, 5])), monkeypatch)
+
+
+def test_auto_reset_fast_merge_through_transforms(monkeypatch):
+    from gpusim.transforms import ObservationNorm, RewardSum, StepCounter, TransformedEnv
+
+    # StepCounter truncates rows the library did not end (the outer done is another tensor: the
+    # flags keep the merge, the observation skips it); ObservationNorm rewrites the observation
+    # under its own key (no mark); RewardSum leaves both as the base env gave them
+    _parity(lambda: TransformedEnv(_cartpole(), StepCounter(max_steps=5)), monkeypatch, steps=30)
+    _parity(lambda: TransformedEnv(_cartpole(), RewardSum()), monkeypatch, steps=30)
+    def normed():
+        norm = ObservationNorm(loc=1.0, scale=2.0, in_keys=["observation"])
+        return TransformedEnv(_cartpole(), StepCounter(max_steps=5)).append_transform(norm)
+
+    _parity(normed, monkeypatch)
+
+
+def test_auto_reset_fast_merge_keeps_edited_previous_data(monkeypatch):
+    # a root edited in place after the step is not the step's data any more: the merge keeps it
+    def edit(nxt):
+        nxt["observation"].add_(100.0)
+        nxt["terminated"].fill_(True)
+
+    _parity(_cartpole, monkeypatch, steps=20, edit=edit)
+    for nxt, root in _loop(_cartpole(), 20, edit=edit):
+        kept = ~nxt["done"].squeeze(-1)  # ("next" shares the edited tensors)
+        assert torch.equal(root["observation"][kept], nxt["observation"][kept])
+        assert root["terminated"][kept].all() and not root["terminated"][~kept].any()
+
+
+def test_auto_reset_marks_only_provable_leaves():
+    env = _cartpole()
+    env.set_seed(0)
+    td = env.reset()
+    marked = []
+    orig = env._kept_leaves
+
+    def spy(previous, masks, mask):
+        keys = orig(previous, masks, mask)
+        marked.append((masks.auto, sorted(keys)))
+        return keys
+
+    env.__dict__["_kept_leaves"] = spy
+    for _ in range(30):
+        td = env.rand_action(td)
+        _, td = env.step_and_maybe_reset(td)
+    # auto-resets: the observation and the three done flags skip the merge
+    assert ("observation" in marked[-1][1]) and marked[-1][0]
+    assert marked[-1][1] == ["done", "observation", "terminated", "truncated"]
+    # a user's reset with "_reset" keeps the generic merge (its input rows are kept as given)
+    td["_reset"] = torch.zeros(8, 1, dtype=torch.bool)
+    td["_reset"][0] = True
+    before = td["observation"].clone()
+    out = env.reset(td)
+    assert marked[-1] == (False, [])
+    assert torch.equal(out["observation"][1:], before[1:])
