@@ -8,7 +8,11 @@ On CPU that copy is dominated by two costs, and this module cuts both:
   cache (:mod:`gpusim.envs._rollout_cache`), which reuses the memory of dropped outputs and
   requests huge pages for new memory;
 * the interleave itself: each row's feature bytes are moved as one wide element (a float32
-  ``[4]`` row as one 16-byte element), several times faster than element by element.
+  ``[4]`` row as one 16-byte element), several times faster than element by element;
+* carried leaves are not interleaved twice: where every step's root leaf is the very tensor the
+  step before held at ``("next", key)`` (what ``step_mdp`` carries over when no row reset), the
+  root output is the stacked ``"next"`` output shifted by one step, copied in long runs (one per
+  row of the leading batch dims) plus the first step's leaf.
 
 The result is the same plain, contiguous ``TensorDict`` as ``torch.stack(steps, dim)`` (the
 reference). The backend is chosen by :func:`gpusim.kernels._dispatch.select` (table key
@@ -122,12 +126,50 @@ def stack_steps_cpu(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase
         return stack_steps_reference(steps, dim)  # tensordict's own result or error
     try:
         out = _allocate_like(first, dim, len(steps))
+        carried = _carried_keys(steps, keys)
         for key, dest in out.items(True, True):
-            _stack_leaf([td.get(key) for td in steps], dim, dest)
+            if _as_tuple(key) not in carried:
+                _stack_leaf([td.get(key) for td in steps], dim, dest)
+        for key in carried:  # after the "next" leaves they are read from
+            _copy_carried(steps, dim, out.get(key), out.get(("next", *key)), first.get(key))
     except (_Fallback, KeyError, RuntimeError, TypeError):
         # mismatched or unusual steps: torch.stack gives the result, or tensordict's own error
         return stack_steps_reference(steps, dim)
     return out
+
+
+def _as_tuple(key: str | tuple) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _carried_keys(steps: Sequence[TensorDictBase], keys: set) -> set[tuple]:
+    """The root leaf keys whose leaf at every step ``t >= 1`` is the same tensor object as step
+    ``t - 1``'s ``("next", *key)`` leaf: their stacked output equals the stacked ``"next"`` output
+    shifted by one step, exactly (one tensor, read once, at stack time)."""
+    if len(steps) < 2:
+        return set()
+    tuples = {_as_tuple(k) for k in keys}
+    carried = set()
+    for key in tuples:
+        nkey = ("next", *key)
+        if key[0] == "next" or nkey not in tuples:
+            continue
+        if all(steps[t].get(key) is steps[t - 1].get(nkey) for t in range(1, len(steps))):
+            carried.add(key)
+    return carried
+
+
+def _copy_carried(steps: Sequence[TensorDictBase], dim: int, dest: torch.Tensor, nxt: torch.Tensor, x0: torch.Tensor) -> None:
+    """Fills ``dest`` (a carried root leaf's output) from ``nxt`` (the stacked ``"next"`` leaf):
+    ``dest[t] = nxt[t - 1]`` along ``dim`` for ``t >= 1``, ``dest[0] = x0`` (``dest`` was allocated
+    like ``x0``). Raises ``_Fallback`` where ``nxt``'s shape or dtype differs (``copy_`` would
+    broadcast or cast where ``torch.stack`` raises) or ``x0`` requires grad (``torch.stack(out=...)``
+    refuses it)."""
+    if nxt.shape != dest.shape or nxt.dtype != dest.dtype or x0.requires_grad:
+        raise _Fallback
+    n = len(steps)
+    dest.narrow(dim, 1, n - 1).copy_(nxt.narrow(dim, 0, n - 1))
+    dest.select(dim, 0).copy_(x0)
 
 
 def stack_steps(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase:

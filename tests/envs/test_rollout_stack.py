@@ -203,3 +203,57 @@ def test_batch1_rollout_stack_equals_torch_stack():
     ref = torch.stack(list(b.unbind(1)), 1)
     assert type(a) is TensorDict and a.batch_size == ref.batch_size == (1, 40) and a.names == [None, "time"]
     _assert_flat_same(a, ref)
+
+
+def _carried_steps(n_steps: int, rows: int, seed: int = 0) -> list[TensorDict]:
+    """Steps chained like ``step_mdp`` does: each root ``obs``/``agents``/``done`` leaf is the very
+    tensor the step before held under ``"next"``."""
+    steps = _steps(n_steps, rows, seed)
+    steps[0].set("done", torch.ones(rows, 1, dtype=torch.bool))
+    steps[0].set("agents", TensorDict({"pos": torch.full((rows, 3, 2), -1.0)}, [rows, 3]))
+    for prev, cur in zip(steps, steps[1:]):
+        cur.set("obs", prev.get(("next", "obs")))
+        cur.set("agents", TensorDict({"pos": prev.get(("next", "agents", "pos"))}, [rows, 3]))
+        cur.set("done", prev.get(("next", "done")))
+    return steps
+
+
+def test_carried_leaves_are_copied_from_the_next_output_exactly():
+    """Root leaves that are the step before's ``"next"`` tensors are filled from the stacked
+    ``"next"`` output shifted by one step: same data as ``torch.stack``, at both stacking dims."""
+    from gpusim.envs._rollout_stack import _carried_keys, stack_steps_cpu
+
+    steps = _carried_steps(5, rows=7)
+    keys = set(steps[0].keys(True, True))
+    assert _carried_keys(steps, keys) == {("obs",), ("agents", "pos"), ("done",)}
+    _assert_same(stack_steps_cpu(steps, 1), torch.stack(steps, 1))
+    _assert_same(stack_steps_cpu(steps, 0), torch.stack(steps, 0))
+    steps[3].set("obs", steps[2].get(("next", "obs")).clone())  # equal values, another tensor
+    assert ("obs",) not in _carried_keys(steps, keys)
+    _assert_same(stack_steps_cpu(steps, 1), torch.stack(steps, 1))
+    assert _carried_keys(steps[:1], keys) == set()
+
+
+def test_carried_leaves_keep_torch_stack_errors_and_autograd():
+    """Carried ``"next"`` leaves that would only broadcast into the first root leaf's shape raise
+    as ``torch.stack`` does (``copy_`` would broadcast them); a first leaf that requires grad
+    keeps its graph."""
+    from gpusim.envs._rollout_stack import stack_steps_cpu
+
+    steps = _carried_steps(4, rows=6)
+    for t, step in enumerate(steps):  # "next" obs of width 1 carried on; the first root obs of width 4
+        narrow = torch.zeros(6, 1)
+        step.set(("next", "obs"), narrow)
+        if t + 1 < len(steps):
+            steps[t + 1].set("obs", narrow)
+    with pytest.raises(RuntimeError):
+        torch.stack(steps, 1)
+    with pytest.raises(RuntimeError):
+        stack_steps_cpu(steps, 1)
+    steps = _carried_steps(4, rows=6)
+    w = torch.ones(4, requires_grad=True)
+    steps[0].set("obs", steps[0].get("obs") * w)
+    out = stack_steps_cpu(steps, 1)
+    assert "Stack" in type(out["obs"].grad_fn).__name__  # torch.stack's graph, not a copy into a cached buffer
+    assert torch.equal(out["obs"].detach(), torch.stack(steps, 1)["obs"].detach())
+

@@ -157,3 +157,23 @@ def test_attribute_forwarding():
     assert env.scenario is env.env.scenario
     with pytest.raises(AttributeError, match="nope"):
         env.nope
+
+
+@pytest.mark.parametrize("max_steps", [None, 2])
+def test_rollout_cpu_stack_matches_reference(max_steps):
+    """The eager-CPU rollout stack (carried root leaves copied from the ``"next"`` output) gives the
+    data of ``torch.stack`` for a seeded VMAS rollout, with and without a reset on the way."""
+    from gpusim.kernels import force_backend
+
+    outs = []
+    for backend in ("cpu", "reference"):
+        env = VmasEnv("simple_spread", num_envs=5, seed=1, max_steps=max_steps)
+        torch.manual_seed(0)
+        with force_backend(backend, "rollout_stack"):
+            outs.append(env.rollout(4, break_when_any_done=False))
+    a, b = outs
+    assert a.batch_size == b.batch_size == (5, 4)
+    assert set(a.keys(True, True)) == set(b.keys(True, True))
+    for key in b.keys(True, True):
+        assert a.get(key).is_contiguous() and torch.equal(a.get(key), b.get(key)), key
+    assert torch.equal(a["agents", "observation"][:, 1:], a["next", "agents", "observation"][:, :-1]) == (max_steps is None)
