@@ -109,7 +109,10 @@ class AutoResetMode(str, enum.Enum):
             <AutoResetMode.SPARSE: 'sparse'>
         """
         if value is None:
-            return cls.SPARSE if device.type == "cpu" else cls.MASKED
+            mode = _DEFAULT_MODES.get(device)  # ``device.type`` is slow to read on the step path
+            if mode is None:
+                mode = _DEFAULT_MODES[device] = cls.SPARSE if device.type == "cpu" else cls.MASKED
+            return mode
         if isinstance(value, cls):
             return value
         try:
@@ -121,6 +124,7 @@ class AutoResetMode(str, enum.Enum):
 
 
 _fmt = _keys.fmt
+_DEFAULT_MODES: dict = {}  # torch.device -> its default AutoResetMode
 
 
 def _tget(td: TensorDictBase, key: NestedKey) -> Any:
@@ -626,7 +630,7 @@ class EpisodePlan:
                 flag = value if flag is None else flag | value
         if flag is None or flag.numel() != numel:
             return False
-        return not bool(flag.any())
+        return not (bool(flag.item()) if numel == 1 else bool(flag.any()))  # one flag: no any() kernel
 
     def ended(self, next_tensordict: TensorDictBase) -> torch.Tensor:
         """The env rows (``batch_size`` shape) where any done entry (``done``, ``terminated``,

@@ -88,7 +88,10 @@ def test_nothing_done_agrees_with_done_masks(seed):
         return torch.rand(*shape, generator=gen) < 0.3
 
     root, trunc, nested = _plans()
+    one = EpisodePlan(Composite(done=_flag((1, 1)), truncated=_flag((1, 1)), shape=(1,)), torch.Size([1]))
     cases = [
+        (one, TensorDict({"done": flags(1, 1), "truncated": flags(1, 1)}, [1])),  # one flag: read with item()
+        (one, TensorDict({"done": torch.ones(1, 1, dtype=torch.bool)}, [1])),
         (root, TensorDict({"done": flags(3, 1)}, [3])),
         (root, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool)}, [3])),
         (trunc, TensorDict({"done": flags(3, 1), "truncated": flags(3, 1)}, [3])),
