@@ -1616,10 +1616,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         episode = self._episode_for(tensordict)
         sparse = self._sparse_now()
-        if sparse and episode.nothing_done(tensordict):
+        # SPARSE: the done flags are read on the host once (None: the plan cannot tell cheaply)
+        nothing = episode.nothing_done(tensordict) if sparse else None
+        if nothing:
             return tensordict
         masks = episode.done_masks(tensordict, sparse)
-        if sparse and not masks.any():
+        if sparse and nothing is None and not masks.any():
             return tensordict
         episode.write(tensordict, masks)
         return self._reset_and_merge(tensordict, masks)

@@ -604,11 +604,11 @@ class EpisodePlan:
             return ResetMasks(self.levels, masks, root, self.batch_size, sparse, auto=True)
         return ResetMasks(self.levels, masks, None, self.batch_size, sparse, auto=True)
 
-    def nothing_done(self, tensordict: TensorDictBase) -> bool:
-        """``SPARSE`` mode's shortcut of ``not done_masks(tensordict, True).any()``: whether the
-        done flags of a next-step root mark no row, read on the host once. ``False`` also when it
-        cannot tell cheaply (nested done levels; absent flags or flags that are not of the root
-        mask's size): :meth:`done_masks` then decides, or raises.
+    def nothing_done(self, tensordict: TensorDictBase) -> bool | None:
+        """``SPARSE`` mode's shortcut of ``not done_masks(tensordict, True).any()``, read on the
+        host once: ``True`` when the done flags of a next-step root mark no row, ``False`` when
+        they mark some, ``None`` when it cannot tell cheaply (nested done levels; absent flags or
+        flags that are not of the root mask's size): :meth:`done_masks` then decides, or raises.
 
         Examples:
             >>> from tensordict import TensorDict
@@ -619,17 +619,19 @@ class EpisodePlan:
             True
             >>> plan.nothing_done(TensorDict({"done": torch.tensor([[False], [True]])}, [2]))
             False
+            >>> plan.nothing_done(TensorDict({}, [2])) is None
+            True
         """
         numel = self._root_numel
         if numel is None:
-            return False
+            return None
         flag = None
         for name in self.flag_names[0]:
             value = fast_get(tensordict, name)
             if value is not None:
                 flag = value if flag is None else flag | value
         if flag is None or flag.numel() != numel:
-            return False
+            return None
         return not (bool(flag.item()) if numel == 1 else bool(flag.any()))  # one flag: no any() kernel
 
     def ended(self, next_tensordict: TensorDictBase) -> torch.Tensor:

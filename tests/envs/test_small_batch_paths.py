@@ -102,10 +102,11 @@ def test_nothing_done_agrees_with_done_masks(seed):
     ]
     for plan, td in cases:
         reference = plan.done_masks(td, True).any()
-        if plan.nothing_done(td):
-            assert not reference
-        elif plan is not nested:  # nested levels always take the general path
-            assert reference
+        got = plan.nothing_done(td)
+        if plan is nested:  # nested levels always take the general path
+            assert got is None
+        else:
+            assert got is (not reference)
 
 
 def test_nothing_done_leaves_bad_flags_to_done_masks():
@@ -115,7 +116,7 @@ def test_nothing_done_leaves_bad_flags_to_done_masks():
         (root, TensorDict({"done": torch.zeros(3, 2, dtype=torch.bool)}, [3])),  # not the mask's size
         (trunc, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool), "truncated": torch.zeros(3, dtype=torch.bool)}, [3])),
     ]:
-        assert not plan.nothing_done(td)
+        assert plan.nothing_done(td) is None
         with pytest.raises((KeyError, RuntimeError)):
             plan.done_masks(td, True)
 
@@ -141,7 +142,7 @@ def test_step_loop_equals_the_reference_paths(monkeypatch, make):
     fast = _loop(env)
     with monkeypatch.context() as m:
         m.setattr(_fasttd, "_merge_flat", lambda *a: None)
-        m.setattr(EpisodePlan, "nothing_done", lambda self, td: False)
+        m.setattr(EpisodePlan, "nothing_done", lambda self, td: None)
         m.setattr(common, "inner", lambda td: None)
         slow = _loop(env)
     env.close()
