@@ -311,6 +311,9 @@ def merge_plain(
         >>> sorted(out.keys()), out["a"] is root["a"]
         (['a', 'obs'], False)
     """
+    flat = _merge_flat(root, nxt, root_exclude, root_include, next_exclude)
+    if flat is not None:
+        return flat
     try:
         node = _collect(root, root_exclude, root_include, keep_empty)
         nxt_node = _collect(nxt, next_exclude, None, keep_empty)
@@ -323,6 +326,40 @@ def merge_plain(
     if nxt_node is not None:
         _merge_into(node, nxt_node)
     return _build(node)
+
+
+_Tensor = torch.Tensor
+
+
+def _merge_flat(
+    root: TensorDictBase,
+    nxt: TensorDictBase,
+    root_exclude: ExclusionTree,
+    root_include: ExclusionTree | None,
+    next_exclude: ExclusionTree,
+) -> TensorDict | None:
+    """:func:`merge_plain` of plain tensordicts whose kept entries are all plain tensors (no
+    sub-container, no non-tensor data): one dict per side, with the same keys in the same order;
+    ``None`` for anything else (the caller takes the general path). Empty containers do not
+    occur here, so ``keep_empty`` does not matter."""
+    if not PRIVATE_API or type(root) is not TensorDict or type(nxt) is not TensorDict:
+        return None
+    if torch.compiler.is_compiling():
+        return None
+    items = {}
+    for k, v in root._tensordict.items():
+        if root_exclude.get(k) is True or (root_include is not None and k not in root_include):
+            continue
+        if type(v) is not _Tensor:
+            return None
+        items[k] = v
+    for k, v in nxt._tensordict.items():
+        if next_exclude.get(k) is True:
+            continue
+        if type(v) is not _Tensor:
+            return None
+        items[k] = v
+    return TensorDict._new_unsafe(items, nxt.batch_size, device=nxt.device)
 
 
 def _stack_nodes(datas: list, batch: torch.Size, device: Any, dim: int) -> TensorDict | None:

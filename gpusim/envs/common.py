@@ -28,7 +28,7 @@ from torch import nn
 
 from gpusim.envs import _keys
 from gpusim.envs import _partial, _policy
-from gpusim.envs._fasttd import fast_get, fast_get_path, fast_pop, fast_set, is_plain
+from gpusim.envs._fasttd import fast_get, fast_get_path, fast_pop, fast_set, inner, is_plain
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._seeding import next_seed
 from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, native_autoreset_step, resolve_set_state
@@ -1286,8 +1286,9 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def _fix_output_shapes(self, next_td: TensorDictBase) -> None:
         if next_td.batch_size != self.batch_size:
             return
+        data = inner(next_td)  # a plain TensorDict's root dict, read directly (same lookups)
         for key, shape, numel in self._output_leaf_shapes:
-            value = fast_get_path(next_td, key)
+            value = data.get(key) if data is not None and type(key) is str else fast_get_path(next_td, key)
             if value is not None and value.shape != shape and value.numel() == numel:
                 next_td.set(key, value.reshape(shape))
 
@@ -1417,6 +1418,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         actions, states = self._input_checks
         name = type(self).__name__
         lead = tensordict.batch_size if not self.batch_size and tensordict.batch_size else None
+        data = inner(tensordict)  # a plain TensorDict's root dict, read directly (same lookups)
         for check in actions:
             if check.parts is not None:
                 self._check_stacked_action(tensordict, check)
@@ -1424,7 +1426,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             key, shape, dtype, squeezed = check.key, check.shape, check.dtype, check.squeezed
             if lead is not None:  # a batch-unlocked env fed a batch: the rows lead the spec shape
                 shape = lead + shape
-            value = fast_get_path(tensordict, key)
+            value = data.get(key) if data is not None and type(key) is str else fast_get_path(tensordict, key)
             if value is None:
                 raise KeyError(
                     f"{name}.step: the input has no action entry {_keys.fmt(key)} (expected shape {list(shape)}, "
@@ -1445,7 +1447,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     "(the action spec's dtype)"
                 )
         for key in states:
-            value = fast_get_path(tensordict, key)
+            value = data.get(key) if data is not None and type(key) is str else fast_get_path(tensordict, key)
             if value is None:
                 raise KeyError(
                     f"{name}.step: the input has no state entry {_keys.fmt(key)}: call env.reset() first and step "
@@ -1614,8 +1616,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """
         episode = self._episode_for(tensordict)
         sparse = self._sparse_now()
+        # SPARSE: the done flags are read on the host once (None: the plan cannot tell cheaply)
+        nothing = episode.nothing_done(tensordict) if sparse else None
+        if nothing:
+            return tensordict
         masks = episode.done_masks(tensordict, sparse)
-        if sparse and not masks.any():
+        if sparse and nothing is None and not masks.any():
             return tensordict
         episode.write(tensordict, masks)
         return self._reset_and_merge(tensordict, masks)

@@ -109,7 +109,10 @@ class AutoResetMode(str, enum.Enum):
             <AutoResetMode.SPARSE: 'sparse'>
         """
         if value is None:
-            return cls.SPARSE if device.type == "cpu" else cls.MASKED
+            mode = _DEFAULT_MODES.get(device)  # ``device.type`` is slow to read on the step path
+            if mode is None:
+                mode = _DEFAULT_MODES[device] = cls.SPARSE if device.type == "cpu" else cls.MASKED
+            return mode
         if isinstance(value, cls):
             return value
         try:
@@ -121,6 +124,7 @@ class AutoResetMode(str, enum.Enum):
 
 
 _fmt = _keys.fmt
+_DEFAULT_MODES: dict = {}  # torch.device -> its default AutoResetMode
 
 
 def _tget(td: TensorDictBase, key: NestedKey) -> Any:
@@ -506,6 +510,9 @@ class EpisodePlan:
             else:  # a transform removed (or renamed) ``done``: the other end signals mark the rows
                 self.flag_names.append(tuple(n for n in ("terminated", "truncated") if n in names))
         self.root_done_only = len(self.levels) == 1 and self.root_level is not None and self.flag_names[0] == ("done",)
+        # the element count of a root mask, when the root level is the only one and has no dynamic dim
+        only_root = len(self.levels) == 1 and self.root_level is not None and -1 not in self.root_shape
+        self._root_numel = self.root_shape.numel() if only_root else None
         self.reset_keys = ["_reset", *(lvl.reset_key for lvl in self.levels if lvl.prefix != ())]
 
     # -------------------------------------------------------------- resolution
@@ -596,6 +603,36 @@ class EpisodePlan:
             masks = [_broadcast(root, lvl.shape) for lvl in self.levels]
             return ResetMasks(self.levels, masks, root, self.batch_size, sparse, auto=True)
         return ResetMasks(self.levels, masks, None, self.batch_size, sparse, auto=True)
+
+    def nothing_done(self, tensordict: TensorDictBase) -> bool | None:
+        """``SPARSE`` mode's shortcut of ``not done_masks(tensordict, True).any()``, read on the
+        host once: ``True`` when the done flags of a next-step root mark no row, ``False`` when
+        they mark some, ``None`` when it cannot tell cheaply (nested done levels; absent flags or
+        flags that are not of the root mask's size): :meth:`done_masks` then decides, or raises.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> from gpusim.specs import Categorical, Composite
+            >>> spec = Composite(done=Categorical(2, shape=(2, 1), dtype=torch.bool), shape=(2,))
+            >>> plan = EpisodePlan(spec, torch.Size([2]))
+            >>> plan.nothing_done(TensorDict({"done": torch.tensor([[False], [False]])}, [2]))
+            True
+            >>> plan.nothing_done(TensorDict({"done": torch.tensor([[False], [True]])}, [2]))
+            False
+            >>> plan.nothing_done(TensorDict({}, [2])) is None
+            True
+        """
+        numel = self._root_numel
+        if numel is None:
+            return None
+        flag = None
+        for name in self.flag_names[0]:
+            value = fast_get(tensordict, name)
+            if value is not None:
+                flag = value if flag is None else flag | value
+        if flag is None or flag.numel() != numel:
+            return None
+        return not (bool(flag.item()) if numel == 1 else bool(flag.any()))  # one flag: no any() kernel
 
     def ended(self, next_tensordict: TensorDictBase) -> torch.Tensor:
         """The env rows (``batch_size`` shape) where any done entry (``done``, ``terminated``,
