@@ -39,6 +39,7 @@ __all__ = [
     "check_private_api",
     "new_td",
     "inner",
+    "get_via",
     "is_plain",
     "fast_get",
     "fast_get_path",
@@ -130,6 +131,21 @@ def inner(td: TensorDictBase) -> dict | None:
     if PRIVATE_API and type(td) is TensorDict:
         return td._tensordict
     return None
+
+
+def get_via(data: dict | None, td: TensorDictBase, key: Any) -> Any:
+    """``td.get(key, None)``, read from ``data`` (``inner(td)``, taken once by a caller that reads
+    several keys) for a string key when it is available, else through :func:`fast_get_path`.
+
+    Examples:
+        >>> td = TensorDict({"a": torch.zeros(1), "g": TensorDict({"b": torch.ones(1)}, [1])}, [1])
+        >>> data = inner(td)
+        >>> get_via(data, td, "a").tolist(), get_via(data, td, ("g", "b")).tolist(), get_via(data, td, "c")
+        ([0.0], [1.0], None)
+    """
+    if data is not None and type(key) is str:
+        return data.get(key)
+    return fast_get_path(td, key)
 
 
 def exclusion_tree(keys: Iterable[Union[str, tuple]]) -> ExclusionTree:

@@ -28,7 +28,7 @@ from torch import nn
 
 from gpusim.envs import _keys
 from gpusim.envs import _partial, _policy
-from gpusim.envs._fasttd import fast_get, fast_get_path, fast_pop, fast_set, inner, is_plain
+from gpusim.envs._fasttd import fast_get, fast_get_path, fast_pop, fast_set, get_via, inner, is_plain
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._seeding import next_seed
 from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, native_autoreset_step, resolve_set_state
@@ -1288,7 +1288,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             return
         data = inner(next_td)  # a plain TensorDict's root dict, read directly (same lookups)
         for key, shape, numel in self._output_leaf_shapes:
-            value = data.get(key) if data is not None and type(key) is str else fast_get_path(next_td, key)
+            value = get_via(data, next_td, key)
             if value is not None and value.shape != shape and value.numel() == numel:
                 next_td.set(key, value.reshape(shape))
 
@@ -1369,7 +1369,6 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     @_cached_plan
     def _input_checks(self) -> tuple[list, list]:
         """``[(key, shape, dtype)]`` of the action leaves and ``[key]`` of the state leaves."""
-        spec = self.full_action_spec
         actions = self._action_checks()
         states = [k for k in self.state_keys if k not in set(self.action_keys)]
         return actions, states
@@ -1426,7 +1425,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             key, shape, dtype, squeezed = check.key, check.shape, check.dtype, check.squeezed
             if lead is not None:  # a batch-unlocked env fed a batch: the rows lead the spec shape
                 shape = lead + shape
-            value = data.get(key) if data is not None and type(key) is str else fast_get_path(tensordict, key)
+            value = get_via(data, tensordict, key)
             if value is None:
                 raise KeyError(
                     f"{name}.step: the input has no action entry {_keys.fmt(key)} (expected shape {list(shape)}, "
@@ -1447,7 +1446,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     "(the action spec's dtype)"
                 )
         for key in states:
-            value = data.get(key) if data is not None and type(key) is str else fast_get_path(tensordict, key)
+            value = get_via(data, tensordict, key)
             if value is None:
                 raise KeyError(
                     f"{name}.step: the input has no state entry {_keys.fmt(key)}: call env.reset() first and step "

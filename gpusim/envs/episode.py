@@ -940,9 +940,8 @@ def native_autoreset_step(env: Any, tensordict: TensorDictBase) -> tuple[TensorD
     tensordict_ = env._step_mdp(tensordict)
     if env._post_mdp_hook:
         tensordict, tensordict_ = env._post_step_mdp(tensordict, tensordict_)
-    present = set(tensordict_.keys(True, True))
     for key, obs in first_obs.items():
-        if _keys.unravel(key) in present:
+        if isinstance(tensordict_.get(key, None), torch.Tensor):  # kept by step_mdp
             tensordict_.set(key, obs)
     masks = plan.done_masks(tensordict_, sparse=False)
     done_flags = {key: tensordict_.get(key) for key in env.done_keys}
