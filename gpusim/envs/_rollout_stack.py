@@ -37,6 +37,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from gpusim.envs._fasttd import stack_plain
+from gpusim.envs._keys import as_tuple
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._dispatch import select, threshold
 from gpusim.kernels._wide import as_wide
@@ -128,7 +129,7 @@ def stack_steps_cpu(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase
         out = _allocate_like(first, dim, len(steps))
         carried = _carried_keys(steps, keys)
         for key, dest in out.items(True, True):
-            if _as_tuple(key) not in carried:
+            if as_tuple(key) not in carried:
                 _stack_leaf([td.get(key) for td in steps], dim, dest)
         for key in carried:  # after the "next" leaves they are read from
             _copy_carried(steps, dim, out.get(key), out.get(("next", *key)), first.get(key))
@@ -138,17 +139,13 @@ def stack_steps_cpu(steps: Sequence[TensorDictBase], dim: int) -> TensorDictBase
     return out
 
 
-def _as_tuple(key: str | tuple) -> tuple:
-    return key if isinstance(key, tuple) else (key,)
-
-
 def _carried_keys(steps: Sequence[TensorDictBase], keys: set) -> set[tuple]:
     """The root leaf keys whose leaf at every step ``t >= 1`` is the same tensor object as step
     ``t - 1``'s ``("next", *key)`` leaf: their stacked output equals the stacked ``"next"`` output
     shifted by one step, exactly (one tensor, read once, at stack time)."""
     if len(steps) < 2:
         return set()
-    tuples = {_as_tuple(k) for k in keys}
+    tuples = {as_tuple(k) for k in keys}
     carried = set()
     for key in tuples:
         nkey = ("next", *key)

@@ -590,11 +590,7 @@ class EpisodePlan:
         masks = []
         for level, names in zip(self.levels, self.flag_names):
             node = tensordict if level.prefix == () else _tget(tensordict, level.prefix)
-            flag = None
-            for name in names:
-                value = None if node is None else fast_get(node, name)
-                if value is not None:
-                    flag = value if flag is None else flag | value
+            flag = None if node is None else _any_flag(node, names)
             if flag is None:
                 raise KeyError(f"maybe_reset: the tensordict has no {_fmt(level.key('done'))} entry")
             masks.append(flag.reshape(level.shape))
@@ -625,11 +621,7 @@ class EpisodePlan:
         numel = self._root_numel
         if numel is None:
             return None
-        flag = None
-        for name in self.flag_names[0]:
-            value = fast_get(tensordict, name)
-            if value is not None:
-                flag = value if flag is None else flag | value
+        flag = _any_flag(tensordict, self.flag_names[0])
         if flag is None or flag.numel() != numel:
             return None
         return not (bool(flag.item()) if numel == 1 else bool(flag.any()))  # one flag: no any() kernel
@@ -834,6 +826,16 @@ def merge_rows(
     if nontensor:
         _merge_nontensor(new, old, mask, nontensor)
     return new
+
+
+def _any_flag(node: TensorDictBase, names: Sequence[str]) -> torch.Tensor | None:
+    """The OR of the flags ``names`` present in ``node`` (``None`` when none is)."""
+    flag = None
+    for name in names:
+        value = fast_get(node, name)
+        if value is not None:
+            flag = value if flag is None else flag | value
+    return flag
 
 
 def _lazy_rows(td: TensorDictBase) -> bool:
