@@ -37,7 +37,6 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from gpusim.envs._fasttd import fast_set
 from gpusim.envs._fasttd import new_td as _new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
@@ -542,26 +541,6 @@ class GymWrapper(EnvBase):
                 obs, r, terminated, truncated, info = self._env.step(action)
                 reward = reward + r
         return self._step_data(obs, reward, terminated, truncated, info)
-
-    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
-        """Writes a random action from the action spec (one leaf: written directly).
-
-        Args:
-            tensordict: the data to write into (``None``: a new tensordict).
-
-        Returns:
-            ``tensordict`` with the action.
-
-        Examples:
-            >>> env = GymEnv("CartPole-v1", num_envs=3, categorical_action_encoding=True)
-            >>> env.rand_action()["action"].shape
-            torch.Size([3])
-        """
-        leaves = self._act_leaves
-        if tensordict is None or len(leaves) != 1 or len(leaves[0].key) != 1 or type(tensordict) is not TensorDict:
-            return super().rand_action(tensordict)
-        leaf = leaves[0]
-        return fast_set(tensordict, leaf.key[0], leaf.spec.rand())
 
     def _set_seed(self, seed: int | None) -> None:
         if self._is_vector:
