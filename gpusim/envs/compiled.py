@@ -101,6 +101,24 @@ def _unaliased(leaves: tuple) -> tuple:
 # Inductor lays out its intermediates (stack/cat results, the reset-noise hash, CatFrames'
 # window) row-major whatever the inputs' strides, so the mix adds transposes and per-feature
 # passes; column-wise env math that keeps them all [B]-vectorized still reached only 30 M.
+def _pack_bool(flag: torch.Tensor) -> torch.Tensor:
+    """A bool tensor as ``uint8`` 0/1, for a write through a ``uint8`` view of bool memory.
+
+    Inductor's C++ code (torch 2.13) loads and stores bool tensors through the generic 64-lane
+    ``Vectorized<bool>``, a scalar byte loop: a compare stored to a bool buffer measured 497 us
+    per 65536 rows, one stored as ``uint8`` through ``int32`` 15 us (the ``int32`` step keeps
+    the conversion vectorized; ``.to(torch.uint8)`` of a bool measured 189 us). So CPU graphs
+    take and give their bool leaves as ``uint8`` views (same bytes, no copy) and convert inside.
+    """
+    return flag.to(torch.int32).to(torch.uint8)
+
+
+def _unpack_bool(raw: torch.Tensor) -> torch.Tensor:
+    """The bool tensor of a ``uint8`` 0/1 view (see :func:`_pack_bool`); ``!= 0`` on ``int32``
+    keeps it a vector mask (``.to(torch.bool)`` of the ``uint8`` loads bytewise)."""
+    return raw.to(torch.int32) != 0
+
+
 def _output_buffer(shape: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A time-major output buffer: from the rollout buffer cache on CPU (reused memory across
     rollouts), ``torch.empty`` on other devices."""
@@ -136,6 +154,7 @@ class _Layout:
     out_keys: tuple
     out_meta: tuple  # (shape, dtype, device) per out key
     template: TensorDictBase  # one step's data (structure and sub-tensordict batch sizes)
+    bools: tuple = ()  # per root leaf (in ``keys`` order): whether it is a bool tensor
 
 
 def _canonical(root: TensorDictBase) -> tuple[tuple, pytree.TreeSpec]:
@@ -248,23 +267,33 @@ class CompiledRollout:
         env, policy = self.env, self.policy
         spec, out_keys, next_keys = layout.spec, layout.out_keys, layout.keys
         in_graph = self._write_in_graph
+        packed = self._packs_bools()
+        in_bools = layout.bools if packed else (False,) * len(next_keys)
+        out_bools = tuple(packed and dtype == torch.bool for _, dtype, _ in layout.out_meta)
 
         def body(root_leaves: tuple, views: tuple) -> tuple:
-            td = pytree.tree_unflatten(list(root_leaves), spec)
+            leaves = [_unpack_bool(v) if b else v for v, b in zip(root_leaves, in_bools)]
+            td = pytree.tree_unflatten(leaves, spec)
             steps = []
             for i in range(k):
                 stepped, td = env.step_and_maybe_reset(policy(td))
                 if in_graph:
-                    for key, view in zip(out_keys, views):
-                        view[i].copy_(stepped.get(key))
+                    for key, view, b in zip(out_keys, views, out_bools):
+                        value = stepped.get(key)
+                        view[i].copy_(_pack_bool(value) if b else value)
                 else:
                     steps.append(tuple(stepped.get(key) for key in out_keys))
-            nxt = tuple(td.get(key) for key in next_keys)
+            nxt = tuple(_pack_bool(v) if b else v for v, b in zip((td.get(key) for key in next_keys), in_bools))
             if in_graph:
                 return nxt
             return nxt, tuple(torch.stack(vals) for vals in zip(*steps))
 
         return body
+
+    def _packs_bools(self) -> bool:
+        """Whether bool leaves cross the graph boundary as ``uint8`` (CPU graphs that write in
+        place): see :func:`_pack_bool`."""
+        return self._write_in_graph and self.env.device.type == "cpu"
 
     def _fn(self, layout: _Layout, k: int) -> tuple[Callable, bool]:
         key = (layout.keys, k)
@@ -332,6 +361,7 @@ class CompiledRollout:
             out_keys=tuple(k for k, _ in items),
             out_meta=tuple((tuple(v.shape), v.dtype, v.device) for _, v in items),
             template=stepped,
+            bools=tuple(next_root.get(key).dtype == torch.bool for key in keys),
         )
 
     def _steady(self, root: TensorDictBase) -> _Layout | None:
@@ -405,6 +435,9 @@ class CompiledRollout:
             for buf, key in zip(buffers, layout.out_keys):
                 buf[t].copy_(stepped.get(key))
         leaves = _unaliased(tuple(root.get(key) for key in layout.keys))
+        if self._packs_bools():  # bool leaves and buffers cross the boundary as uint8 views
+            leaves = tuple(v.view(torch.uint8) if b else v for v, b in zip(leaves, layout.bools))
+            buffers = [buf.view(torch.uint8) if buf.dtype == torch.bool else buf for buf in buffers]
         for t in range(head, max_steps, k):
             fn, fresh = self._fn(layout, k)
             if fresh:
@@ -422,6 +455,9 @@ class CompiledRollout:
                 leaves = tuple(leaf.clone() for leaf in leaves)  # graph-owned memory is reused
             if fresh:
                 self._compiled_in(time.perf_counter() - start)
+        if self._packs_bools():
+            leaves = tuple(v.view(torch.bool) if b else v for v, b in zip(leaves, layout.bools))
+            buffers = [buf.view(torch.bool) if out[1] == torch.bool else buf for buf, out in zip(buffers, layout.out_meta)]
         self._last_root = (leaves, layout)
         return self._assemble(layout, buffers), self.last_root()
 

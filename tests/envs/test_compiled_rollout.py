@@ -162,3 +162,40 @@ def test_many_runners_do_not_share_one_compile_cache():
         env = StatelessCounter(batch_size=(batch,), max_count=2)
         out = env.rollout(3, policy, break_when_any_done=False, compile={"steps_per_call": 1})
         assert out.shape == torch.Size([batch, 3])
+
+
+def test_bool_leaves_cross_the_cpu_graph_as_uint8_and_come_back_bool():
+    """CPU graphs take and give bool leaves as uint8 views (Inductor stores bools bytewise):
+    the data, the continued root and its flags are bool and equal the eager loop's, with resets
+    inside the graph and the root's done/terminated carried across two runs."""
+    from gpusim.envs.compiled import CompiledRollout, _pack_bool, _unpack_bool
+
+    flags = torch.tensor([[True], [False], [True]])
+    packed = _pack_bool(flags)
+    assert packed.dtype == torch.uint8 and packed.tolist() == [[1], [0], [1]]
+    assert torch.equal(_unpack_bool(packed), flags)
+
+    torch._dynamo.reset()
+    env = CartPoleEnv(batch_size=[16], seed=11)
+    runner = CompiledRollout(env, _balance, steps_per_call=1, verbose=False)
+    assert runner._packs_bools()
+    root = env.reset()
+    first, root = runner.run(30, root)
+    second, root = runner.run(30, root)
+    for key in ("done", "terminated"):
+        assert root[key].dtype == torch.bool
+        assert first[key].dtype == first["next", key].dtype == torch.bool
+
+    env.set_seed(11)
+    eager_root = env.reset()
+    steps = []
+    for _ in range(60):
+        stepped, eager_root = env.step_and_maybe_reset(_balance(eager_root))
+        steps.append(stepped)
+    eager = torch.stack(steps, dim=-1)
+    both = torch.cat([first, second], dim=-1)
+    assert eager["next", "done"].any()  # resets happened inside the graph
+    for key in ("done", "terminated", ("next", "done"), ("next", "terminated")):
+        assert torch.equal(both.get(key), eager.get(key)), key
+    for key in ("done", "terminated", "observation"):
+        torch.testing.assert_close(root.get(key), eager_root.get(key), rtol=1e-5, atol=1e-5)
