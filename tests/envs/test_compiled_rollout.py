@@ -199,3 +199,27 @@ def test_bool_leaves_cross_the_cpu_graph_as_uint8_and_come_back_bool():
         assert torch.equal(both.get(key), eager.get(key)), key
     for key in ("done", "terminated", "observation"):
         torch.testing.assert_close(root.get(key), eager_root.get(key), rtol=1e-5, atol=1e-5)
+
+
+def test_guards_still_checked_at_the_start_of_each_run():
+    """The calls of a run after the first two skip Dynamo's guards; each run's first calls keep
+    them, so an env constant changed between runs (read while tracing) is seen: the graph is
+    recompiled and the data match an eager loop with the new constant. The caller's stance is
+    left as it was."""
+    from gpusim.envs.compiled import GUARDED_CALLS, CompiledRollout
+
+    torch._dynamo.reset()
+    env = CartPoleEnv(batch_size=[8], seed=2)
+    runner = CompiledRollout(env, _balance, steps_per_call=1, verbose=False)
+    _, root = runner.run(GUARDED_CALLS + 6, env.reset())
+    env.force_mag = 3.0  # guarded attribute: a different graph
+    start = root.clone()
+    data, _ = runner.run(GUARDED_CALLS + 6, root)
+
+    eager_root, steps = start, []
+    for _ in range(GUARDED_CALLS + 6):
+        stepped, eager_root = env.step_and_maybe_reset(_balance(eager_root))
+        steps.append(stepped)
+    eager = torch.stack(steps, dim=-1)
+    torch.testing.assert_close(data["next", "observation"], eager["next", "observation"], rtol=1e-5, atol=1e-6)
+    assert torch._dynamo.eval_frame._stance.skip_guard_eval_unsafe is False
