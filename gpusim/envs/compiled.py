@@ -115,7 +115,8 @@ def _unaliased(leaves: tuple) -> tuple:
 
 # Layout note (issue #16): holding the [*B, k] root leaves and their output buffers
 # feature-major (strides (1, B)) through the graph was measured slower on CPU (1 thread, CartPole
-# at 65536 envs: 27-29 M vs 34 M env-steps/s; with the 5-transform stack 6.7 M vs 14.8 M).
+# at 65536 envs: 27-29 M vs 34 M env-steps/s; with the 5-transform stack 6.7 M vs 14.8 M; both
+# before bool leaves crossed as uint8, when bool stores took most of the graph's time).
 # Inductor lays out its intermediates (stack/cat results, the reset-noise hash, CatFrames'
 # window) row-major whatever the inputs' strides, so the mix adds transposes and per-feature
 # passes; column-wise env math that keeps them all [B]-vectorized still reached only 30 M.
