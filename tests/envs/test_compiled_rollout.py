@@ -223,3 +223,38 @@ def test_guards_still_checked_at_the_start_of_each_run():
     eager = torch.stack(steps, dim=-1)
     torch.testing.assert_close(data["next", "observation"], eager["next", "observation"], rtol=1e-5, atol=1e-6)
     assert torch._dynamo.eval_frame._stance.skip_guard_eval_unsafe is False
+
+
+def test_next_root_written_in_place_alternately_and_fresh_per_run():
+    """CPU runners write the next root into two sets of buffers made per run (no allocation per
+    call): the data and roots match the eager loop (resets inside the graph, odd and even call
+    counts), and a root returned by one run is not overwritten by the next run."""
+    from gpusim.envs.compiled import PINGPONG, CompiledRollout
+    from gpusim.transforms import StepCounter, TransformedEnv
+
+    assert PINGPONG
+
+    def make():
+        return TransformedEnv(CartPoleEnv(batch_size=[8], seed=4, auto_reset_mode="masked"), StepCounter(max_steps=3))
+
+    torch._dynamo.reset()
+    env = make()
+    runner = CompiledRollout(env, _balance, steps_per_call=1, verbose=False)
+    assert runner._pingpong
+    first, root1 = runner.run(5, env.reset())
+    kept = root1.clone()
+    second, root2 = runner.run(6, root1)
+    for key, value in kept.items(True, True):
+        assert torch.equal(root1.get(key), value), key  # the next run wrote elsewhere
+        assert root2.get(key).data_ptr() != root1.get(key).data_ptr(), key
+
+    eager_env = make()
+    eager_root = eager_env.reset()
+    steps = []
+    for _ in range(11):
+        stepped, eager_root = eager_env.step_and_maybe_reset(_balance(eager_root))
+        steps.append(stepped)
+    eager = torch.stack(steps, dim=-1)
+    assert eager["next", "truncated"].any()  # resets happened inside the graph
+    _assert_close(eager, torch.cat([first, second], dim=-1))
+    _assert_close(eager_root, root2)
