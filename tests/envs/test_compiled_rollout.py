@@ -258,3 +258,44 @@ def test_next_root_written_in_place_alternately_and_fresh_per_run():
     assert eager["next", "truncated"].any()  # resets happened inside the graph
     _assert_close(eager, torch.cat([first, second], dim=-1))
     _assert_close(eager_root, root2)
+
+
+@pytest.mark.parametrize("num, bits", [(3, 16), (2, 24)])
+def test_compiled_reset_noise_by_columns_equals_eager(num, bits):
+    """Compiled graphs hash the reset noise one column per hash (``_rng.COLHASH``): the same
+    numbers and episode indices as the eager ``[*B, hashes]`` hash, for 16- and 24-bit draws and
+    a number of draws that leaves half a hash unused."""
+    from gpusim.envs.native import _rng
+
+    assert _rng.COLHASH
+    torch._dynamo.reset()
+    eager, compiled = _rng.CounterRNG((5,), num=num, seed=7, bits=bits), _rng.CounterRNG((5,), num=num, seed=7, bits=bits)
+    mask = torch.tensor([True, False, True, True, False])
+    draw = torch.compile(lambda m: compiled.reset_uniform_range(-0.05, 0.05, mask=m), fullgraph=True)
+    for _ in range(2):
+        expected = eager.reset_uniform_range(-0.05, 0.05, mask=mask)
+        assert torch.equal(draw(mask), expected)
+    assert torch.equal(compiled.episodes, eager.episodes) and eager.episodes.tolist() == [2, 0, 2, 2, 0]
+
+
+@pytest.mark.parametrize("name", ["PendulumEnv", "MountainCarEnv", "AcrobotEnv"])
+def test_compiled_native_envs_with_step_counter_match_eager(name):
+    """Compiled vs eager for the native envs whose root done mask goes through the uint8 graph
+    buffer (``episode._graph_mask``) and whose reset noise is hashed by columns, with
+    truncations (so resets) inside the graph."""
+    from gpusim.envs import native
+    from gpusim.transforms import StepCounter, TransformedEnv
+
+    def make():
+        return TransformedEnv(getattr(native, name)(batch_size=[6], seed=9), StepCounter(max_steps=3))
+
+    action = make().full_action_spec.zero()
+
+    def policy(td):
+        return td.update(action.clone())
+
+    torch._dynamo.reset()
+    eager = make().rollout(10, policy, break_when_any_done=False)
+    compiled = make().rollout(10, policy, break_when_any_done=False, compile={"steps_per_call": 1})
+    assert eager["next", "truncated"].any()  # resets inside the graph
+    _assert_close(eager, compiled)
