@@ -260,11 +260,11 @@ def test_next_root_written_in_place_alternately_and_fresh_per_run():
     _assert_close(eager_root, root2)
 
 
-@pytest.mark.parametrize("num, bits", [(3, 16), (2, 24)])
+@pytest.mark.parametrize("num, bits", [(3, 16), (4, 16), (2, 24)])
 def test_compiled_reset_noise_by_columns_equals_eager(num, bits):
-    """Compiled graphs hash the reset noise one column per hash (``_rng.COLHASH``): the same
-    numbers and episode indices as the eager ``[*B, hashes]`` hash, for 16- and 24-bit draws and
-    a number of draws that leaves half a hash unused."""
+    """Compiled graphs hash 16-bit reset noise one column per hash (``_rng.COLHASH``): the same
+    numbers and episode indices as the eager ``[*B, hashes]`` hash, also for a number of draws
+    that leaves half a hash unused (24-bit draws keep the ``[*B, hashes]`` hash)."""
     from gpusim.envs.native import _rng
 
     assert _rng.COLHASH
