@@ -14,6 +14,15 @@ def _balance(td):
     return td.set("action", (td["observation"][..., 2] > 0).long())
 
 
+def _eager_loop(env, root, steps):
+    """``steps`` eager ``step_and_maybe_reset`` calls from ``root``: ``(data [*B, steps], next root)``."""
+    data = []
+    for _ in range(steps):
+        stepped, root = env.step_and_maybe_reset(_balance(root))
+        data.append(stepped)
+    return torch.stack(data, dim=-1), root
+
+
 def _assert_close(eager, compiled):
     assert eager.shape == compiled.shape
     assert set(eager.keys(True, True)) == set(compiled.keys(True, True))
@@ -187,12 +196,7 @@ def test_bool_leaves_cross_the_cpu_graph_as_uint8_and_come_back_bool():
         assert first[key].dtype == first["next", key].dtype == torch.bool
 
     env.set_seed(11)
-    eager_root = env.reset()
-    steps = []
-    for _ in range(60):
-        stepped, eager_root = env.step_and_maybe_reset(_balance(eager_root))
-        steps.append(stepped)
-    eager = torch.stack(steps, dim=-1)
+    eager, eager_root = _eager_loop(env, env.reset(), 60)
     both = torch.cat([first, second], dim=-1)
     assert eager["next", "done"].any()  # resets happened inside the graph
     for key in ("done", "terminated", ("next", "done"), ("next", "terminated")):
@@ -249,12 +253,7 @@ def test_next_root_written_in_place_alternately_and_fresh_per_run():
         assert root2.get(key).data_ptr() != root1.get(key).data_ptr(), key
 
     eager_env = make()
-    eager_root = eager_env.reset()
-    steps = []
-    for _ in range(11):
-        stepped, eager_root = eager_env.step_and_maybe_reset(_balance(eager_root))
-        steps.append(stepped)
-    eager = torch.stack(steps, dim=-1)
+    eager, eager_root = _eager_loop(eager_env, eager_env.reset(), 11)
     assert eager["next", "truncated"].any()  # resets happened inside the graph
     _assert_close(eager, torch.cat([first, second], dim=-1))
     _assert_close(eager_root, root2)
