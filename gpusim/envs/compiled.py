@@ -82,6 +82,12 @@ def default_steps_per_call(numel: int) -> int:
 #: attributes read while tracing, grad mode); the second the graph's own output leaves, which
 #: every later call of the run takes again. Nothing outside the loop runs between its calls.
 GUARDED_CALLS = 2
+#: CPU/in-graph runners write the next root's leaves in place, alternately into two sets of
+#: buffers made once per run, instead of letting the graph allocate them at each call: fresh
+#: allocations of that size are fresh pages (a page fault per 4 KiB, ~15 % of a CartPole step at
+#: 65536 envs). A/B in one process, 2 threads, CartPole-v1 at 65536: 100.5 -> 105.2 M env-steps/s;
+#: with the 5-transform stack 46.4 -> 55.3 M; at 4096 34.8 -> 38.4 M.
+PINGPONG = True
 
 
 def _without_guards() -> contextlib.AbstractContextManager:
@@ -265,6 +271,7 @@ class CompiledRollout:
         # graphs write each step into views of the output buffer; CUDA graphs cannot take
         # mutated inputs, so under "reduce-overhead" the graph returns the steps instead
         self._write_in_graph = mode not in ("reduce-overhead", "max-autotune")
+        self._pingpong = PINGPONG and self._write_in_graph
         self._compiled: dict = {}
         self._layouts: dict[frozenset, _Layout] = {}
         self._last_root: tuple | None = None
@@ -290,7 +297,7 @@ class CompiledRollout:
         in_bools = layout.bools if packed else (False,) * len(next_keys)
         out_bools = tuple(packed and dtype == torch.bool for _, dtype, _ in layout.out_meta)
 
-        def body(root_leaves: tuple, views: tuple) -> tuple:
+        def body(root_leaves: tuple, views: tuple, next_bufs: tuple = ()) -> tuple:
             leaves = [_unpack_bool(v) if b else v for v, b in zip(root_leaves, in_bools)]
             td = pytree.tree_unflatten(leaves, spec)
             steps = []
@@ -303,6 +310,10 @@ class CompiledRollout:
                 else:
                     steps.append(tuple(stepped.get(key) for key in out_keys))
             nxt = tuple(_pack_bool(v) if b else v for v, b in zip((td.get(key) for key in next_keys), in_bools))
+            if next_bufs:
+                for buf, value in zip(next_bufs, nxt):
+                    buf.copy_(value)
+                return ()
             if in_graph:
                 return nxt
             return nxt, tuple(torch.stack(vals) for vals in zip(*steps))
@@ -457,6 +468,15 @@ class CompiledRollout:
         if self._packs_bools():  # bool leaves and buffers cross the boundary as uint8 views
             leaves = tuple(v.view(torch.uint8) if b else v for v, b in zip(leaves, layout.bools))
             buffers = [buf.view(torch.uint8) if buf.dtype == torch.bool else buf for buf in buffers]
+        pingpong = self._pingpong
+        if pingpong:
+            # the next root's leaves are written in place into two sets of buffers made once per
+            # run, alternately: no allocation (and no page faults on fresh memory) per call
+            calls = (max_steps - head) // k
+            sets = [
+                tuple(torch.empty_like(v, memory_format=torch.contiguous_format) for v in leaves)
+                for _ in range(min(2, calls))
+            ]
         with contextlib.ExitStack() as unguarded:  # closed on errors too: the stance is restored
             chunks = [buf[head:].split(k) for buf in buffers]  # [k, ...] views, made at once
             for j, views in enumerate(zip(*chunks)):
@@ -466,7 +486,11 @@ class CompiledRollout:
                 if fresh:
                     self._say(f"compiling {k} step{'s' if k > 1 else ''} per call ({self._describe()})...")
                 start = time.perf_counter() if fresh else 0.0
-                if self._write_in_graph:
+                if pingpong:
+                    out = sets[j % 2]
+                    fn(leaves, views, out)
+                    leaves = out
+                elif self._write_in_graph:
                     out = fn(leaves, views)
                     if j < GUARDED_CALLS:  # the graph may return one tensor twice: always or never
                         aliased = len({id(v) for v in out}) < len(out)

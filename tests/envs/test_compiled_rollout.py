@@ -14,6 +14,15 @@ def _balance(td):
     return td.set("action", (td["observation"][..., 2] > 0).long())
 
 
+def _eager_loop(env, root, steps):
+    """``steps`` eager ``step_and_maybe_reset`` calls from ``root``: ``(data [*B, steps], next root)``."""
+    data = []
+    for _ in range(steps):
+        stepped, root = env.step_and_maybe_reset(_balance(root))
+        data.append(stepped)
+    return torch.stack(data, dim=-1), root
+
+
 def _assert_close(eager, compiled):
     assert eager.shape == compiled.shape
     assert set(eager.keys(True, True)) == set(compiled.keys(True, True))
@@ -187,12 +196,7 @@ def test_bool_leaves_cross_the_cpu_graph_as_uint8_and_come_back_bool():
         assert first[key].dtype == first["next", key].dtype == torch.bool
 
     env.set_seed(11)
-    eager_root = env.reset()
-    steps = []
-    for _ in range(60):
-        stepped, eager_root = env.step_and_maybe_reset(_balance(eager_root))
-        steps.append(stepped)
-    eager = torch.stack(steps, dim=-1)
+    eager, eager_root = _eager_loop(env, env.reset(), 60)
     both = torch.cat([first, second], dim=-1)
     assert eager["next", "done"].any()  # resets happened inside the graph
     for key in ("done", "terminated", ("next", "done"), ("next", "terminated")):
@@ -223,3 +227,74 @@ def test_guards_still_checked_at_the_start_of_each_run():
     eager = torch.stack(steps, dim=-1)
     torch.testing.assert_close(data["next", "observation"], eager["next", "observation"], rtol=1e-5, atol=1e-6)
     assert torch._dynamo.eval_frame._stance.skip_guard_eval_unsafe is False
+
+
+def test_next_root_written_in_place_alternately_and_fresh_per_run():
+    """CPU runners write the next root into two sets of buffers made per run (no allocation per
+    call): the data and roots match the eager loop (resets inside the graph, odd and even call
+    counts), and a root returned by one run is not overwritten by the next run."""
+    from gpusim.envs.compiled import PINGPONG, CompiledRollout
+    from gpusim.transforms import StepCounter, TransformedEnv
+
+    assert PINGPONG
+
+    def make():
+        return TransformedEnv(CartPoleEnv(batch_size=[8], seed=4, auto_reset_mode="masked"), StepCounter(max_steps=3))
+
+    torch._dynamo.reset()
+    env = make()
+    runner = CompiledRollout(env, _balance, steps_per_call=1, verbose=False)
+    assert runner._pingpong
+    first, root1 = runner.run(5, env.reset())
+    kept = root1.clone()
+    second, root2 = runner.run(6, root1)
+    for key, value in kept.items(True, True):
+        assert torch.equal(root1.get(key), value), key  # the next run wrote elsewhere
+        assert root2.get(key).data_ptr() != root1.get(key).data_ptr(), key
+
+    eager_env = make()
+    eager, eager_root = _eager_loop(eager_env, eager_env.reset(), 11)
+    assert eager["next", "truncated"].any()  # resets happened inside the graph
+    _assert_close(eager, torch.cat([first, second], dim=-1))
+    _assert_close(eager_root, root2)
+
+
+@pytest.mark.parametrize("num, bits", [(3, 16), (4, 16), (2, 24)])
+def test_compiled_reset_noise_by_columns_equals_eager(num, bits):
+    """Compiled graphs hash 16-bit reset noise one column per hash (``_rng.COLHASH``): the same
+    numbers and episode indices as the eager ``[*B, hashes]`` hash, also for a number of draws
+    that leaves half a hash unused (24-bit draws keep the ``[*B, hashes]`` hash)."""
+    from gpusim.envs.native import _rng
+
+    assert _rng.COLHASH
+    torch._dynamo.reset()
+    eager, compiled = _rng.CounterRNG((5,), num=num, seed=7, bits=bits), _rng.CounterRNG((5,), num=num, seed=7, bits=bits)
+    mask = torch.tensor([True, False, True, True, False])
+    draw = torch.compile(lambda m: compiled.reset_uniform_range(-0.05, 0.05, mask=m), fullgraph=True)
+    for _ in range(2):
+        expected = eager.reset_uniform_range(-0.05, 0.05, mask=mask)
+        assert torch.equal(draw(mask), expected)
+    assert torch.equal(compiled.episodes, eager.episodes) and eager.episodes.tolist() == [2, 0, 2, 2, 0]
+
+
+@pytest.mark.parametrize("name", ["PendulumEnv", "MountainCarEnv", "AcrobotEnv"])
+def test_compiled_native_envs_with_step_counter_match_eager(name):
+    """Compiled vs eager for the native envs whose root done mask goes through the uint8 graph
+    buffer (``episode._graph_mask``) and whose reset noise is hashed by columns, with
+    truncations (so resets) inside the graph."""
+    from gpusim.envs import native
+    from gpusim.transforms import StepCounter, TransformedEnv
+
+    def make():
+        return TransformedEnv(getattr(native, name)(batch_size=[6], seed=9), StepCounter(max_steps=3))
+
+    action = make().full_action_spec.zero()
+
+    def policy(td):
+        return td.update(action.clone())
+
+    torch._dynamo.reset()
+    eager = make().rollout(10, policy, break_when_any_done=False)
+    compiled = make().rollout(10, policy, break_when_any_done=False, compile={"steps_per_call": 1})
+    assert eager["next", "truncated"].any()  # resets inside the graph
+    _assert_close(eager, compiled)
