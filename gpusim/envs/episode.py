@@ -124,9 +124,9 @@ class AutoResetMode(str, enum.Enum):
 
 
 _fmt = _keys.fmt
-_DEFAULT_MODES: dict = {}
+_DEFAULT_MODES: dict = {}  # torch.device -> its default AutoResetMode
 #: compiled CPU graphs store the root auto-reset mask as uint8 (see :func:`_graph_mask`)
-GRAPH_MASK_UINT8 = True  # torch.device -> its default AutoResetMode
+GRAPH_MASK_UINT8 = True
 
 
 def _tget(td: TensorDictBase, key: NestedKey) -> Any:
