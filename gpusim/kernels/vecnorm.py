@@ -33,7 +33,12 @@ Examples:
 import torch
 
 from gpusim.kernels._checks import check_vecnorm_args
+from gpusim.kernels._inductor import realized
 from gpusim.kernels._registry import kernel_op
+
+#: compiled graphs compute the normalization's mean and std once per call (:func:`realized`),
+#: not per row (read at trace time)
+REALIZE_STATS = True
 
 __all__ = [
     "vecnorm_update_",
@@ -125,8 +130,10 @@ def vecnorm_normalize_reference(
     acc = _acc_dtype(loc_sum)
     c = count.to(acc).reshape(())
     mean = loc_sum.to(acc) / c
-    var = (sq_sum.to(acc) / c - mean * mean).clamp_min(eps)
-    return ((x.to(acc) - mean) / var.sqrt()).to(_out_dtype(x, loc_sum))
+    std = (sq_sum.to(acc) / c - mean * mean).clamp_min(eps).sqrt()
+    if REALIZE_STATS:  # compiled: mean and std once, not per row of x (no-op eagerly)
+        mean, std = realized(mean), realized(std)
+    return ((x.to(acc) - mean) / std).to(_out_dtype(x, loc_sum))
 
 
 def vecnorm_update_normalize_reference_(

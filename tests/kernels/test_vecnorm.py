@@ -182,3 +182,20 @@ def test_cuda_dispatch_matches_reference(rows):
         torch.testing.assert_close(y_k, y_r, rtol=1e-4, atol=1e-4)
         for a, b in zip(k_stats, r_stats):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-3)
+
+
+def test_compiled_normalize_computes_stats_once_and_matches_eager():
+    """Compiled, the normalization's mean and std are realized once per call
+    (``gpusim.kernels._inductor.realized``): the eager reference's values (to an ulp: Inductor's
+    division and square root round like eager's to within one ulp, with or without the hint)."""
+    from gpusim.kernels.vecnorm import vecnorm_normalize_reference
+
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(37, 2, 3, generator=gen)
+    loc, sq = x.sum(0) * 0.5, (x * x).sum(0) * 0.5
+    count = torch.tensor(18.5)
+    compiled = torch.compile(vecnorm_normalize_reference, fullgraph=True)
+    torch.testing.assert_close(
+        compiled(x, loc, sq, count, 1e-4), vecnorm_normalize_reference(x, loc, sq, count, 1e-4), rtol=1e-6, atol=1e-6
+    )
