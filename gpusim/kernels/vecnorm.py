@@ -33,7 +33,34 @@ Examples:
 import torch
 
 from gpusim.kernels._checks import check_vecnorm_args
+from gpusim.kernels._inductor import realized
 from gpusim.kernels._registry import kernel_op
+
+#: compiled graphs compute the normalization's mean and std once per call (:func:`realized`),
+#: not per row (read at trace time)
+REALIZE_STATS = True
+#: compiled graphs sum ``[R, F]`` rows of fewer than 16 features as ``[R * F / 16, 16]`` rows
+#: (full vectors), then fold the 16 sums into ``F`` (read at trace time; see :func:`row_sums`)
+REGROUP_SUMS = True
+_LANES = 16
+
+
+def row_sums(x: torch.Tensor) -> torch.Tensor:
+    """The sums over the rows of a ``[R, F]`` tensor (``x.sum(0)``, in another order while traced).
+
+    Inductor vectorizes a ``[R, F] -> [F]`` sum over the ``F`` features: with ``F = 4`` every row
+    is one 4-lane masked vector. While ``torch.compile`` traces (and ``F`` divides 16 and ``R * F``
+    is a multiple of 16), the rows are regrouped as ``[R * F / 16, 16]`` (contiguous memory, full
+    16-lane vectors) and the 16 sums folded into ``F``: the same sum, added in another order.
+
+    Examples:
+        >>> row_sums(torch.arange(8.0).view(4, 2))
+        tensor([12., 16.])
+    """
+    r, f = x.shape
+    if REGROUP_SUMS and torch.compiler.is_compiling() and f < _LANES and _LANES % f == 0 and (r * f) % _LANES == 0:
+        return x.reshape(-1, _LANES).sum(0).reshape(_LANES // f, f).sum(0)
+    return x.sum(0)
 
 __all__ = [
     "vecnorm_update_",
@@ -89,7 +116,11 @@ def vecnorm_update_reference_(
     xa = x.to(acc)
     if batch_ndim:
         dims = tuple(range(batch_ndim))
-        s1, s2 = xa.sum(dims), (xa * xa).sum(dims)
+        if torch.compiler.is_compiling():  # full-vector sums (see row_sums)
+            rows = xa.reshape(n_rows, -1)
+            s1, s2 = row_sums(rows).reshape(loc_sum.shape), row_sums(rows * rows).reshape(loc_sum.shape)
+        else:
+            s1, s2 = xa.sum(dims), (xa * xa).sum(dims)
     else:
         s1, s2 = xa, xa * xa
     loc_sum.copy_(loc_sum.to(acc) * decay + s1)
@@ -125,8 +156,10 @@ def vecnorm_normalize_reference(
     acc = _acc_dtype(loc_sum)
     c = count.to(acc).reshape(())
     mean = loc_sum.to(acc) / c
-    var = (sq_sum.to(acc) / c - mean * mean).clamp_min(eps)
-    return ((x.to(acc) - mean) / var.sqrt()).to(_out_dtype(x, loc_sum))
+    std = (sq_sum.to(acc) / c - mean * mean).clamp_min(eps).sqrt()
+    if REALIZE_STATS:  # compiled: mean and std once, not per row of x (no-op eagerly)
+        mean, std = realized(mean), realized(std)
+    return ((x.to(acc) - mean) / std).to(_out_dtype(x, loc_sum))
 
 
 def vecnorm_update_normalize_reference_(

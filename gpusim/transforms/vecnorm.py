@@ -47,6 +47,7 @@ from gpusim.envs import _keys
 from gpusim.envs._keys import NestedKey
 from gpusim.envs.episode import rows_of
 from gpusim.kernels import select, vecnorm_normalize, vecnorm_update_, vecnorm_update_normalize_
+from gpusim.kernels.vecnorm import row_sums
 from gpusim.specs import Composite, Unbounded
 from gpusim.transforms._levels import (
     tget,
@@ -420,8 +421,8 @@ class VecNorm(Transform):
         # reduction (not a matmul) so that Inductor fuses it with the step's statistics into one
         # pass over the batch; rows not reset are zeroed, never multiplied (anything times 0)
         xm = torch.where(rows_mask.unsqueeze(-1), x2, 0.0)
-        s.add_(xm.sum(0).reshape(s.shape))
-        ss.add_((xm * xm).sum(0).reshape(ss.shape))
+        s.add_(row_sums(xm).reshape(s.shape))
+        ss.add_(row_sums(xm * xm).reshape(ss.shape))
         c.add_(rows_mask.sum().to(c.dtype))
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -72,6 +72,26 @@ def test_compiled_cartpole_with_five_transforms_matches_eager():
         torch.testing.assert_close(compiled.get(key), value, rtol=1e-4, atol=1e-4, msg=lambda m: f"{key}: {m}")
 
 
+def test_compiled_vecnorm_on_four_features_matches_eager():
+    """VecNorm on CartPole's 4 features: the compiled graph sums 16-wide regrouped rows
+    (``gpusim.kernels.vecnorm.row_sums``) for the step's statistics and the reset rows' masked
+    sums; against the eager step loop, with resets inside the graph."""
+    from gpusim.transforms import Compose, StepCounter, TransformedEnv, VecNorm
+
+    def make():
+        return TransformedEnv(
+            CartPoleEnv(batch_size=[8], seed=7, auto_reset_mode="masked"),
+            Compose(StepCounter(max_steps=4), VecNorm(in_keys=["observation"], decay=0.9)),
+        )
+
+    torch._dynamo.reset()
+    eager = make().rollout(10, _balance, break_when_any_done=False)
+    compiled = make().rollout(10, _balance, break_when_any_done=False, compile={"steps_per_call": 1})
+    assert eager["next", "done"][:, 1:-1].any()  # resets inside the graph
+    for key, value in eager.items(True, True):
+        torch.testing.assert_close(compiled.get(key), value, rtol=1e-4, atol=1e-4, msg=lambda m: f"{key}: {m}")
+
+
 def test_compiled_runner_is_cached_and_reused():
     torch._dynamo.reset()
     env = StatelessCounter(batch_size=(5,), max_count=3)

@@ -182,3 +182,39 @@ def test_cuda_dispatch_matches_reference(rows):
         torch.testing.assert_close(y_k, y_r, rtol=1e-4, atol=1e-4)
         for a, b in zip(k_stats, r_stats):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-3)
+
+
+def test_compiled_normalize_computes_stats_once_and_matches_eager():
+    """Compiled, the normalization's mean and std are realized once per call
+    (``gpusim.kernels._inductor.realized``): the eager reference's values (to an ulp: Inductor's
+    division and square root round like eager's to within one ulp, with or without the hint)."""
+    from gpusim.kernels.vecnorm import vecnorm_normalize_reference
+
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(37, 2, 3, generator=gen)
+    loc, sq = x.sum(0) * 0.5, (x * x).sum(0) * 0.5
+    count = torch.tensor(18.5)
+    compiled = torch.compile(vecnorm_normalize_reference, fullgraph=True)
+    torch.testing.assert_close(
+        compiled(x, loc, sq, count, 1e-4), vecnorm_normalize_reference(x, loc, sq, count, 1e-4), rtol=1e-6, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("shape", [(12, 4), (6, 2, 2), (5, 3)])  # regrouped as 16-wide rows; (5, 3): not
+def test_compiled_update_sums_match_eager(shape):
+    """Compiled, rows of fewer than 16 features are summed as 16-wide rows and folded
+    (``gpusim.kernels.vecnorm.row_sums``): the eager sums up to the order of the additions."""
+    from gpusim.kernels.vecnorm import row_sums
+
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(*shape, generator=gen)
+    feat = x.shape[1:]
+    stats = [torch.ones(feat), torch.full(feat, 2.0), torch.tensor(3.0)]
+    eager = [t.clone() for t in stats]
+    torch.compile(vecnorm_update_reference_, fullgraph=True)(x, *stats, 0.9, 1)
+    vecnorm_update_reference_(x, *eager, 0.9, 1)
+    for got, want in zip(stats, eager):
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    assert torch.equal(row_sums(x.reshape(shape[0], -1)), x.reshape(shape[0], -1).sum(0))  # eager: x.sum(0)
