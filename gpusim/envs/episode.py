@@ -59,6 +59,7 @@ from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDictBase, is
 from gpusim.envs import _keys
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import DoneLevel, NestedKey
+from gpusim.kernels._inductor import realized
 from gpusim.kernels.masked_merge import masked_merge
 
 __all__ = [
@@ -164,7 +165,7 @@ def _graph_mask(mask: torch.Tensor) -> torch.Tensor:
     Inductor stores the node it is computed from. As a bool buffer that store and each load run
     as scalar byte loops (torch 2.13, see ``gpusim.envs.compiled._pack_bool``), and the reset
     noise loop that reads it fuses poorly. Forcing the store onto a ``uint8`` node
-    (``prims.inductor_force_stride_order`` makes Inductor realize its input) leaves the bool node
+    (:func:`gpusim.kernels._inductor.realized` makes Inductor realize its input) leaves the bool node
     a one-load ``!= 0`` that fuses into every reader. A/B in one process, 2 threads, with the
     column-wise reset hash (``gpusim.envs.native._rng.COLHASH``): CartPole-v1 65536 106.2 ->
     117.1 M env-steps/s, 4096 38.3 -> 41.8 M, with 5 transforms 53.8 -> 58.2 M, MountainCar-v0
@@ -172,8 +173,7 @@ def _graph_mask(mask: torch.Tensor) -> torch.Tensor:
     """
     if not (GRAPH_MASK_UINT8 and torch.compiler.is_compiling() and mask.device.type == "cpu"):
         return mask
-    stored = mask.to(torch.int32).to(torch.uint8)
-    stored = torch.ops.prims.inductor_force_stride_order(stored, stored.stride())
+    stored = realized(mask.to(torch.int32).to(torch.uint8))
     return stored.to(torch.int32) != 0
 
 
