@@ -119,13 +119,6 @@ def _unaliased(leaves: tuple) -> tuple:
     return tuple(out)
 
 
-# Layout note (issue #16): holding the [*B, k] root leaves and their output buffers
-# feature-major (strides (1, B)) through the graph was measured slower on CPU (1 thread, CartPole
-# at 65536 envs: 27-29 M vs 34 M env-steps/s; with the 5-transform stack 6.7 M vs 14.8 M; both
-# before bool leaves crossed as uint8, when bool stores took most of the graph's time).
-# Inductor lays out its intermediates (stack/cat results, the reset-noise hash, CatFrames'
-# window) row-major whatever the inputs' strides, so the mix adds transposes and per-feature
-# passes; column-wise env math that keeps them all [B]-vectorized still reached only 30 M.
 def _pack_bool(flag: torch.Tensor) -> torch.Tensor:
     """A bool tensor as ``uint8`` 0/1, for a write through a ``uint8`` view of bool memory.
 
@@ -144,6 +137,13 @@ def _unpack_bool(raw: torch.Tensor) -> torch.Tensor:
     return raw.to(torch.int32) != 0
 
 
+# Layout note (issue #16): holding the [*B, k] root leaves and their output buffers
+# feature-major (strides (1, B)) through the graph was measured slower on CPU (1 thread, CartPole
+# at 65536 envs: 27-29 M vs 34 M env-steps/s; with the 5-transform stack 6.7 M vs 14.8 M; both
+# before bool leaves crossed as uint8, when bool stores took most of the graph's time).
+# Inductor lays out its intermediates (stack/cat results, the reset-noise hash, CatFrames'
+# window) row-major whatever the inputs' strides, so the mix adds transposes and per-feature
+# passes; column-wise env math that keeps them all [B]-vectorized still reached only 30 M.
 def _output_buffer(shape: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A time-major output buffer: from the rollout buffer cache on CPU (reused memory across
     rollouts), ``torch.empty`` on other devices."""
