@@ -46,6 +46,7 @@ import torch.utils._pytree as pytree
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._rollout_cache import rollout_empty
+from gpusim.kernels._inductor import pack_bool, unpack_bool
 
 if TYPE_CHECKING:
     from gpusim.envs.common import EnvBase
@@ -117,24 +118,6 @@ def _unaliased(leaves: tuple) -> tuple:
         out.append(leaf.clone() if id(leaf) in seen else leaf)
         seen.add(id(leaf))
     return tuple(out)
-
-
-def _pack_bool(flag: torch.Tensor) -> torch.Tensor:
-    """A bool tensor as ``uint8`` 0/1, for a write through a ``uint8`` view of bool memory.
-
-    Inductor's C++ code (torch 2.13) loads and stores bool tensors through the generic 64-lane
-    ``Vectorized<bool>``, a scalar byte loop: a compare stored to a bool buffer measured 497 us
-    per 65536 rows, one stored as ``uint8`` through ``int32`` 15 us (the ``int32`` step keeps
-    the conversion vectorized; ``.to(torch.uint8)`` of a bool measured 189 us). So CPU graphs
-    take and give their bool leaves as ``uint8`` views (same bytes, no copy) and convert inside.
-    """
-    return flag.to(torch.int32).to(torch.uint8)
-
-
-def _unpack_bool(raw: torch.Tensor) -> torch.Tensor:
-    """The bool tensor of a ``uint8`` 0/1 view (see :func:`_pack_bool`); ``!= 0`` on ``int32``
-    keeps it a vector mask (``.to(torch.bool)`` of the ``uint8`` loads bytewise)."""
-    return raw.to(torch.int32) != 0
 
 
 # Layout note (issue #16): holding the [*B, k] root leaves and their output buffers
@@ -298,7 +281,7 @@ class CompiledRollout:
         out_bools = tuple(packed and dtype == torch.bool for _, dtype, _ in layout.out_meta)
 
         def body(root_leaves: tuple, views: tuple, next_bufs: tuple = ()) -> tuple:
-            leaves = [_unpack_bool(v) if b else v for v, b in zip(root_leaves, in_bools)]
+            leaves = [unpack_bool(v) if b else v for v, b in zip(root_leaves, in_bools)]
             td = pytree.tree_unflatten(leaves, spec)
             steps = []
             for i in range(k):
@@ -306,10 +289,10 @@ class CompiledRollout:
                 if in_graph:
                     for key, view, b in zip(out_keys, views, out_bools):
                         value = stepped.get(key)
-                        view[i].copy_(_pack_bool(value) if b else value)
+                        view[i].copy_(pack_bool(value) if b else value)
                 else:
                     steps.append(tuple(stepped.get(key) for key in out_keys))
-            nxt = tuple(_pack_bool(v) if b else v for v, b in zip((td.get(key) for key in next_keys), in_bools))
+            nxt = tuple(pack_bool(v) if b else v for v, b in zip((td.get(key) for key in next_keys), in_bools))
             if next_bufs:
                 for buf, value in zip(next_bufs, nxt):
                     buf.copy_(value)
@@ -322,7 +305,7 @@ class CompiledRollout:
 
     def _packs_bools(self) -> bool:
         """Whether bool leaves cross the graph boundary as ``uint8`` (CPU graphs that write in
-        place): see :func:`_pack_bool`."""
+        place): see :func:`gpusim.kernels._inductor.pack_bool`."""
         return self._write_in_graph and self.env.device.type == "cpu"
 
     def _fn(self, layout: _Layout, k: int) -> tuple[Callable, bool]:
@@ -465,27 +448,28 @@ class CompiledRollout:
             for buf, key in zip(buffers, layout.out_keys):
                 buf[t].copy_(stepped.get(key))
         leaves = _unaliased(tuple(root.get(key) for key in layout.keys))
-        if self._packs_bools():  # bool leaves and buffers cross the boundary as uint8 views
+        packed = self._packs_bools()
+        if packed:  # bool leaves and buffers cross the boundary as uint8 views (same memory)
             leaves = tuple(v.view(torch.uint8) if b else v for v, b in zip(leaves, layout.bools))
-            buffers = [buf.view(torch.uint8) if buf.dtype == torch.bool else buf for buf in buffers]
+        graph_buffers = [buf.view(torch.uint8) if packed and buf.dtype == torch.bool else buf for buf in buffers]
+        chunks = [buf[head:].split(k) for buf in graph_buffers]  # [k, ...] views, made at once
+        calls = (max_steps - head) // k
+        fn, compiling = self._fn(layout, k) if calls else (None, False)
+        if compiling:
+            self._say(f"compiling {k} step{'s' if k > 1 else ''} per call ({self._describe()})...")
         pingpong = self._pingpong
         if pingpong:
             # the next root's leaves are written in place into two sets of buffers made once per
             # run, alternately: no allocation (and no page faults on fresh memory) per call
-            calls = (max_steps - head) // k
             sets = [
                 tuple(torch.empty_like(v, memory_format=torch.contiguous_format) for v in leaves)
                 for _ in range(min(2, calls))
             ]
         with contextlib.ExitStack() as unguarded:  # closed on errors too: the stance is restored
-            chunks = [buf[head:].split(k) for buf in buffers]  # [k, ...] views, made at once
             for j, views in enumerate(zip(*chunks)):
                 if j == GUARDED_CALLS:
                     unguarded.enter_context(_without_guards())
-                fn, fresh = self._fn(layout, k)
-                if fresh:
-                    self._say(f"compiling {k} step{'s' if k > 1 else ''} per call ({self._describe()})...")
-                start = time.perf_counter() if fresh else 0.0
+                start = time.perf_counter() if compiling else 0.0
                 if pingpong:
                     out = sets[j % 2]
                     fn(leaves, views, out)
@@ -502,11 +486,11 @@ class CompiledRollout:
                     for view, out in zip(views, outs):
                         view.copy_(out)
                     leaves = tuple(leaf.clone() for leaf in leaves)  # graph-owned memory is reused
-                if fresh:
+                if compiling:  # the first call compiled the graph
                     self._compiled_in(time.perf_counter() - start)
-        if self._packs_bools():
+                    compiling = False
+        if packed:
             leaves = tuple(v.view(torch.bool) if b else v for v, b in zip(leaves, layout.bools))
-            buffers = [buf.view(torch.bool) if out[1] == torch.bool else buf for buf, out in zip(buffers, layout.out_meta)]
         self._last_root = (leaves, layout)
         return self._assemble(layout, buffers), self.last_root()
 

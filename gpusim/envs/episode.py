@@ -59,7 +59,7 @@ from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDictBase, is
 from gpusim.envs import _keys
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import DoneLevel, NestedKey
-from gpusim.kernels._inductor import realized
+from gpusim.kernels._inductor import pack_bool, realized, unpack_bool
 from gpusim.kernels.masked_merge import masked_merge
 
 __all__ = [
@@ -163,7 +163,7 @@ def _graph_mask(mask: torch.Tensor) -> torch.Tensor:
 
     The root mask feeds every reset consumer (noise key, merges, transforms' restarts), so
     Inductor stores the node it is computed from. As a bool buffer that store and each load run
-    as scalar byte loops (torch 2.13, see ``gpusim.envs.compiled._pack_bool``), and the reset
+    as scalar byte loops (torch 2.13, see :mod:`gpusim.kernels._inductor`), and the reset
     noise loop that reads it fuses poorly. Forcing the store onto a ``uint8`` node
     (:func:`gpusim.kernels._inductor.realized` makes Inductor realize its input) leaves the bool node
     a one-load ``!= 0`` that fuses into every reader. A/B in one process, 2 threads, with the
@@ -173,8 +173,7 @@ def _graph_mask(mask: torch.Tensor) -> torch.Tensor:
     """
     if not (GRAPH_MASK_UINT8 and torch.compiler.is_compiling() and mask.device.type == "cpu"):
         return mask
-    stored = realized(mask.to(torch.int32).to(torch.uint8))
-    return stored.to(torch.int32) != 0
+    return unpack_bool(realized(pack_bool(mask)))
 
 
 def _broadcast(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:

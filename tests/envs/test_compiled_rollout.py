@@ -197,12 +197,13 @@ def test_bool_leaves_cross_the_cpu_graph_as_uint8_and_come_back_bool():
     """CPU graphs take and give bool leaves as uint8 views (Inductor stores bools bytewise):
     the data, the continued root and its flags are bool and equal the eager loop's, with resets
     inside the graph and the root's done/terminated carried across two runs."""
-    from gpusim.envs.compiled import CompiledRollout, _pack_bool, _unpack_bool
+    from gpusim.envs.compiled import CompiledRollout
+    from gpusim.kernels._inductor import pack_bool, unpack_bool
 
     flags = torch.tensor([[True], [False], [True]])
-    packed = _pack_bool(flags)
+    packed = pack_bool(flags)
     assert packed.dtype == torch.uint8 and packed.tolist() == [[1], [0], [1]]
-    assert torch.equal(_unpack_bool(packed), flags)
+    assert torch.equal(unpack_bool(packed), flags)
 
     torch._dynamo.reset()
     env = CartPoleEnv(batch_size=[16], seed=11)
