@@ -36,6 +36,19 @@ from gpusim.kernels._checks import check_vecnorm_args
 from gpusim.kernels._inductor import realized
 from gpusim.kernels._registry import kernel_op
 
+__all__ = [
+    "vecnorm_update_",
+    "vecnorm_normalize",
+    "vecnorm_update_normalize_",
+    "vecnorm_update_reference_",
+    "vecnorm_normalize_reference",
+    "vecnorm_update_normalize_reference_",
+    "vecnorm_update_cpu_",
+    "vecnorm_normalize_cpu",
+    "vecnorm_update_normalize_cpu_",
+    "row_sums",
+]
+
 #: compiled graphs compute the normalization's mean and std once per call (:func:`realized`),
 #: not per row (read at trace time)
 REALIZE_STATS = True
@@ -62,17 +75,6 @@ def row_sums(x: torch.Tensor) -> torch.Tensor:
         return x.reshape(-1, _LANES).sum(0).reshape(_LANES // f, f).sum(0)
     return x.sum(0)
 
-__all__ = [
-    "vecnorm_update_",
-    "vecnorm_normalize",
-    "vecnorm_update_normalize_",
-    "vecnorm_update_reference_",
-    "vecnorm_normalize_reference",
-    "vecnorm_update_normalize_reference_",
-    "vecnorm_update_cpu_",
-    "vecnorm_normalize_cpu",
-    "vecnorm_update_normalize_cpu_",
-]
 
 
 def _acc_dtype(stats: torch.Tensor) -> torch.dtype:

@@ -36,6 +36,7 @@ __all__ = ["CounterRNG", "hash32", "seed_to_key"]
 
 _MASK32 = 0xFFFFFFFF
 _MASK16 = 0xFFFF
+_SCALE16 = 1.0 / 65536.0  # a 16-bit draw to [0, 1)
 _C1 = 0x2C1B3C6D  # < 2**30: x * C1 < 2**62 for any 32-bit x
 _C2 = 0x297A2D39  # < 2**30
 _GOLDEN = 0x61C88647  # 2**32 - 2**32 / phi (odd, < 2**31): spreads consecutive counters
@@ -212,7 +213,7 @@ class CounterRNG(torch.nn.Module):
         u = u.flatten(-2)
         if u.shape[-1] != self.num:
             u = u[..., : self.num]
-        return u, 1.0 / 65536.0
+        return u, _SCALE16
 
     def uniform(self) -> torch.Tensor:
         """Draw ``[*batch_size, num]`` float32 numbers in ``[0, 1)`` and advance the counter.
@@ -331,7 +332,7 @@ class CounterRNG(torch.nn.Module):
                 h = _hash32_i32((lanes[..., j] ^ self.reset_key) + offset)
                 cols += [h & _MASK16, (h >> 16) & _MASK16]
             u = torch.stack(cols[: self.num], dim=-1).to(torch.float32)
-            return u.mul_(width * (1.0 / 65536.0)).add_(low)  # the scale of ``_ints_of``
+            return u.mul_(width * _SCALE16).add_(low)
         x = (lanes ^ self.reset_key) + ep.unsqueeze(-1) * _GOLDEN
         u, scale = self._ints_of(_hash32_i32(x))
         u = u.mul_(width * scale).add_(low)
