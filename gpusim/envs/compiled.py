@@ -5,8 +5,11 @@ The tensordicts live only at the edges: the compiled function takes and returns 
 tensors (the root leaves, in a key order fixed once per set of keys) and writes each step's data
 into views of a ``[T, *B, ...]`` buffer, so the per-call work outside the graph is a handful of
 pointer copies. Several steps can be fused in one call (``steps_per_call``) to amortize the call
-cost at small batch. On CUDA, ``mode="reduce-overhead"`` adds CUDA graphs on top (the graph then
-returns each call's steps and the runner copies them into the buffer).
+cost at small batch. On CUDA, the compiled calls of a run after its first are captured in one
+CUDA graph and replayed by later runs of the same length (``cuda_graphs``; a step at 65536 envs
+is otherwise bound by the host launching kernels); ``mode="reduce-overhead"`` uses PyTorch's own
+CUDA graphs per call instead (the graph then returns each call's steps and the runner copies
+them into the buffer).
 
 Rollouts continue: a runner remembers the data layout of each set of root keys it has seen
 (which keys, in which order, does not matter), so ``runner(T, tensordict=root,
@@ -89,6 +92,76 @@ GUARDED_CALLS = 2
 #: 65536 envs). A/B in one process, 2 threads, CartPole-v1 at 65536: 100.5 -> 105.2 M env-steps/s;
 #: with the 5-transform stack 46.4 -> 55.3 M; at 4096 34.8 -> 38.4 M.
 PINGPONG = True
+#: CUDA runners capture the compiled calls of a run (after its first, guarded one) in one CUDA
+#: graph, replayed by later runs of the same length: a compiled step at 65536 envs is bound by
+#: kernel launches and the Python around them, not by the GPU. Up to this many env rows (the
+#: graph keeps a second copy of the run's data: beyond it the GPU, not the launches, bounds the
+#: step).
+CUDA_GRAPHS_UP_TO = 1 << 18
+
+
+class _TaggedInductor:
+    """Inductor as a ``torch.compile`` backend whose compiled graphs say, when called, which of
+    them ran (and, on request, the addresses of their inputs).
+
+    A CUDA graph replays the kernels of one compiled graph on the memory it was captured with;
+    it may replay only after a guarded call ran that same compiled graph on inputs at the same
+    addresses (tensors the graph reads from the env or the policy, not from the root). Dynamo
+    gives no public handle on which cache entry a call used, so the backend records it.
+    """
+
+    def __init__(self, options: dict | None = None) -> None:
+        self.options = dict(options or {})
+        self.last: int | None = None  # tag of the compiled graph that ran last
+        self.record = False  # record the next call's input addresses
+        self.addresses: tuple = ()
+        self._tags = itertools.count()
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        from torch._inductor.compile_fx import compile_fx
+
+        compiled = compile_fx(gm, example_inputs, config_patches=self.options)
+        tag = next(self._tags)
+        boxed = getattr(compiled, "_boxed_call", False)
+
+        def run(*args: Any) -> Any:
+            self.last = tag
+            if self.record:  # boxed calls pass one list of the inputs
+                flat = args[0] if len(args) == 1 and isinstance(args[0], list) else args
+                self.addresses = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else None for a in flat)
+            return compiled(*args)
+
+        run._boxed_call = boxed  # type: ignore[attr-defined]
+        return run
+
+
+def _recapture_reason(captured: "_Captured", tag: int | None, addresses: tuple) -> str:
+    """Why a run's first call does not allow a replay of ``captured`` (for ``recaptures``)."""
+    if tag != captured.tag:
+        return f"compiled graph {captured.tag} -> {tag} (guards failed: recompiled or another cache entry)"
+    moved = [i for i, (a, b) in enumerate(zip(addresses, captured.addresses)) if a != b]
+    return f"graph inputs {moved} of {len(addresses)} at other addresses (tensors replaced, not updated in place)"
+
+
+@dataclasses.dataclass
+class _Captured:
+    """One CUDA graph of a run's compiled calls after its first. Every call of it, and each run's
+    first call, reads and writes static tensors only: the run's root is copied into ``sets[1]``,
+    the first call steps it into ``sets[0]``, the captured calls alternate between the two sets,
+    and the step data of all calls land in ``outs`` (``[calls * k, ...]`` per output key), copied
+    into the run's own buffers after the replay."""
+
+    key: tuple  # (root keys, steps per call, calls per run)
+    graph: Any  # torch.cuda.CUDAGraph
+    sets: tuple  # two tuples of root leaves
+    outs: tuple  # one [calls * k, ...] tensor per output key
+    chunks: tuple  # the [k, ...] views of ``outs`` per call
+    tag: int | None  # the compiled graph that the first call ran at capture
+    addresses: tuple  # the first call's input addresses at capture
+
+    def fits(self, leaves: tuple) -> bool:
+        """Whether a root's leaves have the shapes and dtypes of the static root sets."""
+        return all(a.shape == b.shape and a.dtype == b.dtype for a, b in zip(leaves, self.sets[1]))
 
 
 def _without_guards() -> contextlib.AbstractContextManager:
@@ -198,14 +271,20 @@ class CompiledRollout:
             of ``T`` steps makes calls of this many steps; the ``T % steps_per_call`` steps left
             over (and the first step from a root of unknown layout) run eagerly first, so one
             graph is compiled per layout.
-        mode: ``torch.compile`` mode (``None`` on CPU; e.g. ``"reduce-overhead"`` on CUDA for
-            CUDA graphs).
+        mode: ``torch.compile`` mode (``None``: Inductor's default; ``"reduce-overhead"`` adds
+            PyTorch's own CUDA graphs per call, which ``cuda_graphs`` replaces by one per run).
+        cuda_graphs: capture a CUDA run's compiled calls after its first (guarded) one in one CUDA
+            graph, replayed by later runs of the same length (``None``: on for CUDA envs of at
+            most :data:`CUDA_GRAPHS_UP_TO` rows under the default mode and backend). Each run's
+            first call still checks Dynamo's guards: a changed env attribute, grad mode or a
+            tensor the graph reads that was replaced (not updated in place) captures anew.
         verbose: print a line on stderr when a compilation starts and ends (``None``: unless the
             environment variable ``GPUSIM_COMPILE_VERBOSE`` is ``0``).
         **compile_kwargs: forwarded to ``torch.compile`` (``fullgraph=True`` is always set).
 
     Raises:
-        ValueError: a non-positive ``steps_per_call`` or ``fullgraph=False``.
+        ValueError: a non-positive ``steps_per_call``, ``fullgraph=False``, or
+            ``cuda_graphs=True`` for an env not on CUDA, with a ``mode``, or with a ``backend``.
     The data of a rollout is ``[*B, T]`` like ``env.rollout``'s. To continue a rollout, pass the
     root it ended on: ``runner(T, tensordict=runner.last_root(), auto_reset=False)``, or use
     :meth:`run`, which returns it. Neither recompiles.
@@ -231,6 +310,7 @@ class CompiledRollout:
         *,
         steps_per_call: int | None = None,
         mode: str | None = None,
+        cuda_graphs: bool | None = None,
         verbose: bool | None = None,
         **compile_kwargs: Any,
     ) -> None:
@@ -255,6 +335,10 @@ class CompiledRollout:
         # mutated inputs, so under "reduce-overhead" the graph returns the steps instead
         self._write_in_graph = mode not in ("reduce-overhead", "max-autotune")
         self._pingpong = PINGPONG and self._write_in_graph
+        self._backend = self._graph_backend(cuda_graphs, compile_kwargs)
+        self._captured: _Captured | None = None
+        #: why each CUDA graph after a runner's first one was captured anew (one line each)
+        self.recaptures: list[str] = []
         self._compiled: dict = {}
         self._layouts: dict[frozenset, _Layout] = {}
         self._last_root: tuple | None = None
@@ -264,6 +348,26 @@ class CompiledRollout:
     def _say(self, text: str) -> None:
         if self.verbose:
             print(f"gpusim: {text}", file=sys.stderr, flush=True)
+
+    def _graph_backend(self, cuda_graphs: bool | None, compile_kwargs: dict) -> _TaggedInductor | None:
+        """The backend that lets runs replay CUDA graphs, or ``None`` (no CUDA graphs)."""
+        device = self.env.device
+        on_cuda = device is not None and device.type == "cuda"
+        if cuda_graphs is None:
+            rows = max(1, self.env.batch_size.numel())
+            cuda_graphs = on_cuda and self.mode is None and "backend" not in compile_kwargs and rows <= CUDA_GRAPHS_UP_TO
+        elif cuda_graphs:
+            why = (
+                f"the env's device is {device}, not CUDA" if not on_cuda
+                else f"mode={self.mode!r} (PyTorch's own CUDA graphs)" if self.mode is not None
+                else "a backend= of its own" if "backend" in compile_kwargs
+                else None
+            )
+            if why is not None:
+                raise ValueError(f"cuda_graphs=True needs a CUDA env under the default mode and backend: {why}")
+        if not cuda_graphs:
+            return None
+        return _TaggedInductor(compile_kwargs.pop("options", None))
 
     def _describe(self) -> str:
         policy = getattr(self.policy, "__name__", type(self.policy).__name__)
@@ -312,7 +416,11 @@ class CompiledRollout:
         key = (layout.keys, k)
         fn = self._compiled.get(key)
         if fn is None:
-            fn = torch.compile(_own_code(self._body(layout, k)), fullgraph=True, mode=self.mode, **self.compile_kwargs)
+            body = _own_code(self._body(layout, k))
+            if self._backend is not None:
+                fn = torch.compile(body, fullgraph=True, backend=self._backend, **self.compile_kwargs)
+            else:
+                fn = torch.compile(body, fullgraph=True, mode=self.mode, **self.compile_kwargs)
             self._compiled[key] = fn
             return fn, True
         return fn, False
@@ -457,6 +565,10 @@ class CompiledRollout:
         fn, compiling = self._fn(layout, k) if calls else (None, False)
         if compiling:
             self._say(f"compiling {k} step{'s' if k > 1 else ''} per call ({self._describe()})...")
+        if self._backend is not None and calls > 1:
+            leaves = self._graphed(fn, (layout.keys, k, calls), leaves, graph_buffers, head, compiling)
+            self._last_root = (leaves, layout)
+            return self._assemble(layout, buffers), self.last_root()
         pingpong = self._pingpong
         if pingpong:
             # the next root's leaves are written in place into two sets of buffers made once per
@@ -493,6 +605,51 @@ class CompiledRollout:
             leaves = tuple(v.view(torch.bool) if b else v for v, b in zip(leaves, layout.bools))
         self._last_root = (leaves, layout)
         return self._assemble(layout, buffers), self.last_root()
+
+    def _graphed(self, fn: Callable, key: tuple, leaves: tuple, buffers: list, head: int, compiling: bool) -> tuple:
+        """A run's compiled calls on CUDA: the root is copied into the static root set, the first
+        call runs (guarded) into the other set, and the rest replay the CUDA graph captured for
+        this ``key`` if that call ran the same compiled graph on the same memory (captured anew
+        otherwise). Returns the next root (tensors of its own)."""
+        _, k, calls = key
+        backend = self._backend
+        captured = self._captured
+        if captured is None or captured.key != key or not captured.fits(leaves):
+            self._captured = captured = None  # its memory is freed before a new one is made
+            sets = tuple(tuple(torch.empty_like(v, memory_format=torch.contiguous_format) for v in leaves) for _ in range(2))
+            outs = tuple(torch.empty_like(buf[head:]) for buf in buffers)
+            chunks = tuple(zip(*(out.split(k) for out in outs)))
+        else:
+            sets, outs, chunks = captured.sets, captured.outs, captured.chunks
+        torch._foreach_copy_(list(sets[1]), list(leaves))
+        start = time.perf_counter()
+        backend.record = True
+        try:
+            fn(sets[1], chunks[0], sets[0])
+        finally:
+            backend.record = False
+        if compiling:
+            self._compiled_in(time.perf_counter() - start)
+        tag, addresses = backend.last, backend.addresses
+        if captured is None or captured.tag != tag or captured.addresses != addresses:
+            if captured is not None:
+                self.recaptures.append(_recapture_reason(captured, tag, addresses))
+            self._captured = None
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for c in range(1, calls):
+                    fn(sets[(c - 1) % 2], chunks[c], sets[c % 2])
+            if backend.last != tag:
+                raise RuntimeError(
+                    "a compiled rollout's calls ran different compiled graphs within one run while "
+                    "capturing its CUDA graph; pass cuda_graphs=False to env.compile() (and report it)"
+                )
+            captured = _Captured(key, graph, sets, outs, chunks, tag, addresses)
+            self._captured = captured
+        captured.graph.replay()
+        for buf, out in zip(buffers, outs):
+            buf[head:].copy_(out)
+        return tuple(v.clone() for v in sets[(calls - 1) % 2])
 
     def last_root(self) -> TensorDictBase:
         """The root tensordict that would feed the step after the last rollout (finished rows

@@ -125,6 +125,11 @@ class AutoResetMode(str, enum.Enum):
 
 
 _fmt = _keys.fmt
+
+#: Whether Dynamo traces ``id()`` of a tensor made inside the graph (torch 2.13 does; 2.11 raises
+#: ``Unsupported: call_id() without source``). Where it cannot, merges inside compiled graphs mark
+#: nothing: the later merge then merges those leaves again, which gives the same values.
+_IDS_IN_GRAPHS = torch.torch_version.TorchVersion(torch.__version__) >= (2, 13)
 _DEFAULT_MODES: dict = {}  # torch.device -> its default AutoResetMode
 #: compiled CPU graphs store the root auto-reset mask as uint8 (see :func:`_graph_mask`)
 GRAPH_MASK_UINT8 = True
@@ -844,7 +849,7 @@ def merge_rows(
                 fast_set(new, key, value)
             else:
                 new.set(key, value)
-            if mark is not None:
+            if mark is not None and (_IDS_IN_GRAPHS or not torch.compiler.is_compiling()):
                 mark[id(value)] = value
     if nontensor:
         _merge_nontensor(new, old, mask, nontensor)

@@ -49,11 +49,14 @@ __all__ = [
     "row_sums",
 ]
 
-#: compiled graphs compute the normalization's mean and std once per call (:func:`realized`),
-#: not per row (read at trace time)
+#: compiled CPU graphs compute the normalization's mean and std once per call (:func:`realized`),
+#: not per row (read at trace time). Not on CUDA: Inductor's C++ code recomputed them per element,
+#: its Triton code need not, and Triton 3.6 (torch 2.11, H100) failed to compile the fused
+#: reduction holding the realize at 65536 envs ("PassManager::run failed" in make_ttgir)
 REALIZE_STATS = True
-#: compiled graphs sum ``[R, F]`` rows of fewer than 16 features as ``[R * F / 16, 16]`` rows
-#: (full vectors), then fold the 16 sums into ``F`` (read at trace time; see :func:`row_sums`)
+#: compiled CPU graphs sum ``[R, F]`` rows of fewer than 16 features as ``[R * F / 16, 16]`` rows
+#: (full 16-lane vectors), then fold the 16 sums into ``F`` (read at trace time; see
+#: :func:`row_sums`)
 REGROUP_SUMS = True
 _LANES = 16
 
@@ -63,7 +66,7 @@ def row_sums(x: torch.Tensor) -> torch.Tensor:
 
     Inductor vectorizes a ``[R, F] -> [F]`` sum over the ``F`` features: with ``F = 4`` every row
     is one 4-lane masked vector. While ``torch.compile`` traces (and ``F`` divides 16 and ``R * F``
-    is a multiple of 16), the rows are regrouped as ``[R * F / 16, 16]`` (contiguous memory, full
+    is a multiple of 16, on CPU), the rows are regrouped as ``[R * F / 16, 16]`` (contiguous memory, full
     16-lane vectors) and the 16 sums folded into ``F``: the same sum, added in another order.
 
     Examples:
@@ -71,7 +74,8 @@ def row_sums(x: torch.Tensor) -> torch.Tensor:
         tensor([12., 16.])
     """
     r, f = x.shape
-    if REGROUP_SUMS and torch.compiler.is_compiling() and f < _LANES and _LANES % f == 0 and (r * f) % _LANES == 0:
+    cpu = x.device.type == "cpu"
+    if REGROUP_SUMS and cpu and torch.compiler.is_compiling() and f < _LANES and _LANES % f == 0 and (r * f) % _LANES == 0:
         return x.reshape(-1, _LANES).sum(0).reshape(_LANES // f, f).sum(0)
     return x.sum(0)
 
@@ -159,7 +163,7 @@ def vecnorm_normalize_reference(
     c = count.to(acc).reshape(())
     mean = loc_sum.to(acc) / c
     std = (sq_sum.to(acc) / c - mean * mean).clamp_min(eps).sqrt()
-    if REALIZE_STATS:  # compiled: mean and std once, not per row of x (no-op eagerly)
+    if REALIZE_STATS and x.device.type == "cpu":  # compiled: mean and std once, not per row of x (no-op eagerly)
         mean, std = realized(mean), realized(std)
     return ((x.to(acc) - mean) / std).to(_out_dtype(x, loc_sum))
 
