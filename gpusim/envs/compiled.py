@@ -359,7 +359,7 @@ class CompiledRollout:
         self._pingpong = PINGPONG and self._write_in_graph
         self._backend = self._graph_backend(cuda_graphs, compile_kwargs)
         self._captured: _Captured | None = None
-        #: why each CUDA graph after a runner's first one was captured anew (one line each)
+        #: why CUDA graphs of a known run length were captured anew (one line each, the last 32)
         self.recaptures: list[str] = []
         self._compiled: dict = {}
         self._layouts: dict[frozenset, _Layout] = {}
@@ -656,6 +656,7 @@ class CompiledRollout:
         if captured is None or captured.tag != tag or captured.addresses != addresses:
             if captured is not None:
                 self.recaptures.append(_recapture_reason(captured, tag, addresses))
+                del self.recaptures[:-32]  # the latest reasons only
             self._captured = None
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
