@@ -3,7 +3,9 @@
 # come with that machine's image; gpusim's other dependencies travel as wheels in .whl/, see
 # the device tool's notes). Stages: tests, graphs, compare, vmas (default: all); KERNELS=1 adds the
 # compiled Triton kernel tests to the tests stage.
-# Writes logs and the compare reports under $OUT (or ./cuda-session).
+# Writes logs and the compare reports under $OUT (or ./cuda-session). The CartPole comparisons run
+# 50 steps per run at every batch: from --seconds, compare picks T from the eager rate, which on the
+# H100 gave 15 steps at 65536 and 10 at 1M, too few for the compiled runs' fixed cost per run.
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 GPUSIM_COMPILE_VERBOSE=0
 OUT=${OUT:-$PWD/cuda-session}; mkdir -p "$OUT"
@@ -31,10 +33,10 @@ for stage in $stages; do
     PYTHONPATH=/tmp/site:$PWD timeout 130 python3 benchmarks/bench_cuda_graphs.py --batches 4096 65536 1048576 --transforms 2>&1 | tee "$OUT/graphs_tf.log" | tail -14 ;;
   compare)
     PYTHONPATH=/tmp/site_trl:$PWD timeout 170 python3 -m gpusim compare --devices cuda --envs CartPole-v1 \
-      --batches 4096 65536 1048576 --peers torchrl gymnasium --seconds 0.5 --out "$OUT/cmp" --no-plot 2>&1 | grep -v DEBUG | tail -4
+      --batches 4096 65536 1048576 --peers torchrl gymnasium --steps 50 --out "$OUT/cmp" --no-plot 2>&1 | grep -v DEBUG | tail -4
     PYTHONPATH=/tmp/site_trl:$PWD timeout 170 python3 -m gpusim compare --devices cuda --envs CartPole-v1 \
       --batches 4096 65536 1048576 --peers torchrl --transforms RewardSum InitTracker CatFrames VecNorm \
-      --seconds 0.5 --out "$OUT/cmp_tf" --no-plot 2>&1 | grep -v DEBUG | tail -4 ;;
+      --steps 50 --out "$OUT/cmp_tf" --no-plot 2>&1 | grep -v DEBUG | tail -4 ;;
   vmas)
     PYTHONPATH=/tmp/site_trl:$PWD timeout 110 python3 -m gpusim compare --devices cuda --envs vmas:simple_spread \
       --batches 64 1024 8192 65536 --peers torchrl vmas --seconds 0.5 --out "$OUT/cmp_vmas" --no-plot 2>&1 | grep -v DEBUG | tail -4 ;;
