@@ -61,6 +61,33 @@ def test_cuda_graphs_refused_off_cuda_and_with_a_mode():
     assert CompiledRollout(env)._backend is None  # CPU: never
 
 
+def test_tagged_backend_records_which_graph_ran_and_its_input_addresses():
+    """The backend behind the CUDA graphs (it runs on any device): each call says which compiled
+    graph ran and, when asked, the addresses of that graph's tensor inputs (the tensors
+    themselves, not the elements of one of them)."""
+    from gpusim.envs.compiled import _TaggedInductor
+
+    torch._dynamo.reset()
+    backend = _TaggedInductor()
+    weight = torch.full((3,), 2.0)
+
+    def f(x):
+        return x * weight + 1
+
+    g = torch.compile(f, backend=backend, fullgraph=True)
+    x = torch.arange(3.0)
+    backend.record = True
+    torch.testing.assert_close(g(x), x * 2 + 1)
+    assert backend.last == 0
+    assert sorted(a for a in backend.addresses if a is not None) == sorted([x.data_ptr(), weight.data_ptr()])
+    backend.record = False
+    before = backend.addresses
+    g(torch.arange(3.0))
+    assert backend.addresses == before  # recorded only on request
+    g(torch.arange(3, dtype=torch.float64))  # another dtype: another compiled graph
+    assert backend.last == 1
+
+
 @cuda
 def test_cuda_graphs_refused_with_reduce_overhead():
     env = CartPoleEnv(batch_size=[4], device="cuda")
