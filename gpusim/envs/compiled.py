@@ -194,6 +194,11 @@ def _per_call(buf: torch.Tensor, k: int) -> tuple:
     return buf.unflatten(0, (buf.shape[0] // k, k)).unbind(0)
 
 
+def _root_set(leaves: tuple) -> tuple:
+    """Contiguous buffers shaped like the root leaves, for a graph to write a next root into."""
+    return tuple(torch.empty_like(v, memory_format=torch.contiguous_format) for v in leaves)
+
+
 def _own_code(fn: Callable) -> Callable:
     """``fn`` with a code object of its own. Dynamo caches compiled graphs per code object (at
     most ``recompile_limit`` of them): every runner body would otherwise share one cache across
@@ -582,7 +587,6 @@ class CompiledRollout:
         if packed:  # bool leaves and buffers cross the boundary as uint8 views (same memory)
             leaves = tuple(v.view(torch.uint8) if b else v for v, b in zip(leaves, layout.bools))
         graph_buffers = [buf.view(torch.uint8) if packed and buf.dtype == torch.bool else buf for buf in buffers]
-        chunks = [_per_call(buf[head:], k) for buf in graph_buffers]
         calls = (max_steps - head) // k
         fn, compiling = self._fn(layout, k) if calls else (None, False)
         if compiling:
@@ -591,14 +595,12 @@ class CompiledRollout:
             leaves = self._graphed(fn, (layout.keys, k, calls), leaves, graph_buffers, head, compiling)
             self._last_root = (leaves, layout)
             return self._assemble(layout, buffers), self.last_root()
+        chunks = [_per_call(buf[head:], k) for buf in graph_buffers]
         pingpong = self._pingpong
         if pingpong:
             # the next root's leaves are written in place into two sets of buffers made once per
             # run, alternately: no allocation (and no page faults on fresh memory) per call
-            sets = [
-                tuple(torch.empty_like(v, memory_format=torch.contiguous_format) for v in leaves)
-                for _ in range(min(2, calls))
-            ]
+            sets = [_root_set(leaves) for _ in range(min(2, calls))]
         with contextlib.ExitStack() as unguarded:  # closed on errors too: the stance is restored
             for j, views in enumerate(zip(*chunks)):
                 if j == GUARDED_CALLS:
@@ -638,7 +640,7 @@ class CompiledRollout:
         captured = self._captured
         if captured is None or captured.key != key or not captured.fits(leaves):
             self._captured = captured = None  # its memory is freed before a new one is made
-            sets = tuple(tuple(torch.empty_like(v, memory_format=torch.contiguous_format) for v in leaves) for _ in range(2))
+            sets = (_root_set(leaves), _root_set(leaves))
             outs = tuple(torch.empty_like(buf[head:]) for buf in buffers)
             chunks = tuple(zip(*(_per_call(out, k) for out in outs)))
         else:

@@ -59,7 +59,7 @@ from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDictBase, is
 from gpusim.envs import _keys
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import DoneLevel, NestedKey
-from gpusim.kernels._inductor import pack_bool, realized, unpack_bool
+from gpusim.kernels._inductor import in_cpu_graph, pack_bool, realized, unpack_bool
 from gpusim.kernels.masked_merge import masked_merge
 
 __all__ = [
@@ -176,7 +176,7 @@ def _graph_mask(mask: torch.Tensor) -> torch.Tensor:
     117.1 M env-steps/s, 4096 38.3 -> 41.8 M, with 5 transforms 53.8 -> 58.2 M, MountainCar-v0
     51.5 -> 82.7 M.
     """
-    if not (GRAPH_MASK_UINT8 and torch.compiler.is_compiling() and mask.device.type == "cpu"):
+    if not (GRAPH_MASK_UINT8 and in_cpu_graph(mask)):
         return mask
     return unpack_bool(realized(pack_bool(mask)))
 
@@ -829,6 +829,8 @@ def merge_rows(
         return new
     keys, new_leaves, old_leaves = [], [], []
     nontensor = []
+    if mark is not None and not _IDS_IN_GRAPHS and torch.compiler.is_compiling():
+        mark = None  # see _IDS_IN_GRAPHS
     for key, value in new.items(True, True, is_leaf=_is_leaf):
         if not isinstance(value, torch.Tensor):
             if is_non_tensor(value):
@@ -849,7 +851,7 @@ def merge_rows(
                 fast_set(new, key, value)
             else:
                 new.set(key, value)
-            if mark is not None and (_IDS_IN_GRAPHS or not torch.compiler.is_compiling()):
+            if mark is not None:
                 mark[id(value)] = value
     if nontensor:
         _merge_nontensor(new, old, mask, nontensor)

@@ -26,7 +26,19 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["pack_bool", "realized", "unpack_bool"]
+__all__ = ["in_cpu_graph", "pack_bool", "realized", "unpack_bool"]
+
+
+def in_cpu_graph(x: torch.Tensor) -> bool:
+    """Whether ``x`` is being traced by ``torch.compile`` into a CPU graph: where the hints of this
+    module apply (they answer Inductor's C++ code; its Triton code needs none of them).
+
+    Examples:
+        >>> import torch
+        >>> in_cpu_graph(torch.ones(2))  # eager
+        False
+    """
+    return x.device.type == "cpu" and torch.compiler.is_compiling()
 
 
 def realized(x: torch.Tensor) -> torch.Tensor:

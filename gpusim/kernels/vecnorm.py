@@ -33,7 +33,7 @@ Examples:
 import torch
 
 from gpusim.kernels._checks import check_vecnorm_args
-from gpusim.kernels._inductor import realized
+from gpusim.kernels._inductor import in_cpu_graph, realized
 from gpusim.kernels._registry import kernel_op
 
 __all__ = [
@@ -74,11 +74,9 @@ def row_sums(x: torch.Tensor) -> torch.Tensor:
         tensor([12., 16.])
     """
     r, f = x.shape
-    cpu = x.device.type == "cpu"
-    if REGROUP_SUMS and cpu and torch.compiler.is_compiling() and f < _LANES and _LANES % f == 0 and (r * f) % _LANES == 0:
+    if REGROUP_SUMS and in_cpu_graph(x) and f < _LANES and _LANES % f == 0 and (r * f) % _LANES == 0:
         return x.reshape(-1, _LANES).sum(0).reshape(_LANES // f, f).sum(0)
     return x.sum(0)
-
 
 
 def _acc_dtype(stats: torch.Tensor) -> torch.dtype:
@@ -163,7 +161,7 @@ def vecnorm_normalize_reference(
     c = count.to(acc).reshape(())
     mean = loc_sum.to(acc) / c
     std = (sq_sum.to(acc) / c - mean * mean).clamp_min(eps).sqrt()
-    if REALIZE_STATS and x.device.type == "cpu":  # compiled: mean and std once, not per row of x (no-op eagerly)
+    if REALIZE_STATS and in_cpu_graph(x):  # compiled: mean and std once, not per row of x
         mean, std = realized(mean), realized(std)
     return ((x.to(acc) - mean) / std).to(_out_dtype(x, loc_sum))
 

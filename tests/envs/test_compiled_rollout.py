@@ -14,22 +14,22 @@ def _balance(td):
     return td.set("action", (td["observation"][..., 2] > 0).long())
 
 
-def _eager_loop(env, root, steps):
+def _eager_loop(env, root, steps, policy=_balance):
     """``steps`` eager ``step_and_maybe_reset`` calls from ``root``: ``(data [*B, steps], next root)``."""
     data = []
     for _ in range(steps):
-        stepped, root = env.step_and_maybe_reset(_balance(root))
+        stepped, root = env.step_and_maybe_reset(policy(root))
         data.append(stepped)
     return torch.stack(data, dim=-1), root
 
 
-def _assert_close(eager, compiled):
+def _assert_close(eager, compiled, tol=1e-5):
     assert eager.shape == compiled.shape
     assert set(eager.keys(True, True)) == set(compiled.keys(True, True))
     for key, value in eager.items(True, True):
         other = compiled.get(key)
         assert other.dtype == value.dtype, key
-        torch.testing.assert_close(other, value, rtol=1e-5, atol=1e-5, msg=lambda m: f"{key}: {m}")
+        torch.testing.assert_close(other, value, rtol=tol, atol=tol, msg=lambda m: f"{key}: {m}")
 
 
 def test_compiled_cartpole_rollout_matches_eager():

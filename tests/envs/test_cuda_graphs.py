@@ -10,27 +10,9 @@ import torch
 from gpusim.envs.compiled import CUDA_GRAPHS_UP_TO, CompiledRollout
 from gpusim.envs.native import CartPoleEnv, PendulumEnv
 
+from tests.envs.test_compiled_rollout import _assert_close, _balance, _eager_loop
+
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-
-
-def _balance(td):
-    return td.set("action", (td["observation"][..., 2] > 0).long())
-
-
-def _eager_loop(env, root, steps, policy=_balance):
-    data = []
-    for _ in range(steps):
-        stepped, root = env.step_and_maybe_reset(policy(root))
-        data.append(stepped)
-    return torch.stack(data, dim=-1), root
-
-
-def _assert_close(eager, compiled, tol=1e-5):
-    assert set(eager.keys(True, True)) == set(compiled.keys(True, True))
-    for key, value in eager.items(True, True):
-        other = compiled.get(key)
-        assert other.dtype == value.dtype, key
-        torch.testing.assert_close(other, value, rtol=tol, atol=tol, msg=lambda m: f"{key}: {m}")
 
 
 def _counted(rows):
