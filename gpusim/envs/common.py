@@ -292,6 +292,11 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     #: ``TransformedEnv`` whose transforms define that hook; plain envs never do).
     _post_mdp_hook: bool = False
 
+    #: Whether ``_step`` always returns every reward and done entry of the specs, with the specs'
+    #: shapes (wrappers that build their output from the specs they declared): ``step`` then
+    #: skips the reshaping of reward/done leaves and the done completion it does for other envs.
+    _step_output_complete: bool = False
+
     def __new__(cls, *args: Any, _inplace_update: bool = False, _batch_locked: bool = True, **kwargs: Any) -> "EnvBase":
         """Creates the env with default state, so that attributes and specs can be set before
         ``super().__init__()`` runs; constructor arguments are accepted (and left to
@@ -1294,8 +1299,9 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     def _finish_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
         """Done completion, state echo and (debug mode) type checks of the raw ``next_td``."""
-        self._fix_output_shapes(next_td)
-        self._complete_done(next_td)
+        if not self._step_output_complete:
+            self._fix_output_shapes(next_td)
+            self._complete_done(next_td)
         for key in self._echo_state_keys:
             if isinstance(key, str):
                 if fast_get(next_td, key) is None:
@@ -1614,14 +1620,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             ([True, False], [False, False])
         """
         episode = self._episode_for(tensordict)
-        sparse = self._sparse_now()
-        # SPARSE: the done flags are read on the host once (None: the plan cannot tell cheaply)
-        nothing = episode.nothing_done(tensordict) if sparse else None
-        if nothing:
-            return tensordict
-        masks = episode.done_masks(tensordict, sparse)
-        if sparse and nothing is None and not masks.any():
-            return tensordict
+        if self._sparse_now():  # the done flags are read on the host once; no reset work without one
+            masks = episode.sparse_done_masks(tensordict)
+            if masks is None:
+                return tensordict
+        else:
+            masks = episode.done_masks(tensordict)
         episode.write(tensordict, masks)
         return self._reset_and_merge(tensordict, masks)
 

@@ -53,11 +53,12 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDictBase, is_non_tensor
 
 from gpusim.envs import _keys
-from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
+from gpusim.envs._fasttd import fast_get, fast_pop, fast_set, inner
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.kernels._inductor import in_cpu_graph, pack_bool, realized, unpack_bool
 from gpusim.kernels.masked_merge import masked_merge
@@ -161,6 +162,22 @@ def _check_mask(value: Any, key: NestedKey, shape: torch.Size) -> torch.Tensor:
     raise ValueError(f"the {_fmt(key)} entry must be {expected}, got shape {list(value.shape)}")
 
 
+def _check_flag(value: torch.Tensor, key: NestedKey, shape: torch.Size) -> None:
+    """A done flag read by the auto-reset: bool, with the level's element count (metadata only)."""
+    if value.dtype is not torch.bool:
+        raise TypeError(f"maybe_reset: the {_fmt(key)} entry must be a bool tensor, got dtype {value.dtype}")
+    if value.numel() != shape.numel() and -1 not in shape:
+        raise ValueError(
+            f"maybe_reset: the {_fmt(key)} entry must have the done spec's shape {list(shape) + [1]}, "
+            f"got shape {list(value.shape)}"
+        )
+
+
+def _host_flag(value: Any, numel: int) -> bool:
+    """Whether ``value`` is a plain CPU bool tensor of ``numel`` elements (read as a numpy view)."""
+    return type(value) is torch.Tensor and value.dtype is torch.bool and value.is_cpu and value.numel() == numel
+
+
 def _graph_mask(mask: torch.Tensor) -> torch.Tensor:
     """The root auto-reset mask as a compiled CPU graph should hold it: stored once in a ``uint8``
     buffer and read back as ``!= 0`` (the same values; outside compilation, or off the CPU,
@@ -236,7 +253,7 @@ class ResetMasks:
         True
     """
 
-    __slots__ = ("levels", "masks", "root", "sparse", "auto", "batch_size", "premerged")
+    __slots__ = ("levels", "masks", "root", "sparse", "auto", "batch_size", "premerged", "_host")
 
     def __init__(
         self,
@@ -254,6 +271,7 @@ class ResetMasks:
         self.sparse = sparse
         self.auto = auto
         self.premerged: dict[int, torch.Tensor] = {}  # id -> the tensor itself (kept alive)
+        self._host: np.ndarray | None = None  # env_rows() read on the host, once (host_rows)
 
     @property
     def full(self) -> bool:
@@ -300,6 +318,28 @@ class ResetMasks:
             raise RuntimeError("ResetMasks.rows() reads the masks on the host: SPARSE mode only")
         rows = self.env_rows()
         return None if rows is None else rows_of(rows)
+
+    def host_rows(self) -> np.ndarray | None:
+        """:meth:`env_rows` as a numpy bool array of shape ``batch_size`` (``None``: all rows),
+        read on the host once per reset (the auto-reset of a host-flag env hands it over
+        already read). For wrappers of host libraries that take a numpy mask. ``SPARSE`` only.
+
+        Raises:
+            RuntimeError: called on masks that may not be read on the host (``MASKED`` mode).
+
+        Examples:
+            >>> m = ResetMasks([], [], torch.tensor([True, False]), torch.Size([2]), sparse=True)
+            >>> m.host_rows()
+            array([ True, False])
+        """
+        if self._host is None:
+            if not self.sparse:
+                raise RuntimeError("ResetMasks.host_rows() reads the masks on the host: SPARSE mode only")
+            rows = self.env_rows()
+            if rows is None:
+                return None
+            self._host = rows.reshape(self.batch_size).cpu().numpy()
+        return self._host
 
     def any(self) -> bool:
         """Whether any row resets (a host read: ``SPARSE`` mode, or outside the step path).
@@ -613,12 +653,13 @@ class EpisodePlan:
             done = fast_get(tensordict, "done")
             if done is None:
                 raise KeyError("maybe_reset: the tensordict has no 'done' entry (the root done flag of the env)")
+            _check_flag(done, "done", self.root_shape)
             root = _graph_mask(done.reshape(self.root_shape))
             return ResetMasks(self.levels, [root], root, self.batch_size, sparse, auto=True)
         masks = []
         for level, names in zip(self.levels, self.flag_names):
             node = tensordict if level.prefix == () else _tget(tensordict, level.prefix)
-            flag = None if node is None else _any_flag(node, names)
+            flag = None if node is None else _any_flag(node, names, level)
             if flag is None:
                 raise KeyError(f"maybe_reset: the tensordict has no {_fmt(level.key('done'))} entry")
             masks.append(flag.reshape(level.shape))
@@ -628,31 +669,45 @@ class EpisodePlan:
             return ResetMasks(self.levels, masks, root, self.batch_size, sparse, auto=True)
         return ResetMasks(self.levels, masks, None, self.batch_size, sparse, auto=True)
 
-    def nothing_done(self, tensordict: TensorDictBase) -> bool | None:
-        """``SPARSE`` mode's shortcut of ``not done_masks(tensordict, True).any()``, read on the
-        host once: ``True`` when the done flags of a next-step root mark no row, ``False`` when
-        they mark some, ``None`` when it cannot tell cheaply (nested done levels; absent flags or
-        flags that are not of the root mask's size): :meth:`done_masks` then decides, or raises.
+    def sparse_done_masks(self, tensordict: TensorDictBase) -> ResetMasks | None:
+        """``SPARSE`` mode's auto-reset masks, read on the host once: ``None`` when the done flags
+        of a next-step root mark no row (no reset work at all), else the masks of
+        :meth:`done_masks` (``sparse=True``), equal to them.
+
+        With a root done level only and CPU flags of the root mask's size, the flags are OR-ed
+        and tested as numpy views (no torch kernel; the result is also handed over as
+        :meth:`ResetMasks.host_rows`); anything else (nested levels, absent flags or flags of
+        another size, device flags) goes through :meth:`done_masks`, which raises on bad flags.
 
         Examples:
             >>> from tensordict import TensorDict
             >>> from gpusim.specs import Categorical, Composite
             >>> spec = Composite(done=Categorical(2, shape=(2, 1), dtype=torch.bool), shape=(2,))
             >>> plan = EpisodePlan(spec, torch.Size([2]))
-            >>> plan.nothing_done(TensorDict({"done": torch.tensor([[False], [False]])}, [2]))
+            >>> plan.sparse_done_masks(TensorDict({"done": torch.tensor([[False], [False]])}, [2])) is None
             True
-            >>> plan.nothing_done(TensorDict({"done": torch.tensor([[False], [True]])}, [2]))
-            False
-            >>> plan.nothing_done(TensorDict({}, [2])) is None
-            True
+            >>> plan.sparse_done_masks(TensorDict({"done": torch.tensor([[False], [True]])}, [2])).env_rows()
+            tensor([False,  True])
         """
         numel = self._root_numel
-        if numel is None:
-            return None
-        flag = _any_flag(tensordict, self.flag_names[0])
-        if flag is None or flag.numel() != numel:
-            return None
-        return not (bool(flag.item()) if numel == 1 else bool(flag.any()))  # one flag: no any() kernel
+        if numel is not None:
+            names = self.flag_names[0]
+            first = fast_get(tensordict, names[0])
+            second = fast_get(tensordict, names[1]) if len(names) > 1 else None
+            if _host_flag(first, numel) and (second is None or (_host_flag(second, numel) and second.shape == first.shape)):
+                shape = self.root_shape
+                host = first.numpy().reshape(shape)
+                if second is not None:
+                    host = np.asarray(np.logical_or(host, second.numpy().reshape(shape)))  # 0-d: a scalar
+                if not np.count_nonzero(host):
+                    return None
+                root = torch.from_numpy(host) if second is not None else first.reshape(shape)
+                masks = ResetMasks(self.levels, [root], root, self.batch_size, True, auto=True)
+                if shape == self.batch_size:
+                    masks._host = host
+                return masks
+        masks = self.done_masks(tensordict, True)
+        return masks if masks.any() else None
 
     def ended(self, next_tensordict: TensorDictBase) -> torch.Tensor:
         """The env rows (``batch_size`` shape) where any done entry (``done``, ``terminated``,
@@ -783,6 +838,11 @@ class EpisodePlan:
                 return previous
             rows = [previous[i].update(reset_out[i]) if reset_any[i] else previous[i] for i in range(len(reset_any))]
             return LazyStackedTensorDict.maybe_dense_stack(rows, 0)
+        new, old = inner(reset_out), inner(previous)
+        if new is not None and old is not None and not previous.is_locked:
+            if all(isinstance(v, torch.Tensor) for v in new.values()):
+                old.update(new)  # flat plain tensordicts: the entries, as fast_set would write them
+                return previous
         if type(previous) is type(reset_out) and not previous.is_locked and _flat(reset_out):
             for key, value in reset_out.items():
                 fast_set(previous, key, value)
@@ -819,6 +879,9 @@ def merge_rows(
     """
     if old is None:
         return new
+    data = inner(new) if skip else None
+    if data is not None and all(skip.get(id(v)) is v for v in data.values()):
+        return new  # every leaf already holds the previous data (a host library's complete reset)
     if mask.ndim >= 1 and (_lazy_rows(new) or _lazy_rows(old)):
         # a lazy stack (rows of different shapes, e.g. dynamic specs): row by row, on the host
         for i in range(mask.shape[0]):
@@ -858,13 +921,21 @@ def merge_rows(
     return new
 
 
-def _any_flag(node: TensorDictBase, names: Sequence[str]) -> torch.Tensor | None:
-    """The OR of the flags ``names`` present in ``node`` (``None`` when none is)."""
-    flag = None
+def _any_flag(node: TensorDictBase, names: Sequence[str], level: DoneLevel | None = None) -> torch.Tensor | None:
+    """The OR of the flags ``names`` present in ``node`` (``None`` when none is); each checked
+    against ``level`` (bool, the level's size) when given."""
+    flag, first = None, None
     for name in names:
         value = fast_get(node, name)
         if value is not None:
-            flag = value if flag is None else flag | value
+            if level is not None:
+                _check_flag(value, level.key(name), level.shape)
+                if flag is not None and value.shape != flag.shape:
+                    raise ValueError(
+                        f"maybe_reset: the {_fmt(level.key(name))} entry has shape {list(value.shape)}, the "
+                        f"{_fmt(level.key(first))} entry {list(flag.shape)}: the done flags of a level share one shape"
+                    )
+            flag, first = (value, name) if flag is None else (flag | value, first)
     return flag
 
 

@@ -286,6 +286,9 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         return type(self)
 
     def _full_shape(self, shape: Any) -> torch.Size:
+        if shape is None or (type(shape) is torch.Size and not shape):  # the step loop's draws
+            safe = self._safe_shape
+            return safe if type(safe) is torch.Size else torch.Size(safe)
         return torch.Size((*as_size(shape), *self._safe_shape))
 
     def _init_common(self, shape: Any, device: Any, dtype: torch.dtype, domain: str) -> None:

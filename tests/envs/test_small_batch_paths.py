@@ -1,6 +1,6 @@
 """The small-batch fast paths of the step loop give what their reference paths give: the flat
 ``step_mdp`` merge (``_fasttd._merge_flat``) against the general merge, the ``SPARSE`` done
-shortcut (``EpisodePlan.nothing_done``) against ``done_masks(...).any()``, and the step
+masks (``EpisodePlan.sparse_done_masks``, numpy reads of CPU flags) against ``done_masks``, and the step
 boundary's direct reads of a plain input against tensordict's public reads."""
 
 from __future__ import annotations
@@ -80,8 +80,13 @@ def _plans():
     return root, trunc, nested
 
 
+def _reference_sparse(plan, td):
+    masks = plan.done_masks(td, True)
+    return masks if masks.any() else None
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_nothing_done_agrees_with_done_masks(seed):
+def test_sparse_done_masks_agree_with_done_masks(seed):
     gen = torch.Generator().manual_seed(seed)
 
     def flags(*shape):
@@ -89,36 +94,57 @@ def test_nothing_done_agrees_with_done_masks(seed):
 
     root, trunc, nested = _plans()
     one = EpisodePlan(Composite(done=_flag((1, 1)), truncated=_flag((1, 1)), shape=(1,)), torch.Size([1]))
+    scalar = EpisodePlan(Composite(done=_flag((1,)), truncated=_flag((1,)), shape=()), torch.Size([]))
     cases = [
-        (one, TensorDict({"done": flags(1, 1), "truncated": flags(1, 1)}, [1])),  # one flag: read with item()
+        (one, TensorDict({"done": flags(1, 1), "truncated": flags(1, 1)}, [1])),
         (one, TensorDict({"done": torch.ones(1, 1, dtype=torch.bool)}, [1])),
+        (scalar, TensorDict({"done": flags(1), "truncated": torch.ones(1, dtype=torch.bool)}, [])),  # 0-d OR
         (root, TensorDict({"done": flags(3, 1)}, [3])),
         (root, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool)}, [3])),
+        (root, TensorDict({"done": flags(3)}, [3])),  # the mask's size in another shape
         (trunc, TensorDict({"done": flags(3, 1), "truncated": flags(3, 1)}, [3])),
         (trunc, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool), "truncated": flags(3, 1)}, [3])),
+        (trunc, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool), "truncated": torch.ones(3, 1, dtype=torch.bool)}, [3])),
         (trunc, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool)}, [3])),  # no truncated entry
         (nested, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool),
-                             "agents": {"done": torch.zeros(3, 2, 1, dtype=torch.bool)}}, [3])),
+                             "agents": {"done": flags(3, 2, 1)}}, [3])),  # nested levels: the general path
     ]
     for plan, td in cases:
-        reference = plan.done_masks(td, True).any()
-        got = plan.nothing_done(td)
-        if plan is nested:  # nested levels always take the general path
+        reference = _reference_sparse(plan, td)
+        got = plan.sparse_done_masks(td)
+        if reference is None:
             assert got is None
-        else:
-            assert got is (not reference)
+            continue
+        assert got is not None and got.sparse and got.auto
+        assert torch.equal(got.env_rows(), reference.env_rows())
+        for a, b in zip(got.masks, reference.masks):
+            assert torch.equal(a, b)
+        assert (got.root is None) == (reference.root is None)
+        host = got.host_rows()  # handed over read (root flags) or read now: the env rows, in numpy
+        assert host.dtype == bool and host.shape == tuple(plan.batch_size)
+        assert torch.equal(torch.from_numpy(host), reference.env_rows().reshape(plan.batch_size))
 
 
-def test_nothing_done_leaves_bad_flags_to_done_masks():
+def test_sparse_done_masks_leave_bad_flags_to_done_masks():
     root, trunc, _ = _plans()
     for plan, td in [
         (root, TensorDict({}, [3])),  # no done entry
         (root, TensorDict({"done": torch.zeros(3, 2, dtype=torch.bool)}, [3])),  # not the mask's size
+        (root, TensorDict({"done": torch.zeros(3, 1)}, [3])),  # not bool
         (trunc, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool), "truncated": torch.zeros(3, dtype=torch.bool)}, [3])),
     ]:
-        assert plan.nothing_done(td) is None
-        with pytest.raises((KeyError, RuntimeError)):
+        with pytest.raises((KeyError, ValueError, TypeError)) as fast:
+            plan.sparse_done_masks(td)
+        with pytest.raises(fast.type) as ref:
             plan.done_masks(td, True)
+        assert str(fast.value) == str(ref.value)
+
+
+def test_host_rows_is_sparse_only():
+    root, _, _ = _plans()
+    masks = root.done_masks(TensorDict({"done": torch.ones(3, 1, dtype=torch.bool)}, [3]), sparse=False)
+    with pytest.raises(RuntimeError, match="SPARSE"):
+        masks.host_rows()
 
 
 def _loop(env, steps=40):
@@ -142,7 +168,7 @@ def test_step_loop_equals_the_reference_paths(monkeypatch, make):
     fast = _loop(env)
     with monkeypatch.context() as m:
         m.setattr(_fasttd, "_merge_flat", lambda *a: None)
-        m.setattr(EpisodePlan, "nothing_done", lambda self, td: None)
+        m.setattr(EpisodePlan, "sparse_done_masks", _reference_sparse)
         m.setattr(common, "inner", lambda td: None)
         slow = _loop(env)
     env.close()
@@ -174,3 +200,20 @@ def test_step_boundary_errors_equal_the_public_read_path(monkeypatch):
         m.setattr(common, "inner", lambda td: None)
         assert errors() == fast
     assert [t for t, _ in fast] == [KeyError, ValueError, TypeError, KeyError]
+
+
+@pytest.mark.parametrize("mode", ["sparse", "masked"])
+def test_maybe_reset_names_a_bad_done_flag(mode):
+    env = gs.TransformedEnv(gs.CartPoleEnv(batch_size=[3], auto_reset_mode=mode), gs.StepCounter(10))
+    assert "truncated" in env.done_keys
+    td = env.reset()
+    td["done"] = torch.ones(3, 1)  # float flags: once a silent reset of every row
+    with pytest.raises(TypeError, match="'done' entry must be a bool tensor, got dtype torch.float32"):
+        env.maybe_reset(td)
+    td["done"] = torch.zeros(3, 2, dtype=torch.bool)
+    with pytest.raises(ValueError, match=r"'done' entry must have the done spec's shape \[3, 1\], got shape \[3, 2\]"):
+        env.maybe_reset(td)
+    td["done"] = torch.zeros(3, 1, dtype=torch.bool)
+    td["truncated"] = torch.ones(3, dtype=torch.bool)  # ORed with done: would broadcast to [3, 3]
+    with pytest.raises(ValueError, match="share one shape"):
+        env.maybe_reset(td)

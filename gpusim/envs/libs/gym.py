@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim.envs._fasttd import inner
 from gpusim.envs._fasttd import new_td as _new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
@@ -109,6 +110,8 @@ class GymWrapper(EnvBase):
 
     _has_frame_skip = True  # _step repeats the action frame_skip times itself
 
+
+    _step_output_complete = True  # _step_data writes reward and the three flags, of the specs' shapes
 
     def __init__(
         self,
@@ -407,35 +410,53 @@ class GymWrapper(EnvBase):
         return self._edge(td)
 
     def _read_obs(self, obs: Any) -> dict:
-        leaves = self._obs_leaves
-        if len(leaves) == 1 and not leaves[0].path:  # the common case: one array
-            leaf = leaves[0]
-            src = {leaf.key[0]: leaf.to_torch(obs)} if len(leaf.key) == 1 else read_leaves(leaves, obs, {})
-        else:
-            src = read_leaves(leaves, obs, {})
+        key, to_torch = self._obs_plan
+        if key is not None:  # the common case: one array under one root key
+            return {key: to_torch(obs)}
+        src = read_leaves(self._obs_leaves, obs, {})
         if self.from_pixels:
             src["pixels"] = torch.from_numpy(self._render())
         return src
+
+    @property
+    def _obs_plan(self) -> tuple:
+        """``(key, to_torch)`` of a single-array observation under one root key without
+        rendered pixels (read with one call), else ``(None, None)``."""
+
+        def plan() -> tuple:
+            leaves = self._obs_leaves
+            if len(leaves) == 1 and not leaves[0].path and len(leaves[0].key) == 1 and not self.from_pixels:
+                return leaves[0].key[0], leaves[0].to_torch
+            return None, None
+
+        return self._cached("gym_obs_plan", plan)
 
     def _finish(self, src: dict, info: dict) -> TensorDictBase:
         td = _new_td(src, self.batch_size, None)
         for reader in self._info_readers:
             reader(info, td)
-        return self._to_device(td)
+        return td if self._on_cpu else self._to_device(td)
 
     def _step_data(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict) -> TensorDictBase:
         """The ``"next"`` data of a step: one ``from_numpy`` per leaf for vector envs."""
         src = self._read_obs(obs)
         if self._is_vector:
-            # the adapter hands out bool arrays; one reshape (a numpy view) + from_numpy per leaf
+            # the adapter hands out bool arrays and their OR; one reshape (a numpy view) + from_numpy per leaf
             shape = self._flag_shape
+            kept = [(k, v) for k, v in src.items() if type(v) is torch.Tensor and k != "pixels"]
             src["reward"] = self._reward_to_torch(reward)
-            src["terminated"] = torch.from_numpy(terminated.reshape(shape))
-            src["truncated"] = torch.from_numpy(truncated.reshape(shape))
-            src["done"] = torch.from_numpy((terminated | truncated).reshape(shape))
-            keys = [k for k in src if k not in ("reward", "pixels")]
+            src["terminated"] = terminated = torch.from_numpy(terminated.reshape(shape))
+            src["truncated"] = truncated = torch.from_numpy(truncated.reshape(shape))
+            src["done"] = done = torch.from_numpy(self._adapter.last_done.reshape(shape))
             td = self._finish(src, info)
-            self._record_step(td, keys)
+            # the leaves an auto-reset may keep as they are (see _kept_leaves)
+            if not self._on_cpu:
+                kept = [(k, td.get(k)) for k, _ in kept]
+                terminated, truncated, done = td.get("terminated"), td.get("truncated"), td.get("done")
+            leaves = [(k, v, v._version) for k, v in kept]
+            flags = [("terminated", terminated, terminated._version), ("truncated", truncated, truncated._version),
+                     ("done", done, done._version)]
+            self.__dict__["_last_step"] = (self._adapter.last_obs, leaves, flags)
             return td
         else:
             term, trunc = bool(terminated), bool(truncated)
@@ -444,6 +465,13 @@ class GymWrapper(EnvBase):
             src["truncated"] = torch.tensor([trunc])
             src["done"] = torch.tensor([term or trunc])
         return self._finish(src, info)
+
+    @property
+    def _on_cpu(self) -> bool:
+        on_cpu = self._cache.get("gym_on_cpu")
+        if on_cpu is None:
+            on_cpu = self._cached("gym_on_cpu", lambda: self.device.type == "cpu")
+        return on_cpu
 
     def _reward_to_torch(self, reward: Any) -> torch.Tensor:
         """The step's reward as a float32 tensor of the reward spec's shape (``(*B, 1)``)."""
@@ -457,13 +485,18 @@ class GymWrapper(EnvBase):
     def _reset_output(self, obs: Any, info: dict) -> TensorDictBase:
         """The data of a reset (all rows): observations and False done flags."""
         src = self._read_obs(obs)
-        flags = torch.from_numpy(np.zeros((3, *self._flag_shape), dtype=bool))  # one allocation
-        src["terminated"], src["truncated"], src["done"] = flags[0], flags[1], flags[2]
+        flags = np.zeros((3, *self._flag_shape), dtype=bool)  # one allocation, three numpy views
+        src["terminated"] = torch.from_numpy(flags[0])
+        src["truncated"] = torch.from_numpy(flags[1])
+        src["done"] = torch.from_numpy(flags[2])
         return self._finish(src, info)
 
     @property
     def _flag_shape(self) -> tuple:
-        return self._cached("gym_flag_shape", lambda: (*self.batch_size, 1))
+        shape = self._cache.get("gym_flag_shape")
+        if shape is None:
+            shape = self._cached("gym_flag_shape", lambda: (*self.batch_size, 1))
+        return shape
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_readers(self) -> None:
@@ -474,27 +507,25 @@ class GymWrapper(EnvBase):
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         # a vector env resets the selected rows through gymnasium's masked reset and returns the
         # current observation of the others; the episode merge keeps the previous data there
-        self._reset_readers()
+        if self._info_readers:
+            self._reset_readers()
         self.__dict__["_needs_reset"] = False
         if self._is_vector:
-            rows = masks.env_rows()
-            mask = None if rows is None else rows.reshape(self.batch_size).cpu().numpy()
+            if masks.sparse:
+                mask = masks.host_rows()
+            else:
+                rows = masks.env_rows()
+                mask = None if rows is None else rows.reshape(self.batch_size).cpu().numpy()
             kept = self._kept_leaves(tensordict, masks, mask)
             obs, info = self._adapter.reset(mask)
             out = self._reset_output(obs, info)
-            for key in kept:
-                masks.mark_merged(out.get(key))
+            if kept:
+                data = inner(out)
+                for key in kept:
+                    masks.mark_merged(data[key] if data is not None else out.get(key))
             return out
         obs, info = self._env.reset()
         return self._reset_output(obs, info)
-
-    def _record_step(self, td: TensorDictBase, keys: list) -> None:
-        """Remembers the tensor leaves of a vector step's ``"next"`` data (root keys: the
-        observations and done flags), with their versions and the adapter's observation object, for
-        :meth:`_kept_leaves`."""
-        leaves = {k: td.get(k) for k in keys if isinstance(k, str)}
-        leaves = {k: (v, v._version) for k, v in leaves.items() if isinstance(v, torch.Tensor)}
-        self.__dict__["_last_step"] = (self._adapter.last_obs, leaves)
 
     def _kept_leaves(self, previous: TensorDictBase | None, masks: ResetMasks, mask: np.ndarray | None) -> list:
         """The root leaves whose reset data already equals ``previous`` in the rows not reset, so
@@ -509,17 +540,21 @@ class GymWrapper(EnvBase):
         record = self.__dict__.pop("_last_step", None)
         if record is None or previous is None or mask is None or not masks.auto:
             return []
-        raw_obs, leaves = record
+        raw_obs, leaves, flags = record
         adapter = self._adapter
-        if adapter.last_obs is not raw_obs or (adapter.pending & ~mask).any():
+        if adapter.last_obs is not raw_obs:
             return []
-        kept = []
-        for key, (value, version) in leaves.items():
-            if previous.get(key, None) is value and value._version == version:
-                kept.append(key)
-        flags = ("done", "terminated", "truncated")
-        if not all(k in kept for k in flags):  # the flags are only known False together
-            kept = [k for k in kept if k not in flags]
+        if adapter.has_pending and np.count_nonzero(adapter.pending > mask):  # an ended row not reset
+            return []
+        data = inner(previous)
+
+        def unchanged(key: str, value: torch.Tensor, version: int) -> bool:
+            now = data.get(key) if data is not None else previous.get(key, None)
+            return now is value and value._version == version
+
+        kept = [key for key, value, version in leaves if unchanged(key, value, version)]
+        if all(unchanged(*flag) for flag in flags):  # the flags are only known False together
+            kept += [key for key, _, _ in flags]
         return kept
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:

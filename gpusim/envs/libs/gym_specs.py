@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack
 
+from gpusim.envs._fasttd import fast_get
 from gpusim.envs.libs.gym_backend import import_gymnasium
 from gpusim.specs import (
     Binary,
@@ -147,7 +148,7 @@ class _OneHotIndex:
 
 def _numpy(value: torch.Tensor) -> np.ndarray:
     """``value`` as a numpy array: a view for CPU tensors, one device-to-host copy otherwise."""
-    if value.device.type != "cpu":
+    if not value.is_cpu:
         value = value.cpu()
     if value.requires_grad:
         value = value.detach()
@@ -482,7 +483,9 @@ def write_actions(leaves: Sequence[GymLeaf], tensordict: Any, space: Any) -> Any
     """
     if len(leaves) == 1 and not leaves[0].path:
         leaf = leaves[0]
-        return leaf.to_numpy(tensordict.get(leaf.key))
+        key = leaf.key
+        value = fast_get(tensordict, key[0]) if len(key) == 1 else None
+        return leaf.to_numpy(value if value is not None else tensordict.get(key))
     root: dict = {}
     for leaf in leaves:
         node = root

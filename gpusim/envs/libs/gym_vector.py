@@ -179,6 +179,7 @@ class VectorAdapter:
         self.has_pending = False
         self._reset_obs: Any = None
         self.last_obs: Any = None
+        self.last_done = np.zeros(self.num_envs, dtype=bool)  # terminated | truncated of the last step
 
     # -------------------------------------------------------------- reset
     def reset(self, mask: np.ndarray | None = None, seed: int | None = None) -> tuple[Any, dict]:
@@ -201,11 +202,12 @@ class VectorAdapter:
             >>> (obs != first).any(-1).tolist()  # only row 1 was redrawn
             [False, True, False]
         """
-        if mask is None or mask.all():
+        count = self.num_envs if mask is None else np.count_nonzero(mask)
+        if count == self.num_envs:
             obs, info = self.env.reset(seed=seed)
             self.pending[:] = False
             self._reset_obs = None
-        elif not mask.any():
+        elif not count:
             return self.last_obs, {}
         elif self._same_step:
             extra = mask & ~self.pending
@@ -220,7 +222,7 @@ class VectorAdapter:
         else:
             obs, info = self.env.reset(options={"reset_mask": mask})
             self.pending = self.pending & ~mask
-        self.has_pending = bool(self.pending.any())
+        self.has_pending = bool(np.count_nonzero(self.pending))
         self.last_obs = obs
         return obs, info
 
@@ -251,7 +253,7 @@ class VectorAdapter:
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
         done = terminated | truncated
-        self.has_pending = bool(done.any())
+        self.has_pending = bool(np.count_nonzero(done))
         if self._same_step and self.has_pending:
             final_mask = info.get("_final_obs", None)
             if final_mask is not None and np.any(final_mask):
@@ -260,6 +262,6 @@ class VectorAdapter:
                 finals = info["final_obs"]
                 for i in np.flatnonzero(final_mask):
                     _set_row(obs, int(i), finals[i])
-        self.pending = done
+        self.pending = self.last_done = done
         self.last_obs = obs
         return obs, reward, terminated, truncated, info
