@@ -1288,6 +1288,33 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     out.append((_keys.unravel(key), shape, shape.numel()))
         return tuple(out)
 
+    @_cached_plan
+    def _root_output_shapes(self) -> tuple | None:
+        """``(key, shape)`` of every reward and done leaf when all are root entries of fixed
+        shape (the common layout), else ``None``: see :meth:`_output_complete`."""
+        out = []
+        for spec in (self.full_reward_spec, self.full_done_spec):
+            for key, leaf in spec.items(True, True):
+                shape = torch.Size(leaf.shape)
+                if not isinstance(key, str) or -1 in shape:
+                    return None
+                out.append((key, shape))
+        return tuple(out)
+
+    def _output_complete(self, next_td: TensorDictBase) -> bool:
+        """Whether a raw step output already holds every reward and done leaf of the specs with
+        the specs' shapes (one dict lookup per leaf): reshaping and done completion then have
+        nothing to do."""
+        plan = self._root_output_shapes
+        data = inner(next_td)
+        if plan is None or data is None or next_td.batch_size != self.batch_size:
+            return False
+        for key, shape in plan:
+            value = data.get(key)
+            if value is None or value.shape != shape:
+                return False
+        return True
+
     def _fix_output_shapes(self, next_td: TensorDictBase) -> None:
         if next_td.batch_size != self.batch_size:
             return
@@ -1299,7 +1326,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     def _finish_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
         """Done completion, state echo and (debug mode) type checks of the raw ``next_td``."""
-        if not self._step_output_complete:
+        if not (self._step_output_complete or self._output_complete(next_td)):
             self._fix_output_shapes(next_td)
             self._complete_done(next_td)
         for key in self._echo_state_keys:

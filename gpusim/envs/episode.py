@@ -695,6 +695,8 @@ class EpisodePlan:
             first = fast_get(tensordict, names[0])
             second = fast_get(tensordict, names[1]) if len(names) > 1 else None
             if _host_flag(first, numel) and (second is None or (_host_flag(second, numel) and second.shape == first.shape)):
+                if numel == 1 and not (first.item() or (second is not None and second.item())):
+                    return None  # one row (batch 1): two scalar reads, no array
                 shape = self.root_shape
                 host = first.numpy().reshape(shape)
                 if second is not None:

@@ -217,3 +217,49 @@ def test_maybe_reset_names_a_bad_done_flag(mode):
     td["truncated"] = torch.ones(3, dtype=torch.bool)  # ORed with done: would broadcast to [3, 3]
     with pytest.raises(ValueError, match="share one shape"):
         env.maybe_reset(td)
+
+
+def _counter_env(reward_shape, with_terminated):
+    from gpusim.specs import Unbounded
+
+    class Counter(gs.EnvBase):
+        def __init__(self):
+            super().__init__(batch_size=[2])
+            self.observation_spec = Composite(observation=Unbounded((2, 1)), shape=(2,))
+            self.action_spec = Categorical(2, shape=(2,))
+            self.reward_spec = Unbounded((2, 1))
+            self.done_spec = Composite(done=_flag((2, 1)), terminated=_flag((2, 1)), truncated=_flag((2, 1)), shape=(2,))
+
+        def _reset(self, td):
+            return TensorDict({"observation": torch.zeros(2, 1)}, [2])
+
+        def _step(self, td):
+            obs = td["observation"] + 1
+            out = {"observation": obs, "reward": torch.ones(reward_shape),
+                   "done": obs >= 3, "truncated": torch.zeros(2, 1, dtype=torch.bool)}
+            if with_terminated:
+                out["terminated"] = obs >= 3
+            return TensorDict(out, [2])
+
+        def _set_seed(self, seed):
+            pass
+
+    return Counter()
+
+
+@pytest.mark.parametrize("reward_shape, with_terminated", [((2, 1), True), ((2,), True), ((2, 1), False)])
+def test_complete_step_outputs_skip_nothing_the_reference_does(monkeypatch, reward_shape, with_terminated):
+    # a complete output (every reward/done leaf, the specs' shapes) skips reshaping and done
+    # completion: the data equal those of the reference path, which always runs both
+    env = _counter_env(reward_shape, with_terminated)
+    fast = _loop(env, 8)
+    with monkeypatch.context() as m:
+        m.setattr(common.EnvBase, "_output_complete", lambda self, td: False)
+        slow = _loop(env, 8)
+    assert fast["next", "reward"].shape == (8, 2, 1) and fast["next", "terminated"].any()
+    assert set(fast.keys(True, True)) == set(slow.keys(True, True))
+    for key in fast.keys(True, True):
+        assert torch.equal(fast[key], slow[key]), key
+    complete = reward_shape == (2, 1) and with_terminated
+    td = env.rand_action(env.reset())
+    assert env._output_complete(env._step(td)) is complete
