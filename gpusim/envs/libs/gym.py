@@ -109,8 +109,6 @@ class GymWrapper(EnvBase):
     """
 
     _has_frame_skip = True  # _step repeats the action frame_skip times itself
-
-
     _step_output_complete = True  # _step_data writes reward and the three flags, of the specs' shapes
 
     def __init__(
@@ -468,10 +466,7 @@ class GymWrapper(EnvBase):
 
     @property
     def _on_cpu(self) -> bool:
-        on_cpu = self._cache.get("gym_on_cpu")
-        if on_cpu is None:
-            on_cpu = self._cached("gym_on_cpu", lambda: self.device.type == "cpu")
-        return on_cpu
+        return self._cached("gym_on_cpu", lambda: self.device.type == "cpu")
 
     def _reward_to_torch(self, reward: Any) -> torch.Tensor:
         """The step's reward as a float32 tensor of the reward spec's shape (``(*B, 1)``)."""
@@ -493,10 +488,7 @@ class GymWrapper(EnvBase):
 
     @property
     def _flag_shape(self) -> tuple:
-        shape = self._cache.get("gym_flag_shape")
-        if shape is None:
-            shape = self._cached("gym_flag_shape", lambda: (*self.batch_size, 1))
-        return shape
+        return self._cached("gym_flag_shape", lambda: (*self.batch_size, 1))
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_readers(self) -> None:
