@@ -16,6 +16,9 @@ the done rows). This script splits the gap, measuring alternately in one process
 * ``+rand``, ``+step``, ``+mdp``, ``+reset``: cumulatively, the parts of ``inlined`` replaced by
   gpusim's generic calls (``env.rand_action``, ``env.step``, ``env._step_mdp``,
   ``env.maybe_reset``); the last is the whole generic loop (what ``bench_gym.py`` times);
+* ``fused``: ``inlined`` plus what a real fused ``GymEnv`` loop could not skip: the partial-step
+  and state checks, the step_mdp plan (it carries the other root entries, e.g. a policy's
+  outputs) and the check that the leaves skipping the merge are the step's own, unmodified;
 * the same ``inlined`` and ``gpusim`` loops with one-hot actions (``OneHot.rand`` draws the
   action, the step decodes it with one matrix product), whose extra cost is the encoding's.
 
@@ -51,11 +54,16 @@ def make_loop(n: int, steps: int, onehot: bool, generic: frozenset) -> callable:
     arange = torch.arange(2)
     keys = ("observation", "terminated", "truncated", "done")
 
+    record: list = []
+    safe = "safe" in generic
+
     def step(td):
         data = td._tensordict
         action = data.get("action")
         if action.shape != shape or action.dtype != dtype:
             raise ValueError("bad action")
+        if safe and (data.get("_step") is not None or data.get("observation") is None):
+            raise ValueError("partial step or missing state")
         index = (action @ arange) if onehot else action
         obs, reward, term, trunc, _ = adapter.step(index.numpy())
         o = torch.from_numpy(obs)
@@ -63,6 +71,8 @@ def make_loop(n: int, steps: int, onehot: bool, generic: frozenset) -> callable:
         d = torch.from_numpy(adapter.last_done.reshape(n, 1))
         data["next"] = new_td({"observation": o, "reward": torch.from_numpy(reward.reshape(n, 1)),
                                "terminated": t, "truncated": u, "done": d}, batch)
+        if safe:
+            record[:] = [(k, v, v._version) for k, v in zip(keys, (o, t, u, d))]
         return td
 
     def reset(root):
@@ -70,7 +80,14 @@ def make_loop(n: int, steps: int, onehot: bool, generic: frozenset) -> callable:
         if masks is None:
             return root
         episode.write(root, masks)
-        obs, _ = adapter.reset(masks.host_rows())
+        mask = masks.host_rows()
+        if safe:  # the leaves may skip the merge only if they are the step's, unmodified
+            data = root._tensordict
+            if any(data.get(k) is not v or v._version != ver for k, v, ver in record):
+                raise RuntimeError("edited leaves: the generic merge would run")
+            if np.count_nonzero(adapter.pending > mask):
+                raise RuntimeError("an ended row not reset")
+        obs, _ = adapter.reset(mask)
         flags = np.zeros((3, n, 1), dtype=bool)
         out = new_td({"observation": torch.from_numpy(obs), "terminated": torch.from_numpy(flags[0]),
                       "truncated": torch.from_numpy(flags[1]), "done": torch.from_numpy(flags[2])}, batch)
@@ -111,6 +128,7 @@ def main() -> None:
     for part in ("rand", "step", "mdp", "reset"):  # cumulative: the reset's layer needs the step's record
         parts.append(part)
         loops["+" + part + (" (= gpusim)" if part == "reset" else "")] = make_loop(n, steps, False, frozenset(parts))
+    loops["fused"] = make_loop(n, steps, False, frozenset({"safe", "mdp"}))
     loops["inlined, one-hot"] = make_loop(n, steps, True, frozenset())
     loops["gpusim, one-hot"] = make_loop(n, steps, True, everything)
     venv = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="vector_entry_point")
@@ -130,7 +148,7 @@ def main() -> None:
     print(f"  {'loop':20s} {'us/step':>8s} {'vs inlined':>11s} {'vs previous':>12s} {'floor / loop':>13s}")
     previous = None
     for name, us in med.items():
-        if name.startswith("inlined"):
+        if name.startswith("inlined") or name == "fused":
             previous = None
         step = "" if previous is None else f"{us - previous:+12.1f}"
         print(f"  {name:20s} {us:8.1f} {us - inlined:+11.1f} {step:>12s} {floor / us:13.3f}")
