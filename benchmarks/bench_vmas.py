@@ -6,6 +6,15 @@
 * gpusim / torchrl: ``env.rollout(T, break_when_any_done=False)`` with random actions from the
   action spec (the data of every step is kept and stacked into ``[N, T]``).
 
+With ``--edge``, two more contenders split the rollout's cost from the wrapper's:
+
+* raw + storage: the raw loop that also builds the rollout's layout by hand: each step's
+  per-agent observations, rewards and actions stacked into ``[N, agents, ...]``, and the steps
+  stacked into ``[N, T, ...]`` at the end (the observations twice, as the root and the
+  ``"next"`` entry of a rollout hold them);
+* gpusim loop: ``rand_action`` + ``step_and_maybe_reset`` on the gpusim env, nothing stored
+  (like the raw loop).
+
 BENCHMARKS.md holds the peer table measured on this machine. Under heavy load, two torch threads
 on a 2-core machine make small torch ops spin in OpenMP (a 64-env VMAS step took 100 ms instead
 of 4 ms), so the default here is one thread for every contender.
@@ -53,6 +62,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--no-torchrl", action="store_true")
+    parser.add_argument("--edge", action="store_true", help="add the 'raw + storage' and 'gpusim loop' contenders")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
@@ -69,6 +79,9 @@ def main() -> None:
             "raw": lambda raw=raw, steps=steps: [raw.step(raw.get_random_actions()) for _ in range(steps)],
             "gpusim": lambda env=ours, steps=steps: env.rollout(steps, break_when_any_done=False),
         }
+        if args.edge:
+            contenders["raw + storage"] = lambda raw=raw, steps=steps: _raw_with_storage(raw, steps)
+            contenders["gpusim loop"] = lambda env=ours, steps=steps: _gpusim_loop(env, steps)
         if not args.no_torchrl:
             theirs = TorchRLVmasEnv("simple_spread", num_envs=n, device=args.device, seed=0)
             contenders["torchrl"] = lambda env=theirs, steps=steps: env.rollout(steps, break_when_any_done=False)
@@ -92,6 +105,31 @@ def main() -> None:
         cells = [f"{_fmt(med[k])} ({_fmt(medc[k])})" for k in names]
         r = lambda a, b: statistics.median(x[0] / y[0] for x, y in zip(res[a], res[b])) if a in res and b in res else float("nan")  # noqa: E731
         print(f"| {n} | " + " | ".join(cells) + f" | {r('gpusim', 'raw'):.2f} | {r('torchrl', 'raw'):.2f} | {r('gpusim', 'torchrl'):.2f} |")
+    if args.edge:
+        print("\nwith --edge: gpusim loop / raw (both store nothing), gpusim rollout / raw + storage (both build [N, T])")
+        for n, steps, res in rows:
+            r = lambda a, b: statistics.median(x[0] / y[0] for x, y in zip(res[a], res[b]))  # noqa: E731
+            print(f"  num_envs={n}: {r('gpusim loop', 'raw'):.2f}, {r('gpusim', 'raw + storage'):.2f}")
+
+
+def _raw_with_storage(raw, steps: int) -> None:
+    """The raw loop building a rollout's ``[N, T, agents, ...]`` layout by hand."""
+    obs = torch.stack(raw.reset(), 1)
+    kept = []
+    for _ in range(steps):
+        actions = raw.get_random_actions()
+        nxt, rew, done, _ = raw.step(actions)
+        nxt = torch.stack(nxt, 1)
+        kept.append((obs, torch.stack(actions, 1), nxt, torch.stack(rew, 1), done))
+        obs = nxt
+    for i in range(5):
+        torch.stack([k[i] for k in kept], 1)
+
+
+def _gpusim_loop(env, steps: int) -> None:
+    td = env.reset()
+    for _ in range(steps):
+        _, td = env.step_and_maybe_reset(env.rand_action(td))
 
 
 def _print_row(n, steps, res) -> None:
