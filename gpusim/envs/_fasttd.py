@@ -113,10 +113,11 @@ def new_td(source: dict, batch_size: torch.Size, device: torch.device | str | No
         torch.Size([2, 1])
     """
     if PRIVATE_API and not torch.compiler.is_compiling():
-        nested = {
-            k: (new_td(v, batch_size, device) if isinstance(v, dict) else v) for k, v in source.items()
-        }
-        return TensorDict._new_unsafe(nested, batch_size, device=device)
+        for v in source.values():
+            if isinstance(v, dict):  # a nested level: new containers below
+                source = {k: (new_td(v, batch_size, device) if isinstance(v, dict) else v) for k, v in source.items()}
+                break
+        return TensorDict._new_unsafe(source, batch_size, device=device)
     return TensorDict(source, batch_size, device=device)
 
 
