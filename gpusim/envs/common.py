@@ -292,11 +292,6 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     #: ``TransformedEnv`` whose transforms define that hook; plain envs never do).
     _post_mdp_hook: bool = False
 
-    #: Whether ``_step`` always returns every reward and done entry of the specs, with the specs'
-    #: shapes (wrappers that build their output from the specs they declared): ``step`` then
-    #: skips the reshaping of reward/done leaves and the done completion it does for other envs.
-    _step_output_complete: bool = False
-
     def __new__(cls, *args: Any, _inplace_update: bool = False, _batch_locked: bool = True, **kwargs: Any) -> "EnvBase":
         """Creates the env with default state, so that attributes and specs can be set before
         ``super().__init__()`` runs; constructor arguments are accepted (and left to
@@ -1290,16 +1285,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     @_cached_plan
     def _root_output_shapes(self) -> tuple | None:
-        """``(key, shape)`` of every reward and done leaf when all are root entries of fixed
-        shape (the common layout), else ``None``: see :meth:`_output_complete`."""
-        out = []
-        for spec in (self.full_reward_spec, self.full_done_spec):
-            for key, leaf in spec.items(True, True):
-                shape = torch.Size(leaf.shape)
-                if not isinstance(key, str) or -1 in shape:
-                    return None
-                out.append((key, shape))
-        return tuple(out)
+        """:attr:`_output_leaf_shapes` as ``(key, shape)`` when it holds every reward and done leaf
+        and all are root entries (the common layout), else ``None``: see :meth:`_output_complete`."""
+        leaves = self._output_leaf_shapes
+        if len(leaves) != len(self.reward_keys) + len(self.done_keys) or not all(isinstance(k, str) for k, _, _ in leaves):
+            return None
+        return tuple((key, shape) for key, shape, _ in leaves)
 
     def _output_complete(self, next_td: TensorDictBase) -> bool:
         """Whether a raw step output already holds every reward and done leaf of the specs with
@@ -1326,7 +1317,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
 
     def _finish_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
         """Done completion, state echo and (debug mode) type checks of the raw ``next_td``."""
-        if not (self._step_output_complete or self._output_complete(next_td)):
+        if not self._output_complete(next_td):
             self._fix_output_shapes(next_td)
             self._complete_done(next_td)
         for key in self._echo_state_keys:

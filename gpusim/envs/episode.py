@@ -689,27 +689,38 @@ class EpisodePlan:
             >>> plan.sparse_done_masks(TensorDict({"done": torch.tensor([[False], [True]])}, [2])).env_rows()
             tensor([False,  True])
         """
+        flags = self._host_flags(tensordict)
+        if flags is None:
+            masks = self.done_masks(tensordict, True)
+            return masks if masks.any() else None
+        first, second = flags
+        if first.numel() == 1 and not (first.item() or (second is not None and second.item())):
+            return None  # one row (batch 1): scalar reads, no array
+        shape = self.root_shape
+        host = first.numpy().reshape(shape)
+        if second is not None:
+            host = np.asarray(np.logical_or(host, second.numpy().reshape(shape)))  # 0-d: a scalar
+        if not np.count_nonzero(host):
+            return None
+        root = torch.from_numpy(host) if second is not None else first.reshape(shape)
+        masks = ResetMasks(self.levels, [root], root, self.batch_size, True, auto=True)
+        if shape == self.batch_size:
+            masks._host = host
+        return masks
+
+    def _host_flags(self, tensordict: TensorDictBase) -> tuple | None:
+        """The root level's auto-reset flags (``done`` and, when declared, ``truncated``; the second
+        ``None`` when absent) if they may be read as numpy views: a root level only, plain CPU bool
+        tensors of the root mask's size and of one shape. ``None`` otherwise."""
         numel = self._root_numel
-        if numel is not None:
-            names = self.flag_names[0]
-            first = fast_get(tensordict, names[0])
-            second = fast_get(tensordict, names[1]) if len(names) > 1 else None
-            if _host_flag(first, numel) and (second is None or (_host_flag(second, numel) and second.shape == first.shape)):
-                if numel == 1 and not (first.item() or (second is not None and second.item())):
-                    return None  # one row (batch 1): two scalar reads, no array
-                shape = self.root_shape
-                host = first.numpy().reshape(shape)
-                if second is not None:
-                    host = np.asarray(np.logical_or(host, second.numpy().reshape(shape)))  # 0-d: a scalar
-                if not np.count_nonzero(host):
-                    return None
-                root = torch.from_numpy(host) if second is not None else first.reshape(shape)
-                masks = ResetMasks(self.levels, [root], root, self.batch_size, True, auto=True)
-                if shape == self.batch_size:
-                    masks._host = host
-                return masks
-        masks = self.done_masks(tensordict, True)
-        return masks if masks.any() else None
+        if numel is None:
+            return None
+        names = self.flag_names[0]
+        first = fast_get(tensordict, names[0])
+        second = fast_get(tensordict, names[1]) if len(names) > 1 else None
+        if not _host_flag(first, numel) or (second is not None and not (_host_flag(second, numel) and second.shape == first.shape)):
+            return None
+        return first, second
 
     def ended(self, next_tensordict: TensorDictBase) -> torch.Tensor:
         """The env rows (``batch_size`` shape) where any done entry (``done``, ``terminated``,
@@ -840,20 +851,14 @@ class EpisodePlan:
                 return previous
             rows = [previous[i].update(reset_out[i]) if reset_any[i] else previous[i] for i in range(len(reset_any))]
             return LazyStackedTensorDict.maybe_dense_stack(rows, 0)
-        new, old = inner(reset_out), inner(previous)
-        if new is not None and old is not None and not previous.is_locked:
-            if all(isinstance(v, torch.Tensor) for v in new.values()):
-                old.update(new)  # flat plain tensordicts: the entries, as fast_set would write them
+        if type(previous) is type(reset_out) and not previous.is_locked:
+            entries = inner(reset_out)  # a plain tensordict's own dict, else its items
+            entries = entries.items() if entries is not None else list(reset_out.items())
+            if all(isinstance(value, torch.Tensor) for _, value in entries):  # flat: the entries as they are
+                for key, value in entries:
+                    fast_set(previous, key, value)
                 return previous
-        if type(previous) is type(reset_out) and not previous.is_locked and _flat(reset_out):
-            for key, value in reset_out.items():
-                fast_set(previous, key, value)
-            return previous
         return previous.update(reset_out)
-
-
-def _flat(td: TensorDictBase) -> bool:
-    return all(isinstance(v, torch.Tensor) for v in td.values())
 
 
 def merge_rows(
@@ -923,21 +928,24 @@ def merge_rows(
     return new
 
 
-def _any_flag(node: TensorDictBase, names: Sequence[str], level: DoneLevel | None = None) -> torch.Tensor | None:
-    """The OR of the flags ``names`` present in ``node`` (``None`` when none is); each checked
-    against ``level`` (bool, the level's size) when given."""
+def _any_flag(node: TensorDictBase, names: Sequence[str], level: DoneLevel) -> torch.Tensor | None:
+    """The OR of the flags ``names`` present in ``node`` (``None`` when none is), each checked
+    against ``level`` (bool, the level's size, one shape for all)."""
     flag, first = None, None
     for name in names:
         value = fast_get(node, name)
-        if value is not None:
-            if level is not None:
-                _check_flag(value, level.key(name), level.shape)
-                if flag is not None and value.shape != flag.shape:
-                    raise ValueError(
-                        f"maybe_reset: the {_fmt(level.key(name))} entry has shape {list(value.shape)}, the "
-                        f"{_fmt(level.key(first))} entry {list(flag.shape)}: the done flags of a level share one shape"
-                    )
-            flag, first = (value, name) if flag is None else (flag | value, first)
+        if value is None:
+            continue
+        _check_flag(value, level.key(name), level.shape)
+        if flag is None:
+            flag, first = value, name
+            continue
+        if value.shape != flag.shape:
+            raise ValueError(
+                f"maybe_reset: the {_fmt(level.key(name))} entry has shape {list(value.shape)}, the "
+                f"{_fmt(level.key(first))} entry {list(flag.shape)}: the done flags of a level share one shape"
+            )
+        flag = flag | value
     return flag
 
 

@@ -281,15 +281,13 @@ class Categorical(TensorSpec):
 
 
 # ============================================================================ OneHot
-_NUMPY_DTYPES = {
-    torch.bool: np.bool_, torch.uint8: np.uint8, torch.int8: np.int8, torch.int16: np.int16,
-    torch.int32: np.int32, torch.int64: np.int64, torch.float32: np.float32, torch.float64: np.float64,
-}
-
-
 @functools.cache
-def _identity(n: int, np_dtype: Any) -> np.ndarray:
-    eye = np.eye(n, dtype=np_dtype)
+def _identity(n: int, dtype: torch.dtype) -> np.ndarray | None:
+    """A read-only ``n x n`` identity table of ``dtype`` in numpy (``None``: numpy lacks it)."""
+    try:
+        eye = torch.eye(n, dtype=dtype).numpy()
+    except TypeError:  # bfloat16 and the like
+        return None
     eye.flags.writeable = False
     return eye
 
@@ -306,10 +304,10 @@ def one_hot_rows(idx: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
         tensor([[0, 0, 1],
                 [1, 0, 0]])
     """
-    if idx.is_cpu and not torch.compiler.is_compiling():
-        np_dtype = _NUMPY_DTYPES.get(dtype)
-        if np_dtype is not None and idx.dtype == torch.int64:
-            return torch.from_numpy(_identity(n, np_dtype).take(idx.numpy(), axis=0))
+    if idx.is_cpu and idx.dtype == torch.int64 and not torch.compiler.is_compiling():
+        table = _identity(n, dtype)
+        if table is not None:
+            return torch.from_numpy(table.take(idx.numpy(), axis=0))
     out = idx.unsqueeze(-1) == torch.arange(n, device=idx.device)
     return out if dtype == torch.bool else out.to(dtype)
 

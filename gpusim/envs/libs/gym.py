@@ -39,7 +39,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._fasttd import inner
 from gpusim.envs._fasttd import new_td as _new_td
-from gpusim.envs.common import EnvBase
+from gpusim.envs.common import EnvBase, _cached_plan
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
 from gpusim.envs.libs.gym_backend import current_backend, gym_backend, import_gym_backend, import_gymnasium, set_gym_backend
@@ -109,7 +109,6 @@ class GymWrapper(EnvBase):
     """
 
     _has_frame_skip = True  # _step repeats the action frame_skip times itself
-    _step_output_complete = True  # _step_data writes reward and the three flags, of the specs' shapes
 
     def __init__(
         self,
@@ -416,18 +415,14 @@ class GymWrapper(EnvBase):
             src["pixels"] = torch.from_numpy(self._render())
         return src
 
-    @property
+    @_cached_plan
     def _obs_plan(self) -> tuple:
         """``(key, to_torch)`` of a single-array observation under one root key without
         rendered pixels (read with one call), else ``(None, None)``."""
-
-        def plan() -> tuple:
-            leaves = self._obs_leaves
-            if len(leaves) == 1 and not leaves[0].path and len(leaves[0].key) == 1 and not self.from_pixels:
-                return leaves[0].key[0], leaves[0].to_torch
-            return None, None
-
-        return self._cached("gym_obs_plan", plan)
+        leaves = self._obs_leaves
+        if len(leaves) == 1 and not leaves[0].path and len(leaves[0].key) == 1 and not self.from_pixels:
+            return leaves[0].key[0], leaves[0].to_torch
+        return None, None
 
     def _finish(self, src: dict, info: dict) -> TensorDictBase:
         td = _new_td(src, self.batch_size, None)
@@ -464,9 +459,9 @@ class GymWrapper(EnvBase):
             src["done"] = torch.tensor([term or trunc])
         return self._finish(src, info)
 
-    @property
+    @_cached_plan
     def _on_cpu(self) -> bool:
-        return self._cached("gym_on_cpu", lambda: self.device.type == "cpu")
+        return self.device.type == "cpu"
 
     def _reward_to_torch(self, reward: Any) -> torch.Tensor:
         """The step's reward as a float32 tensor of the reward spec's shape (``(*B, 1)``)."""
@@ -486,9 +481,9 @@ class GymWrapper(EnvBase):
         src["done"] = torch.from_numpy(flags[2])
         return self._finish(src, info)
 
-    @property
+    @_cached_plan
     def _flag_shape(self) -> tuple:
-        return self._cached("gym_flag_shape", lambda: (*self.batch_size, 1))
+        return (*self.batch_size, 1)
 
     # ------------------------------------------------------------------ EnvBase hooks
     def _reset_readers(self) -> None:
@@ -550,7 +545,7 @@ class GymWrapper(EnvBase):
         return kept
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self._reset_rows(tensordict, self.episode.resolve(tensordict), **kwargs)
+        return self._reset_rows(tensordict, self.episode.resolve(tensordict, self._sparse_now()), **kwargs)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._needs_reset:
