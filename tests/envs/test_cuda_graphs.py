@@ -40,7 +40,7 @@ def test_cuda_graphs_refused_off_cuda_and_with_a_mode():
     env = CartPoleEnv(batch_size=[4])
     with pytest.raises(ValueError, match="cuda_graphs=True needs a CUDA env.*device is cpu"):
         CompiledRollout(env, cuda_graphs=True)
-    assert CompiledRollout(env)._backend is None  # CPU: never
+    assert not CompiledRollout(env)._cuda_graphs  # CPU: never
 
 
 def test_tagged_backend_records_which_graph_ran_and_its_input_addresses():
@@ -81,7 +81,7 @@ def test_cuda_graphs_refused_with_reduce_overhead():
 @pytest.mark.parametrize("rows", [CUDA_GRAPHS_UP_TO - 1, CUDA_GRAPHS_UP_TO, CUDA_GRAPHS_UP_TO + 1])
 def test_default_captures_up_to_the_threshold(rows):
     env = CartPoleEnv(batch_size=[rows], device="cuda")
-    assert (CompiledRollout(env)._backend is not None) == (rows <= CUDA_GRAPHS_UP_TO)
+    assert CompiledRollout(env)._cuda_graphs == (rows <= CUDA_GRAPHS_UP_TO)
 
 
 def _runs(runner, root, lengths):
@@ -99,7 +99,7 @@ def test_graph_replays_match_eager_across_runs():
     torch._dynamo.reset()
     env = _counted(64)
     runner = CompiledRollout(env, _balance, steps_per_call=1, verbose=False)
-    assert runner._backend is not None
+    assert runner._cuda_graphs
     data, root = _runs(runner, env.reset(), (6, 6, 6, 5))
     eager_env = _counted(64)
     eager, eager_root = _eager_loop(eager_env, eager_env.reset(), 23)
@@ -121,7 +121,7 @@ def test_graph_replays_equal_the_ungraphed_runner_at_the_threshold(rows):
         env = _counted(rows)
         torch.manual_seed(7)  # the random-action stream's seed
         runner = CompiledRollout(env, steps_per_call=1, cuda_graphs=graphs, verbose=False)
-        assert (runner._backend is not None) == (graphs is None)
+        assert runner._cuda_graphs == (graphs is None)
         outs.append(_runs(runner, env.reset(), (5, 5, 5)))
         assert runner.recaptures == []
     (graphed, groot), (plain, proot) = outs
@@ -162,7 +162,7 @@ def test_graphs_with_five_transforms_match_eager_and_the_ungraphed_runner(steps_
         parts.append(data)
     plain_env = make()
     plain = CompiledRollout(plain_env, _balance, steps_per_call=steps_per_call, cuda_graphs=False, verbose=False)
-    assert plain._backend is None
+    assert not plain._cuda_graphs
     proot = plain_env.reset()
     pparts = []
     for _ in range(3):
