@@ -749,6 +749,7 @@ class CompiledRollout:
                 if compiling:  # the first call compiled the graph
                     self._compiled_in(time.perf_counter() - start)
                     compiling = False
+            chunks = views = None  # freed while the GC is paused: never scanned, never promoted
         if packed:
             leaves = tuple(v.view(torch.bool) if b else v for v, b in zip(leaves, layout.bools))
         self._last_root = (leaves, layout)
