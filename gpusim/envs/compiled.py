@@ -87,6 +87,7 @@ def default_steps_per_call(numel: int) -> int:
 #: skip the guards. The first call checks the caller's root (its leaves, the env's and policy's
 #: attributes read while tracing, grad mode); the second the graph's own output leaves, which
 #: every later call of the run takes again. Nothing outside the loop runs between its calls.
+#: Runners with direct calls (:data:`DIRECT_CALLS`) check one call more.
 GUARDED_CALLS = 2
 #: CPU/in-graph runners write the next root's leaves in place, alternately into two sets of
 #: buffers made once per run, instead of letting the graph allocate them at each call: fresh
@@ -710,7 +711,7 @@ class CompiledRollout:
             # run, alternately: no allocation (and no page faults on fresh memory) per call
             sets = [_root_set(leaves) for _ in range(min(2, calls))]
         # direct calls (DIRECT_CALLS) after one more guarded call, if the last two ran one graph
-        guarded = GUARDED_CALLS + 1 if self._direct and pingpong else GUARDED_CALLS
+        guarded = GUARDED_CALLS + 1 if self._direct else GUARDED_CALLS  # (direct implies pingpong)
         compiled_first = compiling
         tags: list = []
         call = fn
@@ -719,7 +720,7 @@ class CompiledRollout:
                 if j == 1 and compiled_first:
                     scope.enter_context(_gc_paused())
                 if j == guarded:
-                    call = self._direct_fn(fn, tags[-2:]) if guarded > GUARDED_CALLS else None
+                    call = self._direct_fn(fn, tags[-2:]) if self._direct else None
                     if call is None:
                         call = fn
                         scope.enter_context(_without_guards())
