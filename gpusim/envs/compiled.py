@@ -268,6 +268,11 @@ def _root_set(leaves: tuple) -> tuple:
     return tuple(torch.empty_like(v, memory_format=torch.contiguous_format) for v in leaves)
 
 
+def _on_cpu(env: "EnvBase") -> bool:
+    """Whether the env's tensors live on the CPU (an env without a device: on the CPU)."""
+    return env.device is None or env.device.type == "cpu"
+
+
 def _default_options(env: "EnvBase") -> dict:
     """The Inductor options a runner adds under the default mode and backend (the caller's
     ``options`` prevail): :data:`SKIP_SIZE_ASSERTS`, :data:`VECTORIZE_STRIDED` (CPU envs).
@@ -282,8 +287,7 @@ def _default_options(env: "EnvBase") -> dict:
         options["size_asserts"] = False
     import torch._inductor.config as inductor_config
 
-    cpu = env.device is None or env.device.type == "cpu"
-    if VECTORIZE_STRIDED and cpu and hasattr(inductor_config.cpp, "enable_tiling_heuristics"):
+    if VECTORIZE_STRIDED and _on_cpu(env) and hasattr(inductor_config.cpp, "enable_tiling_heuristics"):
         options["cpp.enable_tiling_heuristics"] = False
     return options
 
@@ -448,7 +452,8 @@ class CompiledRollout:
         self.steps_per_call = steps_per_call or default_steps_per_call(max(1, env.batch_size.numel()))
         self.mode = mode
         self.verbose = _verbose_default() if verbose is None else bool(verbose)
-        if mode is None and "backend" not in compile_kwargs:
+        default = mode is None and "backend" not in compile_kwargs  # Inductor under the default mode
+        if default:
             compile_kwargs["options"] = {**_default_options(env), **(compile_kwargs.get("options") or {})}
         self.compile_kwargs = compile_kwargs
         # graphs write each step into views of the output buffer; CUDA graphs cannot take
@@ -458,10 +463,7 @@ class CompiledRollout:
         self._cuda_graphs = self._wants_cuda_graphs(cuda_graphs, compile_kwargs)
         # direct calls (DIRECT_CALLS) need the same backend as CUDA graphs: it says which compiled
         # graph ran
-        self._direct = (
-            DIRECT_CALLS and self._pingpong and self.mode is None and "backend" not in compile_kwargs
-            and env.device is not None and env.device.type == "cpu"
-        )
+        self._direct = DIRECT_CALLS and default and _on_cpu(env) and self._pingpong
         self._backend = (
             _TaggedInductor(compile_kwargs.get("options")) if self._cuda_graphs or self._direct else None
         )
@@ -541,7 +543,7 @@ class CompiledRollout:
     def _packs_bools(self) -> bool:
         """Whether bool leaves cross the graph boundary as ``uint8`` (CPU graphs that write in
         place): see :func:`gpusim.kernels._inductor.pack_bool`."""
-        return self._write_in_graph and self.env.device.type == "cpu"
+        return self._write_in_graph and _on_cpu(self.env)
 
     def _fn(self, layout: _Layout, k: int) -> tuple[Callable, bool]:
         key = (layout.keys, k)
@@ -712,13 +714,10 @@ class CompiledRollout:
             sets = [_root_set(leaves) for _ in range(min(2, calls))]
         # direct calls (DIRECT_CALLS) after one more guarded call, if the last two ran one graph
         guarded = GUARDED_CALLS + 1 if self._direct else GUARDED_CALLS  # (direct implies pingpong)
-        compiled_first = compiling
-        tags: list = []
+        tags: list = []  # the compiled graph each guarded call ran (direct runners)
         call = fn
         with scope:
             for j, views in enumerate(zip(*chunks)):
-                if j == 1 and compiled_first:
-                    scope.enter_context(_gc_paused())
                 if j == guarded:
                     call = self._direct_fn(fn, tags[-2:]) if self._direct else None
                     if call is None:
@@ -729,11 +728,12 @@ class CompiledRollout:
                 start = time.perf_counter() if compiling else 0.0
                 if pingpong:
                     out = sets[j % 2]
-                    if j < guarded and self._backend is not None:
+                    record = self._direct and j < guarded
+                    if record:
                         self._backend.last = None  # set again by the graph this call runs
                     call(leaves, views, out)
                     leaves = out
-                    if j < guarded and self._backend is not None:
+                    if record:
                         tags.append(self._backend.last)
                 elif self._write_in_graph:
                     out = fn(leaves, views)
@@ -750,6 +750,7 @@ class CompiledRollout:
                 if compiling:  # the first call compiled the graph
                     self._compiled_in(time.perf_counter() - start)
                     compiling = False
+                    scope.enter_context(_gc_paused())
             chunks = views = None  # freed while the GC is paused: never scanned, never promoted
         if packed:
             leaves = tuple(v.view(torch.bool) if b else v for v, b in zip(leaves, layout.bools))
