@@ -25,10 +25,22 @@ from ppo_cartpole import BAR, CONFIG, make_agent  # noqa: E402
 import gpusim as gs  # noqa: E402
 
 
+_FLAT: dict[int, torch.Tensor] = {}  # one flat gradient buffer per size, kept for the whole run
+
+
 def average_gradients(params: list[torch.Tensor]) -> None:
-    """Replaces every gradient by its mean over the ranks (one all-reduce of a flat buffer)."""
+    """Replaces every gradient by its mean over the ranks (one all-reduce of a flat buffer).
+
+    The buffer lives as long as the process: gloo's worker thread drops its reference to a
+    collective's tensor a little after ``all_reduce`` returned, and a temporary freed before that
+    would leave the thread to free its Python object, which aborts the process if it happens
+    while the interpreter shuts down (see ``gpusim.collectors._comm._settle``)."""
     grads = [p.grad for p in params if p.grad is not None]
-    flat = torch.cat([g.reshape(-1) for g in grads])
+    n = sum(g.numel() for g in grads)
+    flat = _FLAT.get(n)
+    if flat is None:
+        flat = _FLAT[n] = torch.empty(n, dtype=grads[0].dtype, device=grads[0].device)
+    torch.cat([g.reshape(-1) for g in grads], out=flat)
     dist.all_reduce(flat)
     flat /= dist.get_world_size()
     start = 0

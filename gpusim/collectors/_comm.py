@@ -34,6 +34,39 @@ __all__ = ["init_distributed", "CommError", "Comm", "pack", "unpack_"]
 _ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
+#: seconds a gloo collective waits, once it returned, for gloo's worker thread to drop its
+#: references to the collective's tensors (see :func:`_settle`)
+SETTLE_SECONDS = 2.0
+_UNSETTLED: list = []  # tensors gloo still held after SETTLE_SECONDS: kept alive for good
+
+
+def _settle(tensors: Sequence[torch.Tensor], before: Sequence[int]) -> None:
+    """Waits until no work of the backend holds ``tensors`` any more (each tensor's use count is
+    back to ``before``, its count before the collective).
+
+    gloo completes a collective on a worker thread, which drops the work (and its references to
+    the tensors) a little after the caller's ``wait`` returned; a later ``barrier`` may hold that
+    work until it completes in turn. A tensor whose Python object was freed meanwhile hands the
+    object to the C++ tensor, and the worker thread must then take the GIL to free it: if the
+    interpreter is shutting down by then (the ranks' teardown barrier as a script's last line),
+    the thread exits inside a destructor and the process aborts ("terminate called without an
+    active exception", rank 1 of the distributed example, ~1 launch in 10 on a busy machine). A
+    tensor still held after :data:`SETTLE_SECONDS` is kept alive for good instead.
+
+    Examples:
+        >>> t = torch.zeros(2)
+        >>> _settle([t], [t._use_count()])  # nothing else holds it: returns at once
+    """
+    deadline = None
+    while any(t._use_count() > n for t, n in zip(tensors, before)):
+        now = time.monotonic()
+        deadline = deadline or now + SETTLE_SECONDS
+        if now > deadline:
+            _UNSETTLED.extend(tensors)
+            return
+        time.sleep(1e-4)
+
+
 class CommError(RuntimeError):
     """A collective of the distributed collector failed: a peer rank died, stalled past the
     timeout, or the ranks disagree (the message names the collective, the rank and the timeout).
@@ -245,10 +278,18 @@ class Comm:
         if self.world_size == 1 or not tensors:
             return
         flat, groups = pack(tensors, self.device)
+        bufs = list(flat.values())
+        before = [b._use_count() for b in bufs]
         with self.guard(what):
-            for buf in flat.values():
+            for buf in bufs:
                 collective(buf)
+        self._settled(bufs, before)
         unpack_(flat, groups, tensors)
+
+    def _settled(self, tensors: Sequence[torch.Tensor], before: Sequence[int]) -> None:
+        """:func:`_settle` after a gloo collective (other backends keep their own lifetimes)."""
+        if self.backend == "gloo":
+            _settle(tensors, before)
 
     def broadcast_(self, tensors: Sequence[torch.Tensor], what: str = "broadcast") -> None:
         """Overwrites ``tensors`` with the group's rank 0's (one collective per dtype)."""
@@ -264,8 +305,10 @@ class Comm:
             return [tensor]
         t = tensor.to(self.device).contiguous()
         out = [torch.empty_like(t) for _ in range(self.world_size)]
+        before = [x._use_count() for x in (t, *out)]
         with self.guard(what):
             dist.all_gather(out, t, group=self.group)
+        self._settled((t, *out), before)
         return [o.to(tensor.device) for o in out]
 
     def gather(self, tensor: torch.Tensor, what: str = "gather") -> list[torch.Tensor] | None:
@@ -274,6 +317,9 @@ class Comm:
             return [tensor]
         t = tensor.to(self.device).contiguous()
         out = [torch.empty_like(t) for _ in range(self.world_size)] if self.rank == 0 else None
+        held = (t, *(out or ()))
+        before = [x._use_count() for x in held]
         with self.guard(what):
             dist.gather(t, out, dst=self.root, group=self.group)
+        self._settled(held, before)
         return None if out is None else [o.to(tensor.device) for o in out]

@@ -157,3 +157,33 @@ def test_the_watchdog_ends_a_rank_blocked_in_a_collective(tmp_path, capfd):
     err = capfd.readouterr().err
     assert "rank 0 of 2" in err and "watchdog: still blocked after 1 s" in err
     assert not (tmp_path / "rank0.pt").exists()
+
+
+def test_settle_waits_for_the_backends_references_and_gives_up_keeping_them():
+    """``_settle`` returns once another owner (here a thread holding a view, as gloo's worker holds
+    a finished work) dropped the tensor, and after ``SETTLE_SECONDS`` keeps a tensor still held
+    alive for good instead of waiting on."""
+    import threading
+    import time
+
+    from gpusim.collectors import _comm
+
+    t = torch.zeros(4)
+    before = [t._use_count()]
+    held = [t.view(4)]  # another reference to the tensor, dropped by a thread 50 ms later
+    threading.Thread(target=lambda: (time.sleep(0.05), held.clear())).start()
+    start = time.monotonic()
+    _comm._settle([t], before)
+    assert held == [] and t._use_count() == before[0] and time.monotonic() - start >= 0.04
+
+    stuck = torch.zeros(2)
+    keep = stuck.view(2)  # never dropped
+    old = _comm.SETTLE_SECONDS
+    try:
+        _comm.SETTLE_SECONDS = 0.02
+        _comm._settle([stuck], [1])
+    finally:
+        _comm.SETTLE_SECONDS = old
+    assert any(x is stuck for x in _comm._UNSETTLED)
+    del keep
+    _comm._UNSETTLED.clear()
