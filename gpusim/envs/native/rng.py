@@ -21,7 +21,8 @@ Two streams, for the two places an env needs randomness:
   numbers for every row and advances the stream's counter (an on-device scalar, so a compiled
   graph stays valid). For randomness inside ``_step`` (sticky actions, spawns, opponents).
 
-Every draw returns ``[*batch_size, n]``: ``uniform`` float32 in ``[low, high)`` (``bits=24``:
+Every draw returns ``[*batch_size, n]``: ``uniform`` float32 in ``[low, high)`` (``high`` itself
+only through float32 rounding of ``low + (high - low) * u``; ``bits=24``:
 24-bit resolution, the precision of a float32 in ``[0, 1)``; ``bits=16``: 16-bit, two numbers per
 hash, cheaper), ``randint`` int64 in ``[low, high)`` (24-bit fixed-point scaling: relative bias
 at most ``(high - low) / 2**24``), ``bernoulli`` bool with ``P(True) = p`` (to ``2**-24``).
@@ -53,7 +54,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from gpusim.kernels import select
+from gpusim.kernels._dispatch import takes_cpu_path
 
 __all__ = ["CounterRNG", "ResetRows", "hash32", "seed_to_key"]
 
@@ -200,7 +201,7 @@ def _uniform_ints(h: torch.Tensor, n: int, bits: int) -> tuple[torch.Tensor, flo
     if bits == 24:
         u = ((h >> 8) & 0xFFFFFF).to(torch.float32)
         return (u if u.shape[-1] == n else u[..., :n]), 1.0 / 16777216.0
-    if select("env_columns", h.device, h.numel()) == "cpu":
+    if takes_cpu_path("env_columns", h, h.numel()):
         # eager CPU: interleaving with stack/cat along a small last dim costs ~10 elementwise
         # ops; writing each half through a strided ``out=`` view costs about one
         u = torch.empty((*h.shape, 2), dtype=torch.float32, device=h.device)
@@ -510,7 +511,8 @@ class ResetRows:
     Attributes:
         mask: bool ``[*batch_size]`` (``True``: the row resets), or ``None``: every row resets.
         index: flat indices (a CPU ``int64`` tensor) of the resetting rows on the sparse eager-CPU
-            path, where only those rows are hashed and the others hold zeros; ``None`` elsewhere
+            path, where only those rows are hashed and the others hold filler (zeros, or the
+            numbers of hash 0 with tensor parameters); ``None`` elsewhere
             (every row is hashed: masked mode, compiled graphs, GPUs). The reset rows get the same
             numbers either way.
 
