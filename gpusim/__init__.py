@@ -25,7 +25,7 @@ from gpusim.envs.batched import *  # noqa: F401,F403
 from gpusim.envs.libs import *  # noqa: F401,F403
 from gpusim.envs.native import *  # noqa: F401,F403
 from gpusim.envs.custom import *  # noqa: F401,F403
-from gpusim.interop import to_gymnasium, to_torchrl
+from gpusim.interop import to_gymnasium, to_sb3, to_torchrl
 from gpusim.registry import EnvEntry, make, registered_ids
 from gpusim.specs import *  # noqa: F401,F403
 from gpusim.transforms import *  # noqa: F401,F403
@@ -70,6 +70,7 @@ __all__ = sorted(
         "EnvEntry",
         "to_torchrl",
         "to_gymnasium",
+        "to_sb3",
     }
 )
 _torchrl_paths()
