@@ -42,7 +42,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.native._rng import hash32
+from gpusim.envs.native.rng import hash32
 from gpusim.specs import Binary, Bounded, Categorical, OneHot, Unbounded
 
 __all__ = ["check_determinism", "DeterminismReport", "DeterminismResult", "DeterminismError"]
