@@ -25,7 +25,8 @@ from gpusim.envs.batched import *  # noqa: F401,F403
 from gpusim.envs.libs import *  # noqa: F401,F403
 from gpusim.envs.native import *  # noqa: F401,F403
 from gpusim.envs.custom import *  # noqa: F401,F403
-from gpusim.interop import to_gymnasium, to_torchrl
+from gpusim.determinism import DeterminismReport, check_determinism
+from gpusim.interop import to_gymnasium, to_sb3, to_torchrl
 from gpusim.registry import EnvEntry, make, register, registered_ids
 from gpusim.specs import *  # noqa: F401,F403
 from gpusim.transforms import *  # noqa: F401,F403
@@ -71,6 +72,9 @@ __all__ = sorted(
         "EnvEntry",
         "to_torchrl",
         "to_gymnasium",
+        "to_sb3",
+        "check_determinism",
+        "DeterminismReport",
     }
 )
 _torchrl_paths()

@@ -150,12 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("check", help="check_env_specs with a readable report", description=(
-        "Build ENV_ID, print its specs and run check_env_specs (a short rollout compared with the specs)."))
+        "Build ENV_ID, print its specs and run check_env_specs (a short rollout compared with the specs). "
+        "With --determinism, run gpusim.check_determinism on a native id instead: same seed twice, compiled "
+        "twice, eager vs compiled, batch size, masked vs sparse resets, SerialEnv vs ParallelEnv."))
     p.add_argument("env_id", type=_env_id, metavar="ENV_ID")
-    p.add_argument("--num-envs", type=_positive_int, default=4, help="batch size (default: 4)")
-    p.add_argument("--steps", type=_positive_int, default=3, help="rollout length (default: 3)")
+    p.add_argument("--num-envs", type=_positive_int, default=None, help="batch size (default: 4)")
+    p.add_argument("--steps", type=_positive_int, default=None, help="rollout length (default: 3)")
     p.add_argument("--device", type=_device, default="cpu", help="default: cpu")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--determinism", action="store_true",
+                   help="check reproducibility (gpusim.check_determinism) instead of the specs; "
+                        "--steps then defaults to 50 and --num-envs to 8")
+    p.add_argument("--no-compile", action="store_true", help="--determinism: leave out the compiled checks")
     p.set_defaults(func=_cmd_check)
     return parser
 
@@ -381,6 +387,10 @@ def _spec_lines(title: str, spec) -> list[str]:
 def _cmd_check(args: argparse.Namespace) -> int:
     from gpusim.envs import check_env_specs
 
+    if args.determinism:
+        return _cmd_determinism(args)
+    args.num_envs = args.num_envs or 4
+    args.steps = args.steps or 3
     env = _build(args.env_id, args.num_envs, args.device, args.seed)
     print(f"gpusim check {args.env_id}: {type(env).__name__}, batch_size {list(env.batch_size)}, device {env.device}")
     print(f"  {'spec':<12} {'key':<24} {'dtype':<8} shape  type")
@@ -405,6 +415,29 @@ def _cmd_check(args: argparse.Namespace) -> int:
         "as a rollout, match the specs)"
     )
     return 0
+
+
+def _cmd_determinism(args: argparse.Namespace) -> int:
+    from gpusim.determinism import check_determinism
+    from gpusim.registry import registered_ids
+
+    if args.env_id not in registered_ids():
+        raise _UsageError(
+            f"--determinism checks the native ids gpusim.make knows, got {args.env_id!r}; known: {registered_ids()}"
+        )
+    num_envs = args.num_envs or 8
+    report = check_determinism(
+        args.env_id,
+        num_envs=num_envs,
+        large=max(64, num_envs),
+        steps=args.steps or 50,
+        seed=args.seed,
+        device=args.device,
+        compile=not args.no_compile,
+    )
+    print(report)
+    print("determinism: OK (every guaranteed check holds)" if report.ok else "determinism: FAILED")
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":  # pragma: no cover

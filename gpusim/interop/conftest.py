@@ -1,5 +1,5 @@
 """pytest (``--doctest-modules gpusim``): the examples of the interop modules need their optional
-library. Where it is missing, modules that subclass its classes (``torchrl_*.py``,
+library. Where it is missing, modules that subclass its classes (``torchrl_*.py``, ``sb3_*.py``,
 ``gymnasium_*.py``) are not collected and the other examples naming it are skipped with the
 reason; they run where the library is installed (``.ci/run`` runs the torchrl ones in its torchrl
 virtualenv).
@@ -11,7 +11,7 @@ import importlib.util
 
 import pytest
 
-_NEEDS = {"torchrl": "torchrl", "gymnasium": "gymnasium"}  # name prefix -> the module it needs
+_NEEDS = {"torchrl": "torchrl", "gymnasium": "gymnasium", "sb3": "stable_baselines3"}  # name part -> module needed
 
 
 def _missing(name: str) -> str | None:

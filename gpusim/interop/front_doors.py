@@ -1,4 +1,4 @@
-"""The front doors to other RL stacks: :func:`to_torchrl` and :func:`to_gymnasium`.
+"""The front doors to other RL stacks: :func:`to_torchrl`, :func:`to_gymnasium` and :func:`to_sb3`.
 
 Each loads its optional library on call (an ``ImportError`` says what to ``pip install``) and
 returns an adapter around the same gpusim env: nothing is copied or re-created.
@@ -13,9 +13,10 @@ from gpusim.envs.libs._optional import import_optional
 
 if TYPE_CHECKING:
     from gpusim.interop.gymnasium_env import GymnasiumVectorEnv
+    from gpusim.interop.sb3_env import SB3VecEnv
     from gpusim.interop.torchrl_env import TorchRLEnv
 
-__all__ = ["to_torchrl", "to_gymnasium"]
+__all__ = ["to_torchrl", "to_gymnasium", "to_sb3"]
 
 
 def _check_env(env: Any, what: str) -> None:
@@ -123,3 +124,51 @@ def to_gymnasium(
         render_mode=render_mode,
         render_key=render_key,
     )
+
+
+def to_sb3(
+    env: EnvBase,
+    *,
+    observation_keys: Any = None,
+    render_mode: str | None = None,
+    render_key: Any = "pixels",
+) -> "SB3VecEnv":
+    """A Stable-Baselines3 view of a gpusim env: a ``stable_baselines3`` ``VecEnv`` over its batch.
+
+    SB3's algorithms (``PPO``, ``A2C``, ``DQN``, ``SAC``, ...) and vector wrappers
+    (``VecMonitor``, ``VecNormalize``, ``VecFrameStack``) take the result. Episode ends follow
+    SB3's conventions: ``dones = terminated | truncated``, the next episode's first observation
+    returned on the same step, ``infos[i]["terminal_observation"]`` and
+    ``infos[i]["TimeLimit.truncated"]``. ``seed(s)`` seeds the batch at the next ``reset()``. See
+    :class:`~gpusim.interop.sb3_env.SB3VecEnv` for the details.
+
+    Args:
+        env: the gpusim env (one batch dim: ``num_envs``).
+        observation_keys: the observation entries SB3 sees (default: those of
+            :func:`to_gymnasium`; several give a ``Dict`` space).
+        render_mode: ``None`` or ``"rgb_array"`` (frames from the ``render_key`` observation).
+        render_key: the observation entry holding ``(num_envs, H, W, C)`` uint8 frames.
+
+    Returns:
+        A :class:`~gpusim.interop.sb3_env.SB3VecEnv` around ``env``.
+
+    Raises:
+        ImportError: stable-baselines3 is not installed (saying what to ``pip install``).
+        TypeError, ValueError, KeyError: see ``GymnasiumVectorEnv``.
+
+    Examples:
+        >>> import gpusim as gs
+        >>> from stable_baselines3 import PPO
+        >>> from stable_baselines3.common.vec_env import VecMonitor
+        >>> venv = VecMonitor(gs.to_sb3(gs.make("CartPole-v1", num_envs=8, seed=0)))
+        >>> model = PPO("MlpPolicy", venv, n_steps=16, batch_size=64, n_epochs=1, seed=0)
+        >>> model = model.learn(total_timesteps=256)
+        >>> model.num_timesteps
+        256
+    """
+    _check_env(env, "to_sb3")
+    import_optional("stable_baselines3", "stable-baselines3", extra="sb3", what="gpusim.to_sb3")
+    import_optional("gymnasium", "gymnasium", extra="gym", what="gpusim.to_sb3")
+    from gpusim.interop.sb3_env import SB3VecEnv
+
+    return SB3VecEnv(env, observation_keys=observation_keys, render_mode=render_mode, render_key=render_key)

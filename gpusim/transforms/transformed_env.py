@@ -696,6 +696,50 @@ class TransformedEnv(EnvBase):
     def is_closed(self, value: bool) -> None:
         self.base_env.is_closed = value
 
+    def get_state(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The base env's :meth:`~gpusim.envs.native.NativeEnv.get_state`, plus the per-row
+        buffers of the transforms (``"transforms"``: those whose leading dims are the batch dims,
+        e.g. ``CatFrames``' history). Shared statistics (``VecNorm``) are not per row and are not
+        part of a state: save them with ``state_dict()``.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=2, seed=0)
+            >>> sorted(env.get_state(env.reset()).keys())
+            ['data', 'rng', 'transforms']
+        """
+        state = self.base_env.get_state(tensordict)
+        state["transforms"] = {name: buf.clone() for name, buf in self._row_buffers().items()}
+        return state
+
+    def set_state(self, state: TensorDictBase) -> TensorDictBase:
+        """Restores a state of :meth:`get_state` (the base env's and the transforms' per-row
+        buffers) and returns the root data to continue from.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.make("Pendulum-v1", num_envs=2, seed=0)
+            >>> td = env.reset()
+            >>> torch.equal(env.set_state(env.get_state(td))["state"], td["state"])
+            True
+        """
+        data = self.base_env.set_state(state)
+        saved = state.get("transforms", None)
+        for name, buf in self._row_buffers().items():
+            if saved is None or name not in saved.keys():
+                raise ValueError(f"set_state: the state has no buffer {name!r} of the transforms (saved by get_state)")
+            buf.copy_(saved[name])
+        return data
+
+    def _row_buffers(self) -> dict[str, torch.Tensor]:
+        """The transforms' buffers whose leading dims are the batch dims, by ``"<index>.<name>"``."""
+        B, out = self.batch_size, {}
+        for i, transform in enumerate(self._as_compose()):
+            for name, buf in transform.named_buffers():
+                if buf.shape[: len(B)] == B and buf.ndim > len(B):
+                    out[f"{i}.{name}"] = buf
+        return out
+
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The transforms' state (statistics, buffers), as ``torch.nn.Module.state_dict``.
 

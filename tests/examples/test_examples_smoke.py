@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
         ("ppo_cartpole.py", [], "CartPole-v1 PPO (eager)"),
         ("ppo_cartpole.py", ["--compile"], "CartPole-v1 PPO (compiled)"),
         ("ppo_pendulum.py", [], "Pendulum-v1 PPO (eager)"),
+        ("ppo_cartpole_dr.py", [], "CartPole-v1 PPO, randomized pole (eager)"),
+        ("ppo_cartpole_dr.py", ["--compile"], "CartPole-v1 PPO, randomized pole (compiled)"),
         ("mappo_vmas.py", [], "VMAS navigation MAPPO (3 agents)"),
     ],
 )

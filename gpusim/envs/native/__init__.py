@@ -24,6 +24,7 @@ from gpusim.envs.native._base import NativeEnv
 from gpusim.envs.native.acrobot import AcrobotEnv
 from gpusim.envs.native.cartpole import CartPoleEnv
 from gpusim.envs.native.mountain_car import MountainCarContinuousEnv, MountainCarEnv
+from gpusim.envs.native.params import Distribution, choice, log_uniform, normal, uniform
 from gpusim.envs.native.pendulum import PendulumEnv
 from gpusim.envs.native.rng import CounterRNG, ResetRows
 from gpusim.envs.native.tictactoe import TicTacToeEnv
@@ -32,10 +33,15 @@ __all__ = [
     "AcrobotEnv",
     "CartPoleEnv",
     "CounterRNG",
+    "Distribution",
     "MountainCarContinuousEnv",
     "MountainCarEnv",
     "NativeEnv",
     "PendulumEnv",
     "ResetRows",
     "TicTacToeEnv",
+    "choice",
+    "log_uniform",
+    "normal",
+    "uniform",
 ]

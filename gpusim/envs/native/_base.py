@@ -20,6 +20,11 @@ batch size. The contract (see ``docs/writing_an_env.md`` for a complete env in ~
 
 ``seed`` / ``env.set_seed(s)`` seed ``self.rng`` (both streams).
 
+Physical constants that may vary per env are named by the class attribute ``params``; env code
+reads them through :meth:`NativeEnv.physics` (numbers, or ``[*B]`` tensors travelling in the data
+under ``"params"``; see :mod:`gpusim.envs.native.params`). :meth:`NativeEnv.get_state` and
+:meth:`NativeEnv.set_state` save and restore everything that defines the next step.
+
 Examples:
     >>> import torch
     >>> from gpusim.specs import Composite
@@ -40,6 +45,7 @@ from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import ResetMasks
 from gpusim.envs.native._checks import random_seed
 from gpusim.envs.native._ops import stack_last
+from gpusim.envs.native.params import ParamTable
 from gpusim.envs.native.rng import CounterRNG, ResetRows
 from gpusim.kernels import select
 from gpusim.specs import Categorical, Composite
@@ -76,10 +82,16 @@ class NativeEnv(EnvBase):
         num_noise: the default ``n`` of a draw (``rows.uniform(low, high)`` without ``n``); the
             lane ids of draws of this size are cached.
         noise_bits: the default resolution of uniform draws, 16 or 24 bits.
+        randomize: ``{param: distribution}`` (``gs.uniform``, ``gs.log_uniform``, ``gs.normal``,
+            ``gs.choice``): those parameters are re-drawn for the rows that reset.
+        expose_params: also put the per-env parameters in the observation spec (``"params"``),
+            for policies that condition on them.
 
     Attributes:
         rng: the env's :class:`~gpusim.envs.native.rng.CounterRNG` (step stream:
             ``self.rng.uniform(low, high, n)`` in ``_step``).
+        params: (class attribute) the names of the physical constants that may be per-env
+            tensors or randomized.
 
     Examples:
         >>> from gpusim.envs.native import CartPoleEnv
@@ -89,6 +101,7 @@ class NativeEnv(EnvBase):
     """
 
     functional_step = True
+    params: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -99,10 +112,91 @@ class NativeEnv(EnvBase):
         auto_reset_mode: str | None = None,
         num_noise: int = 1,
         noise_bits: int = 24,
+        randomize: dict[str, Any] | None = None,
+        expose_params: bool = False,
     ) -> None:
         super().__init__(batch_size=batch_size, device=device, auto_reset_mode=auto_reset_mode)
         self.rng = CounterRNG(self.batch_size, num=num_noise, device=self.device, bits=noise_bits)
         self._set_seed(seed)
+        if not isinstance(expose_params, bool):
+            raise TypeError(f"expose_params must be a bool, got {expose_params!r}")
+        self._param_options = (randomize, expose_params)
+
+    def _post_init(self) -> None:
+        # the subclass has set its specs and constants: plan the per-env parameters before the
+        # specs lock (a "params" entry in the state spec, and in the observation spec if exposed)
+        randomize, expose = self.__dict__.pop("_param_options", (None, False))
+        values = {name: getattr(self, name) for name in self.params}
+        self.param_table = ParamTable(type(self).__name__, self.params, values, randomize, self.batch_size, self.device)
+        for name in self.param_table.per_env:  # the env attribute shows the per-env tensor given
+            if f"value_{name}" in self.param_table._buffers:
+                setattr(self, name, self.param_table._buffers[f"value_{name}"])
+        if self.param_table.per_env:
+            spec = self.param_table.spec(self.device)
+            self.state_spec = self._with_params(self.state_spec, spec)
+            if expose:
+                self.observation_spec = self._with_params(self.observation_spec, spec)
+        elif expose:
+            raise ValueError(
+                f"{type(self).__name__}: expose_params=True but no parameter is per-env (give one as a [*B] tensor "
+                f"or in randomize=...; parameters: {list(self.params)})"
+            )
+        super()._post_init()
+
+    def _with_params(self, spec: Composite, params: Composite) -> Composite:
+        spec = spec.clone()
+        spec["params"] = params.clone()
+        return spec
+
+    def physics(
+        self, tensordict: TensorDictBase | None, rows: ResetRows | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The env's parameters for this reset (with ``rows``) or step: ``(values, echo)``.
+
+        ``values[name]`` is the Python number of a constant parameter, or the ``[*B]`` tensor of a
+        per-env one (drawn for the resetting rows, or read from ``tensordict["params"]`` in a
+        step). ``echo`` is ``{}``, or ``{"params": ...}`` to return with the step's or reset's
+        data (pass it to :meth:`_out`), so that the values travel with the rows.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.PendulumEnv(batch_size=[2], g=torch.tensor([9.0, 11.0]))
+            >>> p, echo = env.physics(env.reset())
+            >>> p["g"].tolist(), p["m"], list(echo)
+            ([9.0, 11.0], 1.0, ['params'])
+        """
+        table = self.param_table
+        values = {name: getattr(self, name) for name in self.params}
+        if not table.per_env:
+            return values, {}
+        if rows is not None:
+            drawn = table.start(rows)
+            values.update(drawn)
+            return values, {"params": new_td(drawn, self.batch_size, self.device)}
+        params = tensordict.get("params")
+        for name in table.per_env:
+            values[name] = params.get(name)
+        return values, {"params": params}
+
+    def set_ranges(self, **ranges: Any) -> None:
+        """Changes the numbers of randomized parameters in place (a curriculum step): the rows
+        that reset next draw from the new ranges. Never recompiles, never reads the device.
+
+        Args:
+            **ranges: ``name=(low, high)`` (``(mean, std)`` for a normal, the choices for a
+                choice), or a distribution of the same kind.
+
+        Raises:
+            KeyError: a parameter that is not randomized. ValueError: invalid numbers.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.CartPoleEnv(batch_size=[3], seed=0, randomize={"length": gs.uniform(0.4, 0.6)})
+            >>> env.set_ranges(length=(2.0, 2.0))
+            >>> env.reset()["params", "length"].tolist()
+            [2.0, 2.0, 2.0]
+        """
+        self.param_table.set_ranges(**ranges)
 
     @abc.abstractmethod
     def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
@@ -125,6 +219,81 @@ class NativeEnv(EnvBase):
             index = masks.rows()
         rows = ResetRows.start(self.rng, mask, index)
         return super()._reset_rows(tensordict, masks, rows=rows, **kwargs)
+
+    def get_state(self, tensordict: TensorDictBase) -> TensorDict:
+        """Everything that defines the next step, ``[*B]``: ``"data"`` (a copy of the root data the
+        next step reads: physics state, per-env parameters, done flags, transforms' entries) and
+        ``"rng"`` (the random streams' keys and counters, and each row's episode index).
+
+        ``state[idx]`` gathers rows (a planner branches ``K`` copies of a row into an env of batch
+        ``K``); :meth:`set_state` restores a state. Replaying the same actions from a restored
+        state gives the same data, bit for bit (a forked row's step-stream numbers are those of
+        its new row index). The env keeps no other data: pass the root tensordict you hold.
+
+        Args:
+            tensordict: the root data the next step would read (what ``reset`` or
+                ``step_and_maybe_reset`` returned as the next root).
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.CartPoleEnv(batch_size=[4], seed=0)
+            >>> td = env.reset()
+            >>> state = env.get_state(td)
+            >>> sorted(state.keys()), state.batch_size
+            (['data', 'rng'], torch.Size([4]))
+            >>> lean = lambda td: td.set("action", (td["state"][..., 2] > 0).long())  # push toward the lean
+            >>> a = env.rollout(20, lean, auto_reset=False, tensordict=td, break_when_any_done=False)
+            >>> b = env.rollout(20, lean, auto_reset=False, tensordict=env.set_state(state), break_when_any_done=False)
+            >>> torch.equal(a["next", "state"], b["next", "state"])
+            True
+        """
+        B, rng = self.batch_size, self.rng
+        data = tensordict.exclude("next").clone()
+        streams = {
+            "key": rng.key.expand(B).clone(),
+            "counter": rng.counter.expand(B).clone(),
+            "reset_key": rng.reset_key.expand(B).clone(),
+            "episodes": rng.episodes.clone(),
+        }
+        return TensorDict({"data": data, "rng": streams}, batch_size=B, device=self.device)
+
+    def set_state(self, state: TensorDictBase) -> TensorDictBase:
+        """Restores a state of :meth:`get_state` (of this batch size: gather rows first) and
+        returns the root data to continue from (a copy).
+
+        The streams' keys and counters are shared by the rows: a state's first row gives them
+        (the rows of one saved state agree). No host read: the copies stay on the device.
+
+        Raises:
+            ValueError: a state of another batch size, or without ``"data"``/``"rng"`` (naming
+                what was expected and received).
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.PendulumEnv(batch_size=[3], seed=0)
+            >>> state = env.get_state(env.reset())
+            >>> fork = gs.PendulumEnv(batch_size=[2], seed=5)  # two copies of row 1
+            >>> td = fork.set_state(state[torch.tensor([1, 1])])
+            >>> torch.equal(td["state"][0], state["data", "state"][1])
+            True
+        """
+        B = self.batch_size
+        if not isinstance(state, TensorDictBase) or "data" not in state.keys() or "rng" not in state.keys():
+            raise ValueError(
+                f"{type(self).__name__}.set_state: expected a state of get_state (a tensordict with 'data' and 'rng'), "
+                f"got {type(state).__name__} with keys {sorted(map(str, state.keys())) if isinstance(state, TensorDictBase) else '-'}"
+            )
+        if state.batch_size != B:
+            raise ValueError(
+                f"{type(self).__name__}.set_state: the state has batch size {list(state.batch_size)}, the env "
+                f"{list(B)}; gather rows first (state[idx]) or build an env of that batch size"
+            )
+        rng, streams = self.rng, state["rng"]
+        for name in ("key", "counter", "reset_key"):
+            buffer = getattr(rng, name)
+            buffer.copy_(streams[name].reshape(-1)[0])
+        rng.episodes.copy_(streams["episodes"])
+        return state["data"].clone()
 
     def _holds_noise_keys(self, tensordict) -> bool:
         """Whether ``tensordict`` has every entry a reset draws (observation and state keys)."""

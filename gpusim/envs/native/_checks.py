@@ -22,8 +22,22 @@ import torch
 __all__ = ["check_number", "check_positive", "check_choice", "check_increasing", "random_seed"]
 
 
-def check_number(name: str, value: object) -> float:
+def _check_tensor(name: str, value: torch.Tensor, positive: bool) -> torch.Tensor:
+    """A per-env value (a tensor): real, finite (and ``> 0``), as float32. Construction only."""
+    if value.dtype == torch.bool or value.is_complex():
+        raise TypeError(f"{name} must hold real numbers, got a tensor of dtype {value.dtype}")
+    ok = torch.isfinite(value) & (value > 0) if positive else torch.isfinite(value)
+    if not bool(ok.all()):
+        need = "finite numbers > 0" if positive else "finite numbers"
+        raise ValueError(f"{name} must hold {need}, got {value.tolist()}")
+    return value.to(torch.float32)
+
+
+def check_number(name: str, value: object) -> float | torch.Tensor:
     """Return ``value`` as a float if it is a finite real number, else raise.
+
+    A tensor (one value per env, see :mod:`gpusim.envs.native.params`) is returned as float32
+    after the same check of every element.
 
     Args:
         name: the argument name (for the message).
@@ -32,7 +46,11 @@ def check_number(name: str, value: object) -> float:
     Examples:
         >>> check_number("g", 10)
         10.0
+        >>> check_number("g", torch.tensor([9, 10]))
+        tensor([ 9., 10.])
     """
+    if isinstance(value, torch.Tensor):
+        return _check_tensor(name, value, positive=False)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
     value = float(value)
@@ -41,8 +59,9 @@ def check_number(name: str, value: object) -> float:
     return value
 
 
-def check_positive(name: str, value: object) -> float:
-    """Return ``value`` as a float if it is a finite number ``> 0``, else raise.
+def check_positive(name: str, value: object) -> float | torch.Tensor:
+    """Return ``value`` as a float if it is a finite number ``> 0``, else raise (tensors: see
+    :func:`check_number`).
 
     Args:
         name: the argument name (for the message).
@@ -51,7 +70,13 @@ def check_positive(name: str, value: object) -> float:
     Examples:
         >>> check_positive("masscart", 1)
         1.0
+        >>> check_positive("masscart", torch.tensor([1.0, -1.0]))
+        Traceback (most recent call last):
+        ...
+        ValueError: masscart must hold finite numbers > 0, got [1.0, -1.0]
     """
+    if isinstance(value, torch.Tensor):
+        return _check_tensor(name, value, positive=True)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")

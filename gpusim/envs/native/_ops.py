@@ -30,7 +30,7 @@ import torch
 
 from gpusim.kernels._dispatch import takes_cpu_path
 
-__all__ = ["advance", "cos_sin", "stack_last"]
+__all__ = ["advance", "cos_sin", "fma", "stack_last"]
 
 
 def _cpu(x: torch.Tensor) -> bool:
@@ -53,13 +53,28 @@ def stack_last(columns: Sequence[torch.Tensor]) -> torch.Tensor:
     return out
 
 
-def advance(state: torch.Tensor, rates: Sequence[torch.Tensor], tau: float) -> torch.Tensor:
+def fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, value: float | torch.Tensor) -> torch.Tensor:
+    """``a + value * b * c``: ``torch.addcmul`` when ``value`` is a Python number (one fused op),
+    plain ops when it is a per-env ``[*B]`` tensor (``addcmul`` takes a number only).
+
+    Examples:
+        >>> fma(torch.ones(2), torch.ones(2), torch.full((2,), 2.0), 3.0).tolist()
+        [7.0, 7.0]
+        >>> fma(torch.ones(2), torch.ones(2), torch.full((2,), 2.0), torch.tensor([3.0, 1.0])).tolist()
+        [7.0, 3.0]
+    """
+    if isinstance(value, torch.Tensor):
+        return a + value * b * c
+    return torch.addcmul(a, b, c, value=value)
+
+
+def advance(state: torch.Tensor, rates: Sequence[torch.Tensor], tau: float | torch.Tensor) -> torch.Tensor:
     """One explicit Euler step, column by column: ``state[..., i] + tau * rates[i]``, stacked.
 
     Args:
         state: ``[*B, k]``.
         rates: ``k`` tensors ``[*B]``, the time derivative of each column.
-        tau: the time step (a Python number).
+        tau: the time step (a Python number, or a per-env ``[*B]`` tensor).
 
     Returns:
         A new ``[*B, k]`` tensor (``torch.add(column, rate, alpha=tau)`` per column: the same
@@ -71,6 +86,8 @@ def advance(state: torch.Tensor, rates: Sequence[torch.Tensor], tau: float) -> t
     """
     if len(rates) != state.shape[-1]:
         raise ValueError(f"advance: {len(rates)} rates for a state of {state.shape[-1]} columns")
+    if isinstance(tau, torch.Tensor):  # per-env time steps (alpha= takes a number only)
+        return stack_last([state[..., i] + tau * rate for i, rate in enumerate(rates)])
     if not _cpu(state):
         # compiled: the new columns stacked once (a stack of the rates is a [B, k] buffer of its
         # own in Inductor's code, one column copied by a scalar loop); A/B in one process,

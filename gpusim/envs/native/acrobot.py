@@ -87,6 +87,9 @@ class AcrobotEnv(NativeEnv):
         max_vel_1, max_vel_2: bounds of the angular velocities (rad/s).
         avail_torque: the three torques selected by actions 0, 1, 2.
         gravity: gravitational acceleration (m/s^2).
+        randomize: ``{param: distribution}`` re-drawn for the rows that reset (parameters:
+            ``params``; see :mod:`gpusim.envs.native.params`); ``params`` may also be ``[*B]`` tensors.
+        expose_params: put the per-env parameters in the observation spec too.
         book_or_nips: ``"book"`` (default) or ``"nips"`` dynamics.
 
     Examples:
@@ -94,6 +97,10 @@ class AcrobotEnv(NativeEnv):
         >>> env.observation_spec["observation"].shape
         torch.Size([2, 6])
     """
+
+    params = (
+        "dt", "link_length_1", "link_mass_1", "link_mass_2", "link_com_pos_1", "link_com_pos_2", "link_moi", "gravity"
+    )
 
     def __init__(
         self,
@@ -114,6 +121,8 @@ class AcrobotEnv(NativeEnv):
         avail_torque: Sequence[float] = (-1.0, 0.0, 1.0),
         gravity: float = 9.8,
         book_or_nips: str = "book",
+        randomize: dict[str, Any] | None = None,
+        expose_params: bool = False,
     ) -> None:
         self.dt = check_positive("dt", dt)
         self.link_length_1 = check_positive("link_length_1", link_length_1)
@@ -129,7 +138,10 @@ class AcrobotEnv(NativeEnv):
         self.avail_torque = tuple(check_number(f"avail_torque[{i}]", t) for i, t in enumerate(avail_torque))
         self.gravity = check_number("gravity", gravity)
         self.book_or_nips = check_choice("book_or_nips", book_or_nips, ("book", "nips"))
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4, noise_bits=16)
+        super().__init__(
+            batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4, noise_bits=16,
+            randomize=randomize, expose_params=expose_params,
+        )
         B, dev = self.batch_size, self.device
         high = torch.tensor(
             [1.0, 1.0, 1.0, 1.0, self.max_vel_1, self.max_vel_2], dtype=torch.float32, device=dev
@@ -153,14 +165,16 @@ class AcrobotEnv(NativeEnv):
     def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
         state = rows.uniform(-0.1, 0.1, 4, bits=16)
         done, terminated = self._flags()
-        return self._out(observation=self._obs(*state.unbind(-1)), state=state, done=done, terminated=terminated)
+        _, echo = self.physics(tensordict, rows)
+        return self._out(observation=self._obs(*state.unbind(-1)), state=state, done=done, terminated=terminated, **echo)
 
-    def _dsdt(self, s: torch.Tensor, torque: torch.Tensor) -> torch.Tensor:
-        """Time derivative of ``s = [theta1, theta2, dtheta1, dtheta2]`` under ``torque``."""
-        m1, m2 = self.link_mass_1, self.link_mass_2
-        l1, lc1, lc2 = self.link_length_1, self.link_com_pos_1, self.link_com_pos_2
-        i1 = i2 = self.link_moi
-        g = self.gravity
+    def _dsdt(self, s: torch.Tensor, torque: torch.Tensor, p: dict) -> torch.Tensor:
+        """Time derivative of ``s = [theta1, theta2, dtheta1, dtheta2]`` under ``torque``, with the
+        parameters ``p`` (numbers or ``[*B]`` tensors)."""
+        m1, m2 = p["link_mass_1"], p["link_mass_2"]
+        l1, lc1, lc2 = p["link_length_1"], p["link_com_pos_1"], p["link_com_pos_2"]
+        i1 = i2 = p["link_moi"]
+        g = p["gravity"]
         theta1, theta2, dtheta1, dtheta2 = s.unbind(-1)
         cos2, sin2 = torch.cos(theta2), torch.sin(theta2)
         d1 = m1 * lc1**2 + m2 * (l1**2 + lc2**2 + 2 * l1 * lc2 * cos2) + i1 + i2
@@ -185,11 +199,14 @@ class AcrobotEnv(NativeEnv):
         action = tensordict["action"]
         t0, t1, t2 = self.avail_torque
         torque = torch.where(action == 0, t0, torch.where(action == 1, t1, t2))
-        dt = self.dt
-        k1 = self._dsdt(s, torque)
-        k2 = self._dsdt(s + dt / 2.0 * k1, torque)
-        k3 = self._dsdt(s + dt / 2.0 * k2, torque)
-        k4 = self._dsdt(s + dt * k3, torque)
+        p, echo = self.physics(tensordict)
+        dt = p["dt"]
+        if isinstance(dt, torch.Tensor):  # per-env [*B] steps scale the [*B, 4] state rows
+            dt = dt.unsqueeze(-1)
+        k1 = self._dsdt(s, torque, p)
+        k2 = self._dsdt(s + dt / 2.0 * k1, torque, p)
+        k3 = self._dsdt(s + dt / 2.0 * k2, torque, p)
+        k4 = self._dsdt(s + dt * k3, torque, p)
         ns = s + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
         theta1, theta2, dtheta1, dtheta2 = ns.unbind(-1)
         theta1 = wrap_angle(theta1, -math.pi, math.pi)
@@ -204,4 +221,5 @@ class AcrobotEnv(NativeEnv):
             reward=reward,
             done=terminated.clone(),
             terminated=terminated,
+            **echo,
         )

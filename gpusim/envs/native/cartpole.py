@@ -47,7 +47,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv, done_spec
-from gpusim.envs.native._ops import advance, cos_sin, stack_last
+from gpusim.envs.native._ops import advance, cos_sin, fma, stack_last
 from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native._checks import check_choice, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
@@ -77,6 +77,11 @@ class CartPoleEnv(NativeEnv):
         x_threshold: cart position beyond which the episode terminates.
         kinematics_integrator: ``"euler"`` or ``"semi-implicit euler"``.
         sutton_barto_reward: use the 0 / -1 reward of the original implementation.
+        randomize: ``{param: distribution}`` re-drawn for the rows that reset (parameters:
+            ``params``; see :mod:`gpusim.envs.native.params`).
+        expose_params: put the per-env parameters in the observation spec too.
+
+    The physical constants in ``params`` may also be ``[*B]`` tensors (one value per env).
 
     Examples:
         >>> env = CartPoleEnv(batch_size=[2], seed=0, gravity=9.81)
@@ -87,6 +92,8 @@ class CartPoleEnv(NativeEnv):
         >>> td["next", "reward"].shape
         torch.Size([2, 1])
     """
+
+    params = ("gravity", "masscart", "masspole", "length", "force_mag", "tau")
 
     def __init__(
         self,
@@ -105,6 +112,8 @@ class CartPoleEnv(NativeEnv):
         x_threshold: float = 2.4,
         kinematics_integrator: str = "euler",
         sutton_barto_reward: bool = False,
+        randomize: dict[str, Any] | None = None,
+        expose_params: bool = False,
     ) -> None:
         self.gravity = check_positive("gravity", gravity)
         self.masscart = check_positive("masscart", masscart)
@@ -118,7 +127,7 @@ class CartPoleEnv(NativeEnv):
         if not isinstance(sutton_barto_reward, bool):
             raise TypeError(f"sutton_barto_reward must be a bool, got {sutton_barto_reward!r}")
         self.sutton_barto_reward = sutton_barto_reward
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4, noise_bits=16)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4, noise_bits=16, randomize=randomize, expose_params=expose_params)
         B, dev = self.batch_size, self.device
         inf = float("inf")
         high = torch.tensor(
@@ -157,25 +166,28 @@ class CartPoleEnv(NativeEnv):
     def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
         state = rows.uniform(-0.05, 0.05, 4, bits=16)
         done, terminated = self._flags()
-        return self._out(observation=state, state=state, done=done, terminated=terminated)
+        _, echo = self.physics(tensordict, rows)
+        return self._out(observation=state, state=state, done=done, terminated=terminated, **echo)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         state = tensordict["state"]
         action = tensordict["action"]
         x, x_dot, theta, theta_dot = state.unbind(-1)
-        total_mass = self.total_mass
-        pml = self.polemass_length
-        force = torch.where(action == 1, self.force_mag, -self.force_mag)
+        p, echo = self.physics(tensordict)
+        masspole, length = p["masspole"], p["length"]
+        total_mass = masspole + p["masscart"]
+        pml = masspole * length
+        force = torch.where(action == 1, p["force_mag"], -p["force_mag"])
         cos, sin = cos_sin(theta)
         # gymnasium's equations, with fused multiply-adds (in place on fresh intermediates):
         # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass
-        temp = torch.addcmul(force, theta_dot.square(), sin, value=pml).div_(total_mass)
+        temp = fma(force, theta_dot.square(), sin, pml).div_(total_mass)
         # thetaacc = (gravity * sin - cos * temp) / (length * (4/3 - masspole * cos^2 / total_mass))
-        denominator = cos.square().mul_(-self.length * self.masspole / total_mass).add_(self.length * 4.0 / 3.0)
-        thetaacc = torch.addcmul(sin * self.gravity, cos, temp, value=-1.0).div_(denominator)
+        denominator = cos.square().mul_(-length * masspole / total_mass).add_(length * 4.0 / 3.0)
+        thetaacc = torch.addcmul(sin * p["gravity"], cos, temp, value=-1.0).div_(denominator)
         # xacc = temp - polemass_length * thetaacc * cos / total_mass
-        xacc = torch.addcmul(temp, thetaacc, cos, value=-pml / total_mass)
-        tau = self.tau
+        xacc = fma(temp, thetaacc, cos, -pml / total_mass)
+        tau = p["tau"]
         if self.kinematics_integrator == "euler":
             new_state = advance(state, (x_dot, xacc, theta_dot, thetaacc), tau)
         else:
@@ -189,5 +201,5 @@ class CartPoleEnv(NativeEnv):
         else:
             reward = torch.ones_like(terminated, dtype=torch.float32)
         return self._out(
-            observation=new_state, state=new_state, reward=reward, done=terminated.clone(), terminated=terminated
+            observation=new_state, state=new_state, reward=reward, done=terminated.clone(), terminated=terminated, **echo
         )

@@ -77,6 +77,8 @@ class _MountainCarBase(NativeEnv):
         goal_position: float,
         goal_velocity: float,
         gravity: float,
+        randomize: dict[str, Any] | None,
+        expose_params: bool,
     ) -> None:
         self.min_position = check_number("min_position", min_position)
         self.max_position = check_number("max_position", max_position)
@@ -85,7 +87,10 @@ class _MountainCarBase(NativeEnv):
         self.goal_position = check_number("goal_position", goal_position)
         self.goal_velocity = check_number("goal_velocity", goal_velocity)
         self.gravity = check_number("gravity", gravity)
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=1, noise_bits=24)
+        super().__init__(
+            batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=1, noise_bits=24,
+            randomize=randomize, expose_params=expose_params,
+        )
         B, dev = self.batch_size, self.device
         low = torch.tensor([self.min_position, -self.max_speed], dtype=torch.float32, device=dev).expand(*B, 2)
         high = torch.tensor([self.max_position, self.max_speed], dtype=torch.float32, device=dev).expand(*B, 2)
@@ -102,12 +107,14 @@ class _MountainCarBase(NativeEnv):
         position = rows.uniform(-0.6, -0.4, 1, bits=24)[..., 0]
         state = stack_last((position, torch.zeros_like(position)))
         done, terminated = self._flags()
-        return self._out(observation=state, state=state, done=done, terminated=terminated)
+        _, echo = self.physics(tensordict, rows)
+        return self._out(observation=state, state=state, done=done, terminated=terminated, **echo)
 
-    def _move(self, state: torch.Tensor, push: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One valley step (``push``: ``[*B]``): returns ``(new_state [*B, 2], terminated [*B, 1])``."""
+    def _move(self, state: torch.Tensor, push: torch.Tensor, gravity: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """One valley step (``push``: ``[*B]``; ``gravity``: a number or ``[*B]``): returns
+        ``(new_state [*B, 2], terminated [*B, 1])``."""
         position, velocity = state.unbind(-1)
-        velocity = (velocity + (push - self.gravity * torch.cos(3.0 * position))).clamp(-self.max_speed, self.max_speed)
+        velocity = (velocity + (push - gravity * torch.cos(3.0 * position))).clamp(-self.max_speed, self.max_speed)
         position = (position + velocity).clamp(self.min_position, self.max_position)
         velocity = torch.where((position == self.min_position) & (velocity < 0), 0.0, velocity)
         terminated = (position >= self.goal_position) & (velocity >= self.goal_velocity)
@@ -129,12 +136,17 @@ class MountainCarEnv(_MountainCarBase):
         goal_position, goal_velocity: the goal (both must be reached or exceeded).
         force: acceleration of a push.
         gravity: strength of the valley's pull.
+        randomize: ``{param: distribution}`` re-drawn for the rows that reset (parameters:
+            ``params``; see :mod:`gpusim.envs.native.params`); ``params`` may also be ``[*B]`` tensors.
+        expose_params: put the per-env parameters in the observation spec too.
 
     Examples:
         >>> env = MountainCarEnv(batch_size=[2], seed=0, goal_velocity=0.01)
         >>> env.action_spec.n
         3
     """
+
+    params = ("force", "gravity")
 
     def __init__(
         self,
@@ -150,6 +162,8 @@ class MountainCarEnv(_MountainCarBase):
         goal_velocity: float = 0.0,
         force: float = 0.001,
         gravity: float = 0.0025,
+        randomize: dict[str, Any] | None = None,
+        expose_params: bool = False,
     ) -> None:
         self.force = check_number("force", force)
         super().__init__(
@@ -163,18 +177,22 @@ class MountainCarEnv(_MountainCarBase):
             goal_position=goal_position,
             goal_velocity=goal_velocity,
             gravity=gravity,
+            randomize=randomize,
+            expose_params=expose_params,
         )
         self.action_spec = Categorical(3, shape=self.batch_size, device=self.device)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        push = (tensordict["action"] - 1).to(torch.float32) * self.force
-        state, terminated = self._move(tensordict["state"], push)
+        p, echo = self.physics(tensordict)
+        push = (tensordict["action"] - 1).to(torch.float32) * p["force"]
+        state, terminated = self._move(tensordict["state"], push, p["gravity"])
         return self._out(
             observation=state,
             state=state,
             reward=torch.full_like(terminated, -1.0, dtype=torch.float32),
             done=terminated.clone(),
             terminated=terminated,
+            **echo,
         )
 
 
@@ -196,12 +214,17 @@ class MountainCarContinuousEnv(_MountainCarBase):
         goal_position, goal_velocity: the goal (both must be reached or exceeded).
         power: acceleration per unit of action.
         gravity: strength of the valley's pull.
+        randomize: ``{param: distribution}`` re-drawn for the rows that reset (parameters:
+            ``params``; see :mod:`gpusim.envs.native.params`); ``params`` may also be ``[*B]`` tensors.
+        expose_params: put the per-env parameters in the observation spec too.
 
     Examples:
         >>> env = MountainCarContinuousEnv(batch_size=[2], seed=0)
         >>> env.action_spec.space.high.tolist()
         [[1.0], [1.0]]
     """
+
+    params = ("power", "gravity")
 
     def __init__(
         self,
@@ -219,6 +242,8 @@ class MountainCarContinuousEnv(_MountainCarBase):
         goal_velocity: float = 0.0,
         power: float = 0.0015,
         gravity: float = 0.0025,
+        randomize: dict[str, Any] | None = None,
+        expose_params: bool = False,
     ) -> None:
         self.min_action = check_number("min_action", min_action)
         self.max_action = check_number("max_action", max_action)
@@ -235,6 +260,8 @@ class MountainCarContinuousEnv(_MountainCarBase):
             goal_position=goal_position,
             goal_velocity=goal_velocity,
             gravity=gravity,
+            randomize=randomize,
+            expose_params=expose_params,
         )
         B, dev = self.batch_size, self.device
         self.action_spec = Bounded(
@@ -243,9 +270,10 @@ class MountainCarContinuousEnv(_MountainCarBase):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = tensordict["action"]
-        push = action[..., 0].clamp(self.min_action, self.max_action) * self.power
-        state, terminated = self._move(tensordict["state"], push)
+        p, echo = self.physics(tensordict)
+        push = action[..., 0].clamp(self.min_action, self.max_action) * p["power"]
+        state, terminated = self._move(tensordict["state"], push, p["gravity"])
         reward = torch.where(terminated, 100.0, 0.0) - 0.1 * action.square()
         return self._out(
-            observation=state, state=state, reward=reward, done=terminated.clone(), terminated=terminated
+            observation=state, state=state, reward=reward, done=terminated.clone(), terminated=terminated, **echo
         )

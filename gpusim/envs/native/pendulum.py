@@ -74,12 +74,19 @@ class PendulumEnv(NativeEnv):
         dt: seconds per step.
         max_speed: bound of the angular velocity (rad/s).
         max_torque: bound of the torque (N m).
+        randomize: ``{param: distribution}`` re-drawn for the rows that reset (parameters:
+            ``params``; see :mod:`gpusim.envs.native.params`).
+        expose_params: put the per-env parameters in the observation spec too.
+
+    The physical constants in ``params`` may also be ``[*B]`` tensors (one value per env).
 
     Examples:
         >>> env = PendulumEnv(batch_size=[2], seed=0)
         >>> env.action_spec.shape
         torch.Size([2, 1])
     """
+
+    params = ("g", "m", "l", "dt")
 
     def __init__(
         self,
@@ -94,6 +101,8 @@ class PendulumEnv(NativeEnv):
         dt: float = 0.05,
         max_speed: float = 8.0,
         max_torque: float = 2.0,
+        randomize: dict[str, Any] | None = None,
+        expose_params: bool = False,
     ) -> None:
         self.g = check_positive("g", g)
         self.m = check_positive("m", m)
@@ -101,7 +110,10 @@ class PendulumEnv(NativeEnv):
         self.dt = check_positive("dt", dt)
         self.max_speed = check_positive("max_speed", max_speed)
         self.max_torque = check_positive("max_torque", max_torque)
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=2, noise_bits=24)
+        super().__init__(
+            batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=2, noise_bits=24,
+            randomize=randomize, expose_params=expose_params,
+        )
         B, dev = self.batch_size, self.device
         high = torch.tensor([1.0, 1.0, self.max_speed], dtype=torch.float32, device=dev).expand(*B, 3)
         self.observation_spec = Composite(
@@ -126,15 +138,18 @@ class PendulumEnv(NativeEnv):
         state = rows.uniform(-1.0, 1.0, 2, bits=24) * self._reset_high
         done, terminated = self._flags()
         theta, theta_dot = state.unbind(-1)
-        return self._out(observation=self._obs(theta, theta_dot), state=state, done=done, terminated=terminated)
+        _, echo = self.physics(tensordict, rows)
+        return self._out(observation=self._obs(theta, theta_dot), state=state, done=done, terminated=terminated, **echo)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         theta, theta_dot = tensordict["state"].unbind(-1)
         u = tensordict["action"][..., 0].clamp(-self.max_torque, self.max_torque)
+        p, echo = self.physics(tensordict)
+        g, m, l, dt = p["g"], p["m"], p["l"], p["dt"]  # noqa: E741 (gymnasium's name)
         costs = angle_normalize(theta).square() + 0.1 * theta_dot.square() + 0.001 * u.square()
-        accel = 3.0 * self.g / (2.0 * self.l) * torch.sin(theta) + 3.0 / (self.m * self.l**2) * u
-        new_theta_dot = (theta_dot + accel * self.dt).clamp(-self.max_speed, self.max_speed)
-        new_theta = theta + new_theta_dot * self.dt
+        accel = 3.0 * g / (2.0 * l) * torch.sin(theta) + 3.0 / (m * l**2) * u
+        new_theta_dot = (theta_dot + accel * dt).clamp(-self.max_speed, self.max_speed)
+        new_theta = theta + new_theta_dot * dt
         done, terminated = self._flags()
         return self._out(
             observation=self._obs(new_theta, new_theta_dot),
@@ -142,4 +157,5 @@ class PendulumEnv(NativeEnv):
             reward=-costs.unsqueeze(-1),
             done=done,
             terminated=terminated,
+            **echo,
         )

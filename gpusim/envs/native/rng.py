@@ -616,6 +616,26 @@ class ResetRows:
         """
         return self._next(self._rng._draw("bernoulli", n, 24, p, None))
 
+    def substream(self, stream: int) -> "ResetRows":
+        """The same rows with draws of their own: the ``k``-th draw of ``substream(s)`` reads
+        another reset stream than the ``k``-th draw of ``self`` (and of other sub-streams), so
+        draws added by a feature (e.g. randomized parameters) do not shift the env's own.
+
+        Args:
+            stream: a positive int naming the sub-stream.
+
+        Examples:
+            >>> rows = ResetRows.start(CounterRNG((3,), seed=0))
+            >>> own, extra = rows.uniform(n=1), rows.substream(1).uniform(n=1)
+            >>> torch.equal(own, extra)
+            False
+        """
+        if isinstance(stream, bool) or not isinstance(stream, int) or stream < 1:
+            raise ValueError(f"stream must be a positive int, got {stream!r}")
+        sub = ResetRows(self._rng, self.mask, self.index)
+        sub._draws = stream << 16
+        return sub
+
     def __repr__(self) -> str:
         which = "all" if self.full else ("index" if self.index is not None else "mask")
         return f"ResetRows(rows={which}, draws={self._draws}, batch_size={list(self._rng.batch_size)})"
