@@ -53,6 +53,7 @@ from torch import nn
 from gpusim.collectors._episodes import EpisodeTracker, TrajIds, ended_rows, split_trajectories, step_reward
 from gpusim.envs.common import EnvBase
 from gpusim.envs.compiled import CompiledRollout, default_steps_per_call
+from gpusim.envs.rollout import stack_rollout
 from gpusim.envs.utils import ExplorationType
 
 __all__ = ["Collector", "SyncDataCollector"]
@@ -313,12 +314,8 @@ class Collector:
         return self._runner
 
     def _eager(self, root: TensorDictBase, policy: Callable) -> tuple[TensorDictBase, TensorDictBase]:
-        env = self.env
-        steps = []
-        for _ in range(self.steps_per_batch):
-            stepped, root = env.step_and_maybe_reset(policy(root))
-            steps.append(stepped)
-        return env._stack_steps(steps, True), root
+        steps, root = self.env.step_pipeline.run(root, policy, self.steps_per_batch)
+        return stack_rollout(self.env, steps, True), root
 
     # ------------------------------------------------------------------ collection
     def rollout(self) -> TensorDictBase:

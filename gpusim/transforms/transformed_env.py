@@ -510,14 +510,13 @@ class TransformedEnv(EnvBase):
             tensordict.set(key, td_in.get(key))
         partial = td_in.pop("_step", None) if self._needs_inv else None
         if partial is not None:  # an inverse (ConditionalSkip, MultiAction) selected the rows to step
-            mask = _partial.step_mask(self, partial, td_in.batch_size)
-            if self._sparse_now():
-                if not bool(mask.any()):  # nothing steps: neither the base env nor the transforms
-                    return transform._step_skipped(td_seen, _partial.skip_next(self, td_seen, clone=True))
-                if bool(mask.all()):
-                    partial = None
-            if partial is not None:
-                return transform._step(td_seen, self.base_env._step_rows(td_in, mask))
+            return _partial.step_partial(
+                self, partial, td_in.batch_size,
+                every=lambda: transform._step(td_seen, self.base_env._step_output(td_in)),
+                some=lambda mask: transform._step(td_seen, self.base_env._step_rows(td_in, mask)),
+                # nothing steps: neither the base env nor the transforms
+                none=lambda: transform._step_skipped(td_seen, _partial.skip_next(self, td_seen, clone=True)),
+            )
         next_tensordict = self.base_env._step_output(td_in)
         return transform._step(td_seen, next_tensordict)
 
