@@ -5,6 +5,18 @@ owns the episode machinery: done completion, partial resets through ``"_reset"``
 ``step_and_maybe_reset``, ``rollout``, seeding and spec bookkeeping. Key plans are computed once,
 when the specs are locked, never per step.
 
+The class is assembled by concept: this module holds construction, ``reset``/``step`` and the
+hooks; :mod:`~gpusim.envs.pipeline` runs ``step_and_maybe_reset`` and the eager loop;
+:mod:`~gpusim.envs.env_specs` the specs and key plans; :mod:`~gpusim.envs._boundary` the step
+boundary checks; :mod:`~gpusim.envs.sampling` seeding and random actions;
+:mod:`~gpusim.envs.rollout` rollouts and compiled loops.
+
+``nn.Module`` routes attribute writes through its ``__setattr__`` (slow, and it files tensors and
+modules apart) and misses through ``__getattr__`` (which ``TransformedEnv`` and batched envs
+forward to their base env or workers). The env's own bookkeeping slots (``_spec_locked``,
+``_native_autoreset``, ``_collector``, ...) are therefore read and written in ``__dict__``
+directly; each such access says so.
+
 Examples:
     >>> from gpusim import CartPoleEnv  # an EnvBase: the author wrote _reset, _step, _set_seed
     >>> env = CartPoleEnv(batch_size=[4], seed=0)
@@ -41,14 +53,14 @@ from gpusim.specs import Categorical, Composite, Unbounded
 if TYPE_CHECKING:
     from gpusim.envs._step_mdp import StepMDPPlan
 
-__all__ = ["EnvBase", "BatchSizeError", "TRANSFORM_HOOKS"]
+__all__ = ["EnvBase"]
 
 
 class _EnvPostInit(abc.ABCMeta):
     """Runs :meth:`EnvBase._post_init` (spec completion and locking) after ``__init__``."""
 
     def __call__(cls, *args, **kwargs):
-        redirect = cls.__dict__.get("_redirect_construction")
+        redirect = cls.__dict__.get("_redirect_construction")  # the class's own, not inherited
         if redirect is not None:  # a class that builds another env instead (a backend choice)
             instance = redirect.__get__(None, cls)(args, kwargs)
             if instance is not None:
@@ -60,7 +72,7 @@ class _EnvPostInit(abc.ABCMeta):
         compile_options = _compile_options(kwargs.pop("compile", None))
         instance = super().__call__(*args, **kwargs)
         if spec_locked is not None:
-            instance.__dict__["_spec_locked"] = bool(spec_locked)
+            instance.__dict__["_spec_locked"] = bool(spec_locked)  # nn.Module slot (see the module docstring)
         instance._post_init()
         if spec_locked is False and instance.is_spec_locked:  # an __init__ that locked on its own
             instance.set_spec_lock_(False)
@@ -148,6 +160,16 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
     * ``_step_output(tensordict) -> next``: the complete ``"next"`` data of a step (``_step``
       plus done completion and state echo), for containers that step an inner env
       (``TransformedEnv``, frame skip, no-op starts, batched workers). Not overridden.
+    * ``_step_rows(tensordict, mask) -> next``: a partial step (a ``"_step"`` entry selecting
+      some rows); see :mod:`gpusim.envs._partial`.
+    * ``_post_step_mdp(stepped, next_root) -> (stepped, next_root)``, run by the step pipeline
+      after ``step_mdp`` when the ``_post_mdp_hook`` flag is set (``TransformedEnv`` sets both
+      from its transforms), and ``_reset_on_native_autoreset(tensordict, tensordict_reset)``,
+      run by the pipeline's native auto-reset (see :attr:`native_autoreset`).
+    * ``_input_checks``: the planned step-boundary checks (action leaves, required state keys);
+      ``TransformedEnv`` overrides it.
+    * ``maybe_reset``: an env that never resets (imagination) may override it; the pipeline
+      then calls it instead of its planned reset strategy.
 
     Args:
         device: the device of the env's data (``None``: CPU). ``"cuda"`` on a machine without
@@ -222,7 +244,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
         TorchRL's mock envs do) move to the instance."""
         env = super().__new__(cls)
         nn.Module.__init__(env)
-        d = env.__dict__
+        d = env.__dict__  # nn.Module slot (see the module docstring)
         d["_cache"] = {}
         d["_spec_locked"] = True
         d["_locked_now"] = False
@@ -238,7 +260,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
             ("_output_spec", ("full_observation_spec", "full_reward_spec", "full_done_spec")),
         ):
             spec = None
-            if isinstance(cls.__dict__.get(name), Composite):
+            if isinstance(cls.__dict__.get(name), Composite):  # set on this very class
                 spec = cls.__dict__[name].clone()
                 delattr(cls, name)
             if spec is None:
@@ -256,7 +278,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
         spec_locked: bool = True,
         auto_reset_mode: AutoResetMode | str | None = None,
     ) -> None:
-        d = self.__dict__
+        d = self.__dict__  # nn.Module slot (see the module docstring)
         if "_modules" not in d:  # built without EnvBase.__new__ (e.g. object.__new__ + __init__)
             nn.Module.__init__(self)
         d["_spec_locked"] = spec_locked
@@ -316,7 +338,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
             ...
             gpusim.envs.common.BatchSizeError: Expected a tensordict with ... got batch_size [1]
         """
-        return self.__dict__.get("_batch_locked", True)
+        return self.__dict__.get("_batch_locked", True)  # nn.Module slot (see the module docstring)
 
     @batch_locked.setter
     def batch_locked(self, value: bool) -> None:
@@ -334,7 +356,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
             >>> CartPoleEnv(auto_reset_mode="masked").auto_reset_mode.value
             'masked'
         """
-        mode = self.__dict__.get("_auto_reset_mode")
+        mode = self.__dict__.get("_auto_reset_mode")  # nn.Module slot (see the module docstring)
         return AutoResetMode.parse(mode, self.device)
 
     def _sparse_now(self) -> bool:
@@ -458,7 +480,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
         """
         if tensordict is not None:
             self._check_batch(tensordict)
-        self.__dict__["_was_reset"] = True
+        self.__dict__["_was_reset"] = True  # nn.Module slot (see the module docstring)
         supported = self._supports_set_state
         if supported or set_state is not None:
             has_state = supported and set_state is None and self._input_td_has_state(tensordict)
@@ -676,13 +698,13 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
             >>> env.native_autoreset
             True
         """
-        return self.__dict__.get("_native_autoreset", False)
+        return self.__dict__.get("_native_autoreset", False)  # nn.Module slot (see the module docstring)
 
     @native_autoreset.setter
     def native_autoreset(self, value: bool) -> None:
         if not isinstance(value, bool):
             raise TypeError(f"native_autoreset must be a bool, got {type(value).__name__} {value!r}")
-        self.__dict__["_native_autoreset"] = value  # (not through nn.Module.__setattr__: a batched env's would reach its workers)
+        self.__dict__["_native_autoreset"] = value  # nn.Module slot (see the module docstring)
         self._cache.pop("step_pipeline", None)  # another reset strategy
 
     _torchrl_native_autoreset = native_autoreset
@@ -721,7 +743,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
             >>> env.collector is collector
             True
         """
-        self.__dict__["_collector"] = weakref.ref(collector)
+        self.__dict__["_collector"] = weakref.ref(collector)  # nn.Module slot (see the module docstring)
 
     @property
     def collector(self) -> Any:
@@ -733,7 +755,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
             >>> CartPoleEnv().collector is None
             True
         """
-        ref = self.__dict__.get("_collector")
+        ref = self.__dict__.get("_collector")  # nn.Module slot (see the module docstring)
         return None if ref is None else ref()
 
     def _check_batched_worker(self) -> None:
@@ -765,8 +787,8 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
         super().to(*args, **kwargs)
         if device is not None and device != self.device:
             def move():
-                self.__dict__["_input_spec"] = self._input_spec.to(device)
-                self.__dict__["_output_spec"] = self._output_spec.to(device)
+                self.__dict__["_input_spec"] = self._input_spec.to(device)  # nn.Module slot (see the module docstring)
+                self.__dict__["_output_spec"] = self._output_spec.to(device)  # nn.Module slot (see the module docstring)
             self._with_unlocked(move)
             self.device = device
         return self
@@ -788,7 +810,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
         """
         if raise_if_closed and self.is_closed:
             raise RuntimeError(f"{type(self).__name__}.close: the env is already closed")
-        self.__dict__["_closed"] = True
+        self.__dict__["_closed"] = True  # nn.Module slot (see the module docstring)
 
     def auto_specs_(
         self,

@@ -51,7 +51,7 @@ def _cached_plan(fn: Callable[[Any], Any]) -> property:
         cache = self._cache
         value = cache.get(name, _MISSING)
         if value is _MISSING:
-            d = self.__dict__
+            d = self.__dict__  # nn.Module slot (see the module docstring)
             if not d.get("_cache_specs", True):
                 self.output_spec  # noqa: B018 (an uncached TransformedEnv recomputes its specs on read)
                 value = fn(self)
@@ -117,12 +117,12 @@ class EnvSpecs:
     def _lock_specs(self) -> None:
         self._input_spec.lock_()
         self._output_spec.lock_()
-        self.__dict__["_locked_now"] = True
+        self.__dict__["_locked_now"] = True  # nn.Module slot (see the module docstring)
 
     def _unlock_specs(self) -> None:
         self._input_spec.unlock_()
         self._output_spec.unlock_()
-        self.__dict__["_locked_now"] = False
+        self.__dict__["_locked_now"] = False  # nn.Module slot (see the module docstring)
 
     def set_spec_lock_(self, mode: bool = True) -> EnvBase:
         """Locks (``mode=True``) or unlocks the env's input and output specs; returns the env.
@@ -145,7 +145,7 @@ class EnvSpecs:
         else:
             self._cache.clear()
             self._unlock_specs()
-        self.__dict__["_spec_locked"] = mode
+        self.__dict__["_spec_locked"] = mode  # nn.Module slot (see the module docstring)
         return self
 
     @property
@@ -157,7 +157,7 @@ class EnvSpecs:
             >>> CartPoleEnv(batch_size=(2,)).is_spec_locked
             True
         """
-        return bool(self.__dict__.get("_locked_now", False))
+        return bool(self.__dict__.get("_locked_now", False))  # nn.Module slot (see the module docstring)
 
     @is_spec_locked.setter
     def is_spec_locked(self, value: bool) -> None:
@@ -179,7 +179,7 @@ class EnvSpecs:
     @batch_size.setter
     def batch_size(self, value) -> None:
         value = _as_size(value)
-        self.__dict__["_batch_size"] = value
+        self.__dict__["_batch_size"] = value  # nn.Module slot (see the module docstring)
         self._with_unlocked(lambda: self._reshape_specs(value))
 
     def _reshape_specs(self, value: torch.Size) -> None:
@@ -199,7 +199,7 @@ class EnvSpecs:
 
     @device.setter
     def device(self, value) -> None:
-        self.__dict__["_device"] = torch.device(value)
+        self.__dict__["_device"] = torch.device(value)  # nn.Module slot (see the module docstring)
 
     @property
     def is_closed(self) -> bool:
@@ -218,7 +218,7 @@ class EnvSpecs:
 
     @is_closed.setter
     def is_closed(self, value: bool) -> None:
-        self.__dict__["_closed"] = bool(value)
+        self.__dict__["_closed"] = bool(value)  # nn.Module slot (see the module docstring)
 
     @property
     def shape(self) -> torch.Size:
@@ -294,7 +294,7 @@ class EnvSpecs:
     @input_spec.setter
     def input_spec(self, value: Composite) -> None:
         def set_():
-            self.__dict__["_input_spec"] = value
+            self.__dict__["_input_spec"] = value  # nn.Module slot (see the module docstring)
         self._with_unlocked(set_)
 
     @property
@@ -312,7 +312,7 @@ class EnvSpecs:
     @output_spec.setter
     def output_spec(self, value: Composite) -> None:
         def set_():
-            self.__dict__["_output_spec"] = value
+            self.__dict__["_output_spec"] = value  # nn.Module slot (see the module docstring)
         self._with_unlocked(set_)
 
     def _with_unlocked(self, fn: Callable[[], None]) -> None:

@@ -2,8 +2,8 @@
 
 Everything that decides or applies a (partial) reset lives here, planned once per env when its
 specs are locked (:class:`EpisodePlan`, from the ``full_done_spec``), and executed by
-:class:`~gpusim.envs.common.EnvBase` and its :mod:`~gpusim.envs.pipeline` (``reset``, ``maybe_reset``, ``step_and_maybe_reset``). Envs,
-wrappers, batched envs and transforms receive the resolved masks (:class:`ResetMasks`) or ask
+:class:`~gpusim.envs.common.EnvBase` and its step pipeline, :mod:`gpusim.envs.pipeline` (``reset``,
+``maybe_reset``, ``step_and_maybe_reset``). Envs, wrappers, batched envs and transforms receive the resolved masks (:class:`ResetMasks`) or ask
 :func:`reset_mask_for`; none of them re-derives the rules.
 
 The rules (TorchRL's documented ``"_reset"`` semantics, DESIGN.md section 3):

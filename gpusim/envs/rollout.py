@@ -138,7 +138,7 @@ class RolloutMixin:
         compiled = torch.compile(self._step_and_maybe_reset, **kwargs)
         if warmup:
             compiled = _Warmup(self._step_and_maybe_reset, compiled, warmup)
-        self.__dict__["_compiled_step_and_maybe_reset"] = compiled  # (nn.Module: a plain slot, read by the pipeline)
+        self.__dict__["_compiled_step_and_maybe_reset"] = compiled  # nn.Module slot (see gpusim.envs.common)
         self._cache.pop("step_pipeline", None)
         return self
 
@@ -152,7 +152,7 @@ class RolloutMixin:
             >>> env.eager().step_and_maybe_reset(env.rand_action(env.reset()))[1].batch_size
             torch.Size([])
         """
-        self.__dict__.pop("_compiled_step_and_maybe_reset", None)
+        self.__dict__.pop("_compiled_step_and_maybe_reset", None)  # nn.Module slot (see gpusim.envs.common)
         self._cache.pop("step_pipeline", None)
         return self
 
@@ -341,7 +341,7 @@ class RolloutMixin:
         """
         from gpusim.envs.compiled import CompiledRollout
 
-        cache = self.__dict__.setdefault("_compiled_rollouts", {})
+        cache = self.__dict__.setdefault("_compiled_rollouts", {})  # nn.Module slot (see gpusim.envs.common)
         key = (id(policy), tuple(sorted(kwargs.items())))
         runner = cache.get(key)
         if runner is None or (policy is not None and runner.policy is not policy):

@@ -213,7 +213,7 @@ class EnvSampling:
             [1.0, 1.0]
         """
         if tensordict is None:
-            if self.state_keys or not self.__dict__.get("_was_reset", False):
+            if self.state_keys or not self.__dict__.get("_was_reset", False):  # nn.Module slot (see gpusim.envs.common)
                 tensordict = self.reset()
             else:
                 tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)
