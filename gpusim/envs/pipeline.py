@@ -104,11 +104,12 @@ class StepPipeline:
     def __getstate__(self) -> dict:
         return {"env": self.env}  # pickled or copied: planned again on first use
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "env" or name.startswith("__"):
-            raise AttributeError(name)
-        self._plan(self.__dict__["env"])
-        return getattr(self, name)
+    def __getattr__(self, name: str) -> Any:  # only reached for a name the plan has not set
+        planned = "step" in self.__dict__
+        if planned or name == "env" or name.startswith("__"):
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        self._plan(self.__dict__["env"])  # unpickled or copied: planned again, once
+        return object.__getattribute__(self, name)
 
     # ------------------------------------------------------------------ one step
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:

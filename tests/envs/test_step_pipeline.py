@@ -4,6 +4,7 @@ door, the same data in every reset strategy."""
 from __future__ import annotations
 
 import copy
+import pickle
 
 import pytest
 import torch
@@ -132,11 +133,13 @@ def test_native_strategy_blanks_the_finished_rows():
     assert not root["done"].any()
 
 
-def test_copied_env_plans_its_own_pipeline():
+@pytest.mark.parametrize("clone", [copy.deepcopy, lambda env: pickle.loads(pickle.dumps(env))])
+def test_copied_env_plans_its_own_pipeline(clone):
     env = gs.CartPoleEnv(batch_size=[3], seed=0)
     env.step_pipeline  # noqa: B018 (planned before the copy)
-    twin = copy.deepcopy(env)
-    assert twin.step_pipeline.env is twin
+    twin = clone(env)
+    assert twin.step_pipeline.env is twin and twin.step_pipeline.strategy == "sparse"
+    assert not hasattr(twin.step_pipeline, "no_such_plan")
     stepped, _ = twin.step_and_maybe_reset(twin.rand_action(twin.reset()))
     assert stepped["next", "observation"].shape == (3, 4)
 
