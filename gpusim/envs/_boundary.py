@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["StepBoundary", "check_output"]
 
+
 class _ActionCheck(NamedTuple):
     """What the step boundary checks of one action leaf, planned when the specs lock."""
 
@@ -48,6 +49,7 @@ class _ActionCheck(NamedTuple):
     #: ``((shape, dtype), ...)`` of the parts of a heterogeneous (lazy-stacked) leaf, or ``None``
     parts: tuple | None = None
     stack_dim: int = 0
+
 
 def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
     """Whether ``shape`` fits a spec shape with dynamic (``-1``) dims: any size there."""

@@ -104,8 +104,6 @@ def _compile_options(value: Any) -> dict | None:
     )
 
 
-
-
 #: What the transforms layer gives the envs (the envs never import it): ``"TransformedEnv"``
 #: (for ``append_transform``) and ``"auto_reset"`` (``env -> wrapped env``, for
 #: ``auto_reset=True``), registered by :mod:`gpusim.transforms` when it is imported.
@@ -117,16 +115,6 @@ def _hook(name: str) -> Callable[..., Any]:
     if hook is None:  # pragma: no cover - gpusim/__init__ always imports the transforms
         raise RuntimeError(f"{name} needs gpusim.transforms: import gpusim (or gpusim.transforms) first")
     return hook
-
-
-
-
-
-
-
-
-
-
 
 
 def _as_device(device) -> torch.device:
@@ -901,11 +889,3 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
 class BatchSizeError(ValueError, RuntimeError):
     """A tensordict whose batch size the env does not take (a ``ValueError``, and a
     ``RuntimeError`` as TorchRL raises)."""
-
-
-
-
-
-
-
-

@@ -40,6 +40,7 @@ _SPEC_NAMES = {
     "full_done_spec": "output_spec",
 }
 
+
 def _cached_plan(fn: Callable[[Any], Any]) -> property:
     """A property computed once from the (locked) specs and kept in ``env._cache`` until the
     specs change. The hot path reads it with one dict lookup. Nothing is kept while the specs
@@ -65,7 +66,9 @@ def _cached_plan(fn: Callable[[Any], Any]) -> property:
     getter.__annotations__ = {"return": fn.__annotations__.get("return", Any)}
     return property(getter)
 
+
 _MISSING = object()
+
 
 def _as_size(batch_size) -> torch.Size:
     if batch_size is None:

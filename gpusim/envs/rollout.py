@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RolloutMixin", "stack_rollout"]
 
+
 class _Warmup:
     """Runs ``eager`` for the first ``warmup`` calls, then ``compiled`` (the data layout of the
     first calls, right after a reset, differs from the steady state's)."""
@@ -39,6 +40,7 @@ class _Warmup:
             self.left -= 1
             return self.eager(*args)
         return self.compiled(*args)
+
 
 class _ActionReplay:
     """The policy of ``rollout(actions=...)``: writes the next item under ``key``."""
@@ -53,6 +55,7 @@ class _ActionReplay:
         except StopIteration:
             raise PolicyExhausted from None
         return tensordict.set(self.key, action)
+
 
 def _cast_to(device: torch.device, policy: Callable) -> Callable:
     """``policy`` whose output is moved to ``device`` (``rollout(auto_cast_to_device=True)``)."""
