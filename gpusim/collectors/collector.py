@@ -10,7 +10,8 @@ updates its weights in place (an optimizer step) is read by the next batch, in b
 
 Engines (``compile=False|True``, or TorchRL's ``compile_policy=``):
 
-* eager: ``policy`` then ``env.step_and_maybe_reset`` per step, in Python.
+* eager: ``policy`` then ``env.step_and_maybe_reset`` per step, in Python: the env's one eager loop,
+  :meth:`StepPipeline.run <gpusim.envs.pipeline.StepPipeline.run>` (as ``env.rollout`` runs).
 * compiled: ``policy + step_and_maybe_reset + transforms`` in one ``torch.compile(fullgraph=True)``
   graph (:class:`~gpusim.envs.compiled.CompiledRollout`), several steps per call at small batch,
   CUDA graphs (``mode="reduce-overhead"``) on CUDA, writing each step into a buffer allocated

@@ -66,6 +66,15 @@ class StepPipeline:
     Attributes:
         strategy: ``"masked"``, ``"sparse"`` or ``"native"`` (the reset strategy).
         sparse: whether the env's :attr:`~gpusim.envs.common.EnvBase.auto_reset_mode` is sparse.
+        step: the env's ``step``.
+        step_mdp: the ``step_mdp`` plan of the loop (actions and rewards dropped).
+        post_step_mdp: the env's ``_post_step_mdp`` hook, or ``None`` when it has none.
+        episode: the env's :class:`~gpusim.envs.episode.EpisodePlan`.
+        reset_done: the reset strategy (``maybe_reset`` of a next root: masked or sparse).
+        maybe_reset: what ``step_and_maybe_reset`` resets with: ``reset_done``, or the env's own
+            ``maybe_reset`` where its class overrides it.
+        run_step: what ``env.step_and_maybe_reset`` runs: :meth:`step_and_maybe_reset`, or the
+            function of :meth:`~gpusim.envs.common.EnvBase.compile_step_and_maybe_reset`.
 
     Examples:
         >>> from gpusim import CartPoleEnv
