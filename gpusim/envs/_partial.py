@@ -62,7 +62,17 @@ def step_partial(
 ) -> TensorDictBase:
     """The ``"next"`` data of a step with a ``"_step"`` entry ``value``: ``some(mask)`` steps the
     selected rows; where the env's pipeline may read the mask on the host (sparse, not
-    compiling), ``none()`` when no row is selected and ``every()`` when all are."""
+    compiling), ``none()`` when no row is selected and ``every()`` when all are.
+
+    Examples:
+        >>> import torch
+        >>> from gpusim import CartPoleEnv
+        >>> env = CartPoleEnv(batch_size=[2])
+        >>> pick = lambda value: step_partial(env, value, env.batch_size, every=lambda: "every",
+        ...                                   some=lambda mask: "some", none=lambda: "none")
+        >>> pick(torch.tensor([True, False])), pick(torch.tensor([True, True])), pick(torch.tensor([False, False]))
+        ('some', 'every', 'none')
+    """
     mask = step_mask(env, value, batch_size)
     if env.step_pipeline.sparse_now():
         if not bool(mask.any()):

@@ -54,7 +54,20 @@ __all__ = ["StepPipeline", "PolicyExhausted"]
 
 class PolicyExhausted(Exception):
     """Raised by a policy that has no action left (an open-loop replay): :meth:`StepPipeline.run`
-    ends the loop there."""
+    ends the loop there.
+
+    Examples:
+        >>> from gpusim import CartPoleEnv
+        >>> env = CartPoleEnv(batch_size=[2], seed=0)
+        >>> actions = iter([env.rand_action, env.rand_action])
+        >>> def replay(td):
+        ...     try:
+        ...         return next(actions)(td)
+        ...     except StopIteration:
+        ...         raise PolicyExhausted from None
+        >>> len(env.step_pipeline.run(env.reset(), replay, 10)[0])  # two actions, two steps
+        2
+    """
 
 
 class StepPipeline:
@@ -127,6 +140,16 @@ class StepPipeline:
         Returns:
             ``(stepped, next_root)`` as :meth:`EnvBase.step_and_maybe_reset
             <gpusim.envs.common.EnvBase.step_and_maybe_reset>`.
+
+        Examples:
+            >>> import torch
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2], seed=0)
+            >>> td = env.reset()
+            >>> td["state"][0, 2] = 0.5  # row 0 leans past the limit: it ends on this step
+            >>> stepped, root = env.step_pipeline.step_and_maybe_reset(env.rand_action(td))
+            >>> stepped["next", "done"].flatten().tolist(), root["done"].flatten().tolist()
+            ([True, False], [False, False])
         """
         stepped = self.step(tensordict)
         first_obs = self._blank_ended(stepped) if self.native else None
@@ -140,6 +163,13 @@ class StepPipeline:
 
         Returns:
             ``(stepped, next_root)`` (the hook may edit both).
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2], seed=0)
+            >>> stepped, root = env.step_pipeline.advance(env.step(env.rand_action(env.reset())))
+            >>> sorted(root.keys())  # no action, no reward: the root of the next step
+            ['done', 'observation', 'state', 'terminated']
         """
         root = self.step_mdp(stepped)
         if self.post_step_mdp is not None:
@@ -218,17 +248,37 @@ class StepPipeline:
         return steps, root
 
     def ended(self, stepped: TensorDictBase) -> torch.Tensor:
-        """Which rows of a stepped tensordict finished (any done flag of any level)."""
+        """Which rows of a stepped tensordict finished (any done flag of any level).
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[3], seed=0)
+            >>> env.step_pipeline.ended(env.step(env.rand_action(env.reset()))).tolist()
+            [False, False, False]
+        """
         return self.episode_for(stepped).ended(fast_get(stepped, "next"))
 
     # ------------------------------------------------------------------ resets
     def sparse_now(self) -> bool:
-        """Whether this call may read reset rows on the host (sparse, and not compiling)."""
+        """Whether this call may read reset rows on the host (sparse, and not compiling).
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> CartPoleEnv().step_pipeline.sparse_now(), CartPoleEnv(auto_reset_mode="masked").step_pipeline.sparse_now()
+            (True, False)
+        """
         return self.sparse and not torch.compiler.is_compiling()
 
     def episode_for(self, tensordict: TensorDictBase | None) -> EpisodePlan:
         """The episode plan for ``tensordict``: the env's, or for a batch-unlocked env without
-        batch dims run on batched data, the plan of the data's batch (kept in the pipeline)."""
+        batch dims run on batched data, the plan of the data's batch (kept in the pipeline).
+
+        Examples:
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2])
+            >>> env.step_pipeline.episode_for(env.reset()) is env.episode
+            True
+        """
         episode = self.episode
         env = self.env
         if tensordict is None or env.batch_size or env.batch_locked:
@@ -243,7 +293,19 @@ class StepPipeline:
         return plan
 
     def reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
-        """The env's ``_reset_rows`` for the rows of ``masks``, merged with ``tensordict``."""
+        """The env's ``_reset_rows`` for the rows of ``masks``, merged with ``tensordict`` (what
+        ``reset`` and the reset strategies run; the debug mode checks the reset data).
+
+        Examples:
+            >>> import torch
+            >>> from gpusim import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2], seed=0)
+            >>> td = env.reset().set("_reset", torch.tensor([[True], [False]]))
+            >>> before = td["state"].clone()
+            >>> masks = env.episode.resolve(td)
+            >>> (env.step_pipeline.reset_rows(td, masks)["state"] != before).any(-1).tolist()
+            [True, False]
+        """
         reset_out = self._reset_rows(tensordict, masks, **kwargs)
         if self.env.run_type_checks:
             from gpusim.envs._boundary import check_output
