@@ -10,7 +10,8 @@ updates its weights in place (an optimizer step) is read by the next batch, in b
 
 Engines (``compile=False|True``, or TorchRL's ``compile_policy=``):
 
-* eager: ``policy`` then ``env.step_and_maybe_reset`` per step, in Python.
+* eager: ``policy`` then ``env.step_and_maybe_reset`` per step, in Python: the env's one eager loop,
+  :meth:`StepPipeline.run <gpusim.envs.pipeline.StepPipeline.run>` (as ``env.rollout`` runs).
 * compiled: ``policy + step_and_maybe_reset + transforms`` in one ``torch.compile(fullgraph=True)``
   graph (:class:`~gpusim.envs.compiled.CompiledRollout`), several steps per call at small batch,
   CUDA graphs (``mode="reduce-overhead"``) on CUDA, writing each step into a buffer allocated
@@ -53,6 +54,7 @@ from torch import nn
 from gpusim.collectors._episodes import EpisodeTracker, TrajIds, ended_rows, split_trajectories, step_reward
 from gpusim.envs.common import EnvBase
 from gpusim.envs.compiled import CompiledRollout, default_steps_per_call
+from gpusim.envs.rollout import stack_rollout
 from gpusim.envs.utils import ExplorationType
 
 __all__ = ["Collector", "SyncDataCollector"]
@@ -313,12 +315,8 @@ class Collector:
         return self._runner
 
     def _eager(self, root: TensorDictBase, policy: Callable) -> tuple[TensorDictBase, TensorDictBase]:
-        env = self.env
-        steps = []
-        for _ in range(self.steps_per_batch):
-            stepped, root = env.step_and_maybe_reset(policy(root))
-            steps.append(stepped)
-        return env._stack_steps(steps, True), root
+        steps, root = self.env.step_pipeline.run(root, policy, self.steps_per_batch)
+        return stack_rollout(self.env, steps, True), root
 
     # ------------------------------------------------------------------ collection
     def rollout(self) -> TensorDictBase:

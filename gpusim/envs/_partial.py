@@ -22,7 +22,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import torch
 from tensordict import TensorDictBase
@@ -32,7 +32,7 @@ from gpusim.envs.episode import merge_rows
 if TYPE_CHECKING:
     from gpusim.envs.common import EnvBase
 
-__all__ = ["step_mask", "skip_next", "step_selected_rows"]
+__all__ = ["step_mask", "step_partial", "skip_next", "step_selected_rows"]
 
 
 def step_mask(env: "EnvBase", value, batch_size: torch.Size) -> torch.Tensor:
@@ -49,6 +49,37 @@ def step_mask(env: "EnvBase", value, batch_size: torch.Size) -> torch.Tensor:
             )
         value = value.reshape(batch_size)
     return value
+
+
+def step_partial(
+    env: "EnvBase",
+    value: torch.Tensor,
+    batch_size: torch.Size,
+    *,
+    every: Callable[[], TensorDictBase],
+    some: Callable[[torch.Tensor], TensorDictBase],
+    none: Callable[[], TensorDictBase],
+) -> TensorDictBase:
+    """The ``"next"`` data of a step with a ``"_step"`` entry ``value``: ``some(mask)`` steps the
+    selected rows; where the env's pipeline may read the mask on the host (sparse, not
+    compiling), ``none()`` when no row is selected and ``every()`` when all are.
+
+    Examples:
+        >>> import torch
+        >>> from gpusim import CartPoleEnv
+        >>> env = CartPoleEnv(batch_size=[2])
+        >>> pick = lambda value: step_partial(env, value, env.batch_size, every=lambda: "every",
+        ...                                   some=lambda mask: "some", none=lambda: "none")
+        >>> pick(torch.tensor([True, False])), pick(torch.tensor([True, True])), pick(torch.tensor([False, False]))
+        ('some', 'every', 'none')
+    """
+    mask = step_mask(env, value, batch_size)
+    if env.step_pipeline.sparse_now():
+        if not bool(mask.any()):
+            return none()
+        if bool(mask.all()):
+            return every()
+    return some(mask)
 
 
 def skip_next(env: "EnvBase", tensordict: TensorDictBase, clone: bool) -> TensorDictBase:

@@ -94,13 +94,12 @@ def check_env_specs(
     td = env.reset(None if tensordict is None else tensordict.clone())
     optional = {("next", *as_tuple(k)) for k in env.state_keys}
     dynamic = _dynamic_shapes(env) if env._has_dynamic_specs else {}
-    for t in range(steps):
-        td = env.step(env.rand_action(td))
-        root = env._step_mdp(td)
-        if env._post_mdp_hook:  # as step_and_maybe_reset and rollout do
-            td, root = env._post_step_mdp(td, root)
-        _compare(td, fake, check_dtype, f"step {t}", optional, dynamic)
-        td = root
+    count = iter(range(steps))
+
+    def compare(env: "EnvBase", stepped: TensorDictBase) -> None:  # right after each step
+        _compare(stepped, fake, check_dtype, f"step {next(count)}", optional, dynamic)
+
+    env.step_pipeline.run(td, env.rand_action, steps, reset=False, callback=compare)
     real = env.rollout(
         steps,
         tensordict=None if tensordict is None else tensordict.clone(),

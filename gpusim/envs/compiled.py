@@ -682,10 +682,7 @@ class CompiledRollout:
         # steps that run eagerly, first: one to learn an unknown layout, and as many as make the
         # rest a whole number of k-step calls (so one graph per layout is ever compiled)
         head = 1 + (max_steps - 1) % k if layout is None else max_steps % k
-        eager = []
-        for _ in range(head):
-            stepped, root = self.env.step_and_maybe_reset(self.policy(root))
-            eager.append(stepped)
+        eager, root = self.env.step_pipeline.run(root, self.policy, head)
         if layout is None:
             self._learn(eager[0], root)
             layout = self._steady(root)

@@ -2,8 +2,8 @@
 
 Everything that decides or applies a (partial) reset lives here, planned once per env when its
 specs are locked (:class:`EpisodePlan`, from the ``full_done_spec``), and executed by
-:class:`~gpusim.envs.common.EnvBase` (``reset``, ``maybe_reset``, ``step_and_maybe_reset``). Envs,
-wrappers, batched envs and transforms receive the resolved masks (:class:`ResetMasks`) or ask
+:class:`~gpusim.envs.common.EnvBase` and its step pipeline, :mod:`gpusim.envs.pipeline` (``reset``,
+``maybe_reset``, ``step_and_maybe_reset``). Envs, wrappers, batched envs and transforms receive the resolved masks (:class:`ResetMasks`) or ask
 :func:`reset_mask_for`; none of them re-derives the rules.
 
 The rules (TorchRL's documented ``"_reset"`` semantics, DESIGN.md section 3):
@@ -75,7 +75,6 @@ __all__ = [
     "reduce_rows",
     "rows_of",
     "resolve_set_state",
-    "native_autoreset_step",
 ]
 
 
@@ -978,94 +977,3 @@ def _merge_nontensor(new: TensorDictBase, old: TensorDictBase, mask: torch.Tenso
             new.set(key, value if keep_new else prev)
             continue
         new.set(key, NonTensorStack.from_list(_pick(value.tolist(), prev.tolist(), keep_new)))
-
-
-def native_autoreset_step(env: Any, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
-    """``step_and_maybe_reset`` of an env that resets its finished rows inside its own ``_step``
-    (``env.native_autoreset``, TorchRL's "native auto-reset": simulators such as Isaac Lab
-    return the first observation of the next episode as the step's observation).
-
-    No reset is run. Instead:
-
-    1. the step's ``"next"`` observations of the finished rows (any done entry of any level set)
-       do not belong to the ended episode: they are replaced by NaN (floating dtypes) or 0 (other
-       dtypes), so that nothing reads them as the last observation;
-    2. the next root (``step_mdp``) takes the env's values, the first observation of the new
-       episode, in those rows;
-    3. the ``"_reset"`` entries of the finished rows (``done`` or ``truncated`` per level, a root
-       level prevailing, as for :meth:`EpisodePlan.done_masks`) are handed to
-       ``env._reset_on_native_autoreset(tensordict, tensordict_reset)``: the hook through which
-       stateful transforms restart their state (step counts, reward sums, frame stacks, ...) in
-       those rows; the rows not reset keep their previous data (:meth:`EpisodePlan.merge`);
-    4. the done entries of the next root are cleared, and an ``is_init`` entry at a done level,
-       if present, is set where that level was done.
-
-    Args:
-        env: the env (its ``step``, ``step_mdp`` and ``_reset_on_native_autoreset``).
-        tensordict: the root data with an action.
-
-    Returns:
-        ``(tensordict_with_next, next_root)``, as ``step_and_maybe_reset``.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> from gpusim.envs import EnvBase
-        >>> from gpusim.specs import Categorical, Composite, Unbounded
-        >>> class Restarts(EnvBase):  # counts to 2, then starts again from 0 by itself
-        ...     def __init__(self):
-        ...         super().__init__(batch_size=[2])
-        ...         self.observation_spec = Composite(count=Unbounded((2, 1)), shape=(2,))
-        ...         self.action_spec = Categorical(2, shape=(2,))
-        ...         self.reward_spec = Unbounded((2, 1))
-        ...     def _reset(self, td):
-        ...         return TensorDict({"count": torch.zeros(2, 1)}, [2])
-        ...     def _step(self, td):
-        ...         count = td["count"] + 1
-        ...         done = count >= 2
-        ...         return TensorDict({"count": torch.where(done, 0.0, count), "done": done,
-        ...                            "reward": torch.ones(2, 1)}, [2])
-        ...     def _set_seed(self, seed):
-        ...         pass
-        >>> env = Restarts()
-        >>> env.native_autoreset = True
-        >>> td = env.reset()
-        >>> for _ in range(2):
-        ...     data, td = env.step_and_maybe_reset(env.rand_action(td))
-        >>> data["next", "count"].flatten().tolist(), td["count"].flatten().tolist()
-        ([nan, nan], [0.0, 0.0])
-        >>> td["done"].any().item()
-        False
-    """
-    plan: EpisodePlan = env.episode
-    tensordict = env.step(tensordict)
-    next_td = fast_get(tensordict, "next")
-    ended = plan.ended(next_td)
-    first_obs = {}
-    for key in env.observation_keys:
-        obs = next_td.get(key, None)
-        if not isinstance(obs, torch.Tensor):
-            continue
-        first_obs[key] = obs
-        rows = ended.reshape(*ended.shape, *([1] * (obs.ndim - ended.ndim)))
-        blank = torch.full_like(obs, float("nan")) if obs.is_floating_point() else torch.zeros_like(obs)
-        next_td.set(key, torch.where(rows, blank, obs))
-    tensordict_ = env._step_mdp(tensordict)
-    if env._post_mdp_hook:
-        tensordict, tensordict_ = env._post_step_mdp(tensordict, tensordict_)
-    for key, obs in first_obs.items():
-        if isinstance(tensordict_.get(key, None), torch.Tensor):  # kept by step_mdp
-            tensordict_.set(key, obs)
-    masks = plan.done_masks(tensordict_, sparse=False)
-    done_flags = {key: tensordict_.get(key) for key in env.done_keys}
-    hook_input = tensordict_.copy()
-    plan.write(hook_input, masks)
-    reset_out = env._reset_on_native_autoreset(hook_input, tensordict_.copy())
-    tensordict_ = plan.merge(reset_out, tensordict_, masks)
-    for key, done in done_flags.items():
-        tkey = _keys.as_tuple(key)
-        init_key = (*tkey[:-1], "is_init")
-        if tkey[-1] == "done" and tensordict_.get(init_key, None) is not None:
-            tensordict_.set(init_key, done.clone())
-        tensordict_.set(key, torch.zeros_like(done))
-    return tensordict, tensordict_

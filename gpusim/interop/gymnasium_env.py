@@ -393,9 +393,9 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             nxt = stepped.get("next")
             ended = self._ended(nxt)
             self._final_obs(nxt, ended, infos)
-        else:
-            nxt = env.step(td).get("next")
-            root = env._step_mdp(td)
+        else:  # no reset: the pipeline's step_mdp and post-step_mdp hook only
+            stepped, root = env.step_pipeline.advance(env.step(td))
+            nxt = stepped.get("next")
         self._td = root
         return self._outputs(root, nxt.get(self._reward_key), nxt, infos)
 
@@ -407,9 +407,9 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         if pending is not None:
             td = env.maybe_reset(td)  # resets the rows whose done flag is set: the pending rows
         self._write_actions(td, actions)
-        nxt = env.step(td).get("next")
+        stepped, root = env.step_pipeline.advance(env.step(td))
+        nxt = stepped.get("next")
         reward = nxt.get(self._reward_key)
-        root = env._step_mdp(td)
         if pending is not None:
             # the reset rows are not stepped: their data is the reset data, their reward 0
             merge_rows(root, td, ~pending)

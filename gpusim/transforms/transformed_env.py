@@ -292,8 +292,7 @@ class TransformedEnv(EnvBase):
         self.__dict__["_device"] = None if device is None else torch.device(device)  # None: mixed devices
         self.__dict__["_needs_inv"] = _needs_inverse(transform)
         self.__dict__["_inv_exports"] = transform._inverse_exports()
-        base_hook = base.__dict__.get("_post_mdp_hook", False)
-        self.__dict__["_post_mdp_hook"] = bool(transform._has_post_step_mdp() or base_hook)
+        self.__dict__["_post_mdp_hook"] = bool(transform._has_post_step_mdp() or base._post_mdp_hook)
         self._cache.clear()
         if self._spec_locked:
             self._lock_specs()
@@ -510,14 +509,13 @@ class TransformedEnv(EnvBase):
             tensordict.set(key, td_in.get(key))
         partial = td_in.pop("_step", None) if self._needs_inv else None
         if partial is not None:  # an inverse (ConditionalSkip, MultiAction) selected the rows to step
-            mask = _partial.step_mask(self, partial, td_in.batch_size)
-            if self._sparse_now():
-                if not bool(mask.any()):  # nothing steps: neither the base env nor the transforms
-                    return transform._step_skipped(td_seen, _partial.skip_next(self, td_seen, clone=True))
-                if bool(mask.all()):
-                    partial = None
-            if partial is not None:
-                return transform._step(td_seen, self.base_env._step_rows(td_in, mask))
+            return _partial.step_partial(
+                self, partial, td_in.batch_size,
+                every=lambda: transform._step(td_seen, self.base_env._step_output(td_in)),
+                some=lambda mask: transform._step(td_seen, self.base_env._step_rows(td_in, mask)),
+                # nothing steps: neither the base env nor the transforms
+                none=lambda: transform._step_skipped(td_seen, _partial.skip_next(self, td_seen, clone=True)),
+            )
         next_tensordict = self.base_env._step_output(td_in)
         return transform._step(td_seen, next_tensordict)
 
@@ -556,8 +554,9 @@ class TransformedEnv(EnvBase):
     ) -> tuple[TensorDictBase, TensorDictBase]:
         # the transforms' hooks, then those of a base env that is itself transformed
         tensordict, tensordict_ = self.transform._post_step_mdp(tensordict, tensordict_)
-        if self.base_env.__dict__.get("_post_mdp_hook", False):
-            tensordict, tensordict_ = self.base_env._post_step_mdp(tensordict, tensordict_)
+        base = self.base_env
+        if base._post_mdp_hook:
+            tensordict, tensordict_ = base._post_step_mdp(tensordict, tensordict_)
         return tensordict, tensordict_
 
     def _check_batched_worker(self) -> None:

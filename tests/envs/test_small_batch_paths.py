@@ -10,7 +10,7 @@ import torch
 from tensordict import TensorDict
 
 import gpusim as gs
-from gpusim.envs import _fasttd, common
+from gpusim.envs import _boundary, _fasttd, common
 from gpusim.envs.episode import EpisodePlan
 from gpusim.specs import Categorical, Composite
 
@@ -169,7 +169,7 @@ def test_step_loop_equals_the_reference_paths(monkeypatch, make):
     with monkeypatch.context() as m:
         m.setattr(_fasttd, "_merge_flat", lambda *a: None)
         m.setattr(EpisodePlan, "sparse_done_masks", _reference_sparse)
-        m.setattr(common, "inner", lambda td: None)
+        m.setattr(_boundary, "inner", lambda td: None)
         slow = _loop(env)
     env.close()
     assert fast["next", "done"].any()  # the loop went through resets
@@ -197,7 +197,7 @@ def test_step_boundary_errors_equal_the_public_read_path(monkeypatch):
 
     fast = errors()
     with monkeypatch.context() as m:
-        m.setattr(common, "inner", lambda td: None)
+        m.setattr(_boundary, "inner", lambda td: None)
         assert errors() == fast
     assert [t for t, _ in fast] == [KeyError, ValueError, TypeError, KeyError]
 
