@@ -43,13 +43,13 @@ import itertools
 import os
 import sys
 import time
-import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 import torch.utils._pytree as pytree
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim import _torch_internals as internals
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._inductor import pack_bool, unpack_bool
 
@@ -58,8 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CompiledRollout", "default_steps_per_call"]
 
-
-_CODE_IDS = itertools.count()
 
 #: batch size (number of env rows) up to which several steps are fused per compiled call
 FUSE_UP_TO = 64
@@ -135,7 +133,8 @@ class _TaggedInductor:
     A CUDA graph replays the kernels of one compiled graph on the memory it was captured with;
     it may replay only after a guarded call ran that same compiled graph on inputs at the same
     addresses (tensors the graph reads from the env or the policy, not from the root). Dynamo
-    gives no public handle on which cache entry a call used, so the backend records it.
+    gives no public handle on which cache entry a call used, so the backend records it. Needs
+    the torch internals (:func:`gpusim._torch_internals.inductor_backend`): :meth:`available`.
     """
 
     def __init__(self, options: dict | None = None) -> None:
@@ -144,13 +143,20 @@ class _TaggedInductor:
         self.record = False  # record the next call's input addresses
         self.addresses: tuple = ()
         self._tags = itertools.count()
+        self._compile = internals.inductor_backend(self.options, self._tagged)
 
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-        from torch._inductor.compile_fx import compile_fx
+    @staticmethod
+    def available() -> bool:
+        """Whether the backend can be built (the torch internals are on).
 
-        compiled = compile_fx(gm, example_inputs, config_patches=self.options)
+        Examples:
+            >>> _TaggedInductor.available() == internals.PRIVATE_API
+            True
+        """
+        return internals.PRIVATE_API
+
+    def _tagged(self, compiled: Callable) -> Callable:
         tag = next(self._tags)
-        boxed = getattr(compiled, "_boxed_call", False)
 
         def run(*args: Any) -> Any:
             self.last = tag
@@ -159,9 +165,13 @@ class _TaggedInductor:
                 self.addresses = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else None for a in flat)
             return compiled(*args)
 
-        run._boxed_call = boxed  # type: ignore[attr-defined]
         run._gpusim_tag = tag  # type: ignore[attr-defined]  (see _direct_code)
         return run
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        if self._compile is None:
+            raise RuntimeError("gpusim's tagged Inductor backend needs the torch internals (see gpusim._torch_internals)")
+        return self._compile(gm, example_inputs)
 
 
 def _recapture_reason(captured: "_Captured", tag: int | None, addresses: tuple) -> str:
@@ -174,27 +184,10 @@ def _recapture_reason(captured: "_Captured", tag: int | None, addresses: tuple) 
 
 def _direct_code(body: Callable, tag: int) -> Callable | None:
     """What Dynamo runs for ``body`` once the guards of the cache entry whose compiled graph is
-    ``tag`` pass, as a plain function of ``body``'s arguments (the entry's transformed bytecode with
-    ``body``'s globals and closure), or ``None`` if no entry of ``body``'s code calls that graph
-    (or this torch does not expose its cache entries)."""
-    try:
-        entries = torch._C._dynamo.eval_frame._debug_get_cache_entry_list(body.__code__)
-    except (AttributeError, RuntimeError, TypeError):
-        return None
-    for entry in entries:
-        code = getattr(entry, "code", None)
-        for name in getattr(code, "co_names", ()):
-            if not name.startswith("__compiled_fn"):
-                continue
-            graph = body.__globals__.get(name)
-            while graph is not None and not hasattr(graph, "_gpusim_tag"):
-                graph = getattr(graph, "__wrapped__", None)
-            if graph is not None and graph._gpusim_tag == tag:
-                try:
-                    return types.FunctionType(code, body.__globals__, body.__name__, body.__defaults__, body.__closure__)
-                except (TypeError, ValueError):  # a closure that does not fit the entry's code
-                    return None
-    return None
+    ``tag`` pass, as a plain function of ``body``'s arguments, or ``None`` if no entry of ``body``'s
+    code calls that graph (or the torch internals are off): see
+    :func:`gpusim._torch_internals.entry_function`."""
+    return internals.entry_function(body, lambda graph: getattr(graph, "_gpusim_tag", None) == tag)
 
 
 @dataclasses.dataclass
@@ -221,11 +214,8 @@ class _Captured:
 def _without_guards() -> contextlib.AbstractContextManager:
     """Dynamo's ``skip_guard_eval_unsafe`` stance for the repeated calls of one rollout (the
     guards cost ~20 us per call, a third of a compiled step at 64 envs), unless the caller set a
-    stance of its own (kept as it is)."""
-    stance = getattr(getattr(torch._dynamo, "eval_frame", None), "_stance", None)
-    if stance is None or stance.stance != "default" or stance.skip_guard_eval_unsafe or stance.backend is not None:
-        return contextlib.nullcontext()
-    return torch.compiler.set_stance("default", skip_guard_eval_unsafe=True)
+    stance of their own (:func:`gpusim._torch_internals.skip_guards`)."""
+    return internals.skip_guards()
 
 
 @contextlib.contextmanager
@@ -282,22 +272,9 @@ def _default_options(env: "EnvBase") -> dict:
         >>> sorted(_default_options(gs.CartPoleEnv(batch_size=[4])))
         ['cpp.enable_tiling_heuristics', 'size_asserts']
     """
-    options: dict = {}
-    if SKIP_SIZE_ASSERTS:
-        options["size_asserts"] = False
-    import torch._inductor.config as inductor_config
-
-    if VECTORIZE_STRIDED and _on_cpu(env) and hasattr(inductor_config.cpp, "enable_tiling_heuristics"):
-        options["cpp.enable_tiling_heuristics"] = False
-    return options
-
-
-def _own_code(fn: Callable) -> Callable:
-    """``fn`` with a code object of its own. Dynamo caches compiled graphs per code object (at
-    most ``recompile_limit`` of them): every runner body would otherwise share one cache across
-    all envs, batch sizes and layouts, and the ninth would fail under ``fullgraph=True``."""
-    code = fn.__code__.replace(co_name=f"{fn.__code__.co_name}_{next(_CODE_IDS)}")
-    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+    return internals.inductor_options(
+        skip_size_asserts=SKIP_SIZE_ASSERTS, cpu_strided_vectorize=VECTORIZE_STRIDED and _on_cpu(env)
+    )
 
 
 def _unaliased(leaves: tuple) -> tuple:
@@ -463,7 +440,7 @@ class CompiledRollout:
         self._cuda_graphs = self._wants_cuda_graphs(cuda_graphs, compile_kwargs)
         # direct calls (DIRECT_CALLS) need the same backend as CUDA graphs: it says which compiled
         # graph ran
-        self._direct = DIRECT_CALLS and default and _on_cpu(env) and self._pingpong
+        self._direct = DIRECT_CALLS and default and _on_cpu(env) and self._pingpong and _TaggedInductor.available()
         self._backend = (
             _TaggedInductor(compile_kwargs.get("options")) if self._cuda_graphs or self._direct else None
         )
@@ -490,12 +467,17 @@ class CompiledRollout:
         on_cuda = device is not None and device.type == "cuda"
         if cuda_graphs is None:
             rows = max(1, self.env.batch_size.numel())
-            cuda_graphs = on_cuda and self.mode is None and "backend" not in compile_kwargs and rows <= CUDA_GRAPHS_UP_TO
+            cuda_graphs = (
+                on_cuda and self.mode is None and "backend" not in compile_kwargs and rows <= CUDA_GRAPHS_UP_TO
+                and _TaggedInductor.available()
+            )
         elif cuda_graphs:
             why = (
                 f"the env's device is {device}, not CUDA" if not on_cuda
                 else f"mode={self.mode!r} (PyTorch's own CUDA graphs)" if self.mode is not None
                 else "a backend= of its own" if "backend" in compile_kwargs
+                else "gpusim's torch internals are off (gpusim._torch_internals.PRIVATE_API; "
+                "mode='reduce-overhead' gives PyTorch's own CUDA graphs)" if not _TaggedInductor.available()
                 else None
             )
             if why is not None:
@@ -549,7 +531,7 @@ class CompiledRollout:
         key = (layout.keys, k)
         fn = self._compiled.get(key)
         if fn is None:
-            body = _own_code(self._body(layout, k))
+            body = internals.own_code(self._body(layout, k))
             if self._backend is not None:
                 kwargs = {k: v for k, v in self.compile_kwargs.items() if k != "options"}  # the backend's
                 fn = torch.compile(body, fullgraph=True, backend=self._backend, **kwargs)
