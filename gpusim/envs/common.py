@@ -1835,6 +1835,9 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         if seed is not None and not isinstance(seed, int):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
         self._set_seed(seed)
+        from gpusim.envs import random_actions  # (imports the native envs: not at module level)
+
+        random_actions.note_seed(self, seed)  # rollout()'s random actions follow the env's seed
         if seed is None or static_seed:
             return seed
         return next_seed(seed)
@@ -2106,7 +2109,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             raise ValueError("rollout(auto_reset=False) needs an initial tensordict")
         else:  # continuing from earlier data: rows that ended start a new episode first
             tensordict = self.maybe_reset(tensordict)
-        policy = self.rand_action if policy is None else _policy.rollout_policy(self, policy)
+        if policy is None:  # random actions from the env's own stream, keyed by its seed
+            from gpusim.envs.random_actions import rollout_actions
+
+            policy = rollout_actions(self)
+        else:
+            policy = _policy.rollout_policy(self, policy)
         steps: list[TensorDictBase] = []
         seen_done = None
         for i in range(max_steps):

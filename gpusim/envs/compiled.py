@@ -303,6 +303,34 @@ def _output_buffer(shape: tuple, dtype: torch.dtype, device: torch.device) -> to
     return torch.empty(shape, dtype=dtype, device=device)
 
 
+#: A run from a root of unknown layout learns it from an eager step of deep copies of the env and
+#: the policy (:meth:`CompiledRollout._dry_learn`), not from its own first step: every step of a
+#: run then goes through the compiled graph, so two runs from the same state give the same bits
+#: (an eager first step differs from the compiled one in the last bits of ``sin``/``cos`` and
+#: fused multiply-adds, enough to flip a later action: docs/determinism.md).
+DRY_LAYOUT = True
+
+
+def _copies(env: "EnvBase", policy: Callable, root: TensorDictBase) -> tuple:
+    """Deep copies of ``(env, policy, root)`` (one memo: a policy that holds the env holds the
+    copy), without the env's compiled runners and compiled step (the copy steps eagerly)."""
+    import copy
+
+    memo: dict = {}
+    for module in env.modules():  # an env and the envs it wraps are modules
+        cache = vars(module).get("_compiled_rollouts")  # this runner among them
+        if cache is not None:
+            memo[id(cache)] = {}
+        step = vars(module).get("_compiled_step_and_maybe_reset")
+        if step is not None:
+            memo[id(step)] = None
+    return copy.deepcopy((env, policy, root), memo)
+
+
+def _leaves(td: TensorDictBase) -> list:
+    return [v for _, v in _tensor_items(td)]
+
+
 def _tensor_items(td: TensorDictBase) -> list[tuple]:
     return [(k, v) for k, v in td.items(True, True) if isinstance(v, torch.Tensor)]
 
@@ -420,11 +448,10 @@ class CompiledRollout:
         if compile_kwargs.pop("fullgraph", True) is not True:
             raise ValueError("compiled rollouts always use fullgraph=True")
         self.env = env
-        if policy is None:
-            from gpusim.envs.random_actions import HashRandomPolicy
+        if policy is None:  # the env's own action stream, as env.rollout() without a policy
+            from gpusim.envs.random_actions import rollout_actions
 
-            spec = env.full_action_spec
-            policy = HashRandomPolicy(spec, env.batch_size) if HashRandomPolicy.supports(spec) else env.rand_action
+            policy = rollout_actions(env)
         self.policy = policy
         self.steps_per_call = steps_per_call or default_steps_per_call(max(1, env.batch_size.numel()))
         self.mode = mode
@@ -602,6 +629,26 @@ class CompiledRollout:
             bools=tuple(next_root.get(key).dtype == torch.bool for key in keys),
         )
 
+    def _dry_learn(self, root: TensorDictBase) -> bool:
+        """Learns the layout of ``root``'s steady state from one eager step of deep copies of the
+        env, the policy and ``root`` (:data:`DRY_LAYOUT`), under a forked torch generator: the
+        originals, their counters and the global generator are untouched, so the run's first step
+        is compiled like every other. ``False`` (learn from the run's first step) if a copy fails,
+        or if the copied step gives a next root of other keys than ``root``'s."""
+        if not DRY_LAYOUT:
+            return False
+        try:
+            env, policy, copied = _copies(self.env, self.policy, root)
+        except Exception:  # noqa: BLE001 - something not copyable: learn from the first step
+            return False
+        devices = [d for d in {v.device for v in _leaves(root)} if d.type == "cuda"]
+        with torch.random.fork_rng(devices=devices), torch.no_grad():
+            stepped, nxt = env.step_and_maybe_reset(policy(copied))
+        if _key_set(nxt) != _key_set(root):
+            return False
+        self._learn(stepped, nxt)
+        return True
+
     def _steady(self, root: TensorDictBase) -> _Layout | None:
         """The layout of ``root``'s keys (any order) if a step from such a root was seen."""
         return self._layouts.get(_key_set(root))
@@ -658,14 +705,17 @@ class CompiledRollout:
             )
         k = self.steps_per_call
         layout = self._steady(root)
-        # steps that run eagerly, first: one to learn an unknown layout, and as many as make the
-        # rest a whole number of k-step calls (so one graph per layout is ever compiled)
-        head = 1 + (max_steps - 1) % k if layout is None else max_steps % k
+        learn = layout is None
+        if learn and self._dry_learn(root):  # the layout, from a step of copies (DRY_LAYOUT)
+            layout, learn = self._steady(root), False
+        # steps that run eagerly, first: one to learn an unknown layout if the dry step could not,
+        # and as many as make the rest a whole number of k-step calls (one graph per layout)
+        head = 1 + (max_steps - 1) % k if learn else max_steps % k
         eager = []
         for _ in range(head):
             stepped, root = self.env.step_and_maybe_reset(self.policy(root))
             eager.append(stepped)
-        if layout is None:
+        if learn:
             self._learn(eager[0], root)
             layout = self._steady(root)
         buffers = [_output_buffer((max_steps, *shape), dtype, device) for shape, dtype, device in layout.out_meta]

@@ -92,7 +92,7 @@ class NativeEnv(EnvBase):
             if num_noise > 0
             else None
         )
-        self._set_seed(seed)
+        self.set_seed(seed)  # (the public call: rollout()'s random actions follow the seed too)
 
     def _reset_rows(self, tensordict, masks: ResetMasks, **kwargs):
         # The reset noise of a row is keyed by its episode index (see CounterRNG): the rows of
