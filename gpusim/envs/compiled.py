@@ -15,10 +15,11 @@ them into the buffer).
 Rollouts continue: a runner remembers the data layout of each set of root keys it has seen
 (which keys, in which order, does not matter), so ``runner(T, tensordict=root,
 auto_reset=False)`` from ``runner.last_root()`` (or from :meth:`CompiledRollout.run`'s returned
-root) runs its steps compiled, with no recompilation. The first rollout from a root whose
-layout is unknown (the output of ``env.reset()`` on the first call) runs its first step eagerly
-to learn the layout, and a rollout whose length is not a multiple of ``steps_per_call`` runs the
-steps left over eagerly.
+root) runs its steps compiled, with no recompilation. The layout of a root never seen (the
+output of ``env.reset()`` on the first call) is learnt from an eager step of deep copies of the
+env, the policy and the root, thrown away (:data:`DRY_LAYOUT`): every step of a run is compiled,
+so runs from the same seed repeat bit for bit (``docs/determinism.md``). A rollout whose length
+is not a multiple of ``steps_per_call`` runs the steps left over eagerly, first.
 
 A line is printed on stderr when a compilation starts and when it ends (with its duration);
 ``verbose=False`` or the environment variable ``GPUSIM_COMPILE_VERBOSE=0`` silences it.
@@ -385,15 +386,14 @@ class CompiledRollout:
     Args:
         env: the env (a tensor program: native env, TransformedEnv of one, ...).
         policy: callable reading and writing a tensordict; ``None`` draws uniform random actions
-            from a counter-based stream (:class:`~gpusim.envs.random_actions.HashRandomPolicy`,
-            seeded from torch's global generator) that fuses into the compiled step, or uses
-            ``env.rand_action`` for action specs it cannot draw. The policy's parameters are
+            from the env's own counter-based stream, keyed by the env's seed, as ``env.rollout()``
+            without a policy does (:func:`~gpusim.envs.random_actions.rollout_actions`: it fuses
+            into the compiled step), or uses ``env.rand_action`` for action specs it cannot draw. The policy's parameters are
             inputs of the graph: weights updated in place (by an optimizer) are read at each call.
         steps_per_call: steps fused in one compiled call (``None``:
             :func:`default_steps_per_call`: 2 for batches of at most 64 envs, else 1). A rollout
             of ``T`` steps makes calls of this many steps; the ``T % steps_per_call`` steps left
-            over (and the first step from a root of unknown layout) run eagerly first, so one
-            graph is compiled per layout.
+            over run eagerly first, so one graph is compiled per layout.
         mode: ``torch.compile`` mode (``None``: Inductor's default; ``"reduce-overhead"`` adds
             PyTorch's own CUDA graphs per call, which ``cuda_graphs`` replaces by one per run).
         cuda_graphs: capture a CUDA run's compiled calls after its first (guarded) one in one CUDA
@@ -684,9 +684,10 @@ class CompiledRollout:
         """Runs ``max_steps`` steps from ``root`` and returns ``(data, next_root)``.
 
         ``next_root`` is the root of the step after the last one (finished rows already reset):
-        pass it back to continue the episodes. A root whose keys the runner knows (any order)
-        runs its steps compiled (but ``max_steps % steps_per_call`` eager ones first); otherwise
-        the first step runs eagerly to learn the layout.
+        pass it back to continue the episodes. Its steps run compiled (but ``max_steps %
+        steps_per_call`` eager ones first); the layout of a root of unknown keys is learnt from a
+        step of copies (:data:`DRY_LAYOUT`), or, if the env or the policy cannot be deep-copied,
+        from an eager first step.
 
         Examples:
             >>> import gpusim as gs
