@@ -634,16 +634,17 @@ class CompiledRollout:
         env, the policy and ``root`` (:data:`DRY_LAYOUT`), under a forked torch generator: the
         originals, their counters and the global generator are untouched, so the run's first step
         is compiled like every other. ``False`` (learn from the run's first step) if a copy fails,
-        or if the copied step gives a next root of other keys than ``root``'s."""
+        or the copies fail to step, or give a next root of other keys than ``root``'s."""
         if not DRY_LAYOUT:
             return False
+        devices = [d for d in {v.device for v in _leaves(root)} if d.type == "cuda"]
         try:
             env, policy, copied = _copies(self.env, self.policy, root)
-        except Exception:  # noqa: BLE001 - something not copyable: learn from the first step
+            with torch.random.fork_rng(devices=devices), torch.no_grad():
+                stepped, nxt = env.step_and_maybe_reset(policy(copied))
+        except Exception:  # noqa: BLE001 - not copyable, or a copy that does not step (a
+            # transform that loses its parent in the copy): learn from the run's first step
             return False
-        devices = [d for d in {v.device for v in _leaves(root)} if d.type == "cuda"]
-        with torch.random.fork_rng(devices=devices), torch.no_grad():
-            stepped, nxt = env.step_and_maybe_reset(policy(copied))
         if _key_set(nxt) != _key_set(root):
             return False
         self._learn(stepped, nxt)
