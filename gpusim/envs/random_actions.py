@@ -188,6 +188,13 @@ def _stream_seed(seed: int | None) -> int:
     return next_seed(seed ^ _ACTION_SALT)
 
 
+def _own_rand_action(env: Any) -> bool:
+    """Whether ``env`` or an env it wraps overrides ``EnvBase.rand_action``."""
+    from gpusim.envs.common import EnvBase
+
+    return any(getattr(type(e), "rand_action", None) is not EnvBase.rand_action for e in _chain(env))
+
+
 def _seed_of(env: Any) -> tuple[int | None, int]:
     """The last seed given to ``env`` or to the env it wraps (``base_env``), and when."""
     for inner in _chain(env):
@@ -203,8 +210,9 @@ def rollout_actions(env: Any) -> Callable[[TensorDictBase], TensorDictBase]:
     constructor's ``seed=``; not by ``torch.manual_seed``) and by a counter that advances with each
     step, the same numbers eager and compiled. ``set_seed`` restarts it (in place: a compiled
     graph reading it is not recompiled). An unseeded env's stream is seeded once from torch's
-    global generator; an action spec the hash cannot draw (masks, infinite bounds), and a
-    batch-unlocked env without batch dims, use ``env.rand_action`` (torch's global generator).
+    global generator. An env (or a wrapped env) that writes its own ``rand_action`` (e.g. one that
+    reads a legal-move mask), an action spec the hash cannot draw (masks, infinite bounds), and a
+    batch-unlocked env without batch dims use ``env.rand_action`` (torch's global generator).
 
     Examples:
         >>> from gpusim.envs.native import CartPoleEnv
@@ -217,7 +225,11 @@ def rollout_actions(env: Any) -> Callable[[TensorDictBase], TensorDictBase]:
         (True, True)
     """
     spec = env.full_action_spec
-    if not HashRandomPolicy.supports(spec) or (not env.batch_locked and not env.batch_size):
+    if (
+        _own_rand_action(env)
+        or not HashRandomPolicy.supports(spec)
+        or (not env.batch_locked and not env.batch_size)
+    ):
         return env.rand_action
     seed, generation = _seed_of(env)
     entry = _STREAMS.get(env)
