@@ -19,6 +19,7 @@ Examples:
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import weakref
@@ -176,7 +177,11 @@ def _chain(env: Any) -> list:
     chain = []
     while env is not None:
         chain.append(env)
-        env = getattr(env, "base_env", None)
+        # a class attribute only (a TransformedEnv's property): wrappers of host libraries forward
+        # unknown attributes to the library's env, which may be closed
+        if not isinstance(inspect.getattr_static(type(env), "base_env", None), property):
+            break
+        env = env.base_env
     return chain
 
 

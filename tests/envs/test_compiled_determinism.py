@@ -139,3 +139,31 @@ def test_eager_and_compiled_collectors_on_cartpole_within_the_documented_toleran
                 torch.testing.assert_close(b.get(key), value, rtol=0, atol=1e-5, msg=lambda m: f"{key}: {m}")
             else:
                 assert torch.equal(b.get(key), value), key
+
+
+def test_transform_chains_copy_and_pickle_with_their_containers():
+    """The dry layout step steps deep copies: a transform chain must come back registered in its
+    env (RewardSum reads the env's reset entries through it), copied and pickled alike."""
+    import copy
+    import pickle
+
+    from gpusim.transforms import CatFrames, Compose, InitTracker, RewardSum, StepCounter, TransformedEnv, VecNorm
+
+    def make():
+        return TransformedEnv(
+            gs.CartPoleEnv(batch_size=[4], seed=2, auto_reset_mode="masked"),
+            Compose(StepCounter(max_steps=3), RewardSum(), InitTracker(), CatFrames(2, dim=-1, in_keys=["observation"]),
+                    VecNorm(in_keys=["observation"], decay=0.99)),
+        )
+
+    def policy(td):
+        return td.set("action", (td["observation"][..., 2] > 0).long())
+
+    expected = make().rollout(7, policy, break_when_any_done=False)
+    for clone in (copy.deepcopy(make()), pickle.loads(pickle.dumps(make()))):
+        assert all(t.container is clone for t in clone.transform)
+        _assert_equal(expected, clone.rollout(7, policy, break_when_any_done=False))
+    env = make()
+    runner = CompiledRollout(env, verbose=False)
+    root = env.reset()
+    assert runner._dry_learn(root)  # the run's first step will be compiled too
