@@ -15,6 +15,9 @@ Compiled rollouts (:mod:`gpusim.envs.compiled`) and the Inductor hints
 * Inductor config names passed through ``torch.compile(options=...)`` (``size_asserts``,
   ``cpp.enable_tiling_heuristics``): public API, passed when ``torch._inductor.list_options()``
   lists them (:func:`inductor_options`), internals on or off;
+* ``torch.utils._pytree`` (:data:`pytree`): flattening a tensordict root to the graph's leaves
+  and back (torch 2.13-2.14 have no public pytree module; tensordict registers its containers
+  there). It has no fallback: it is what ``torch.compile`` itself uses;
 * one behaviour, not a name: Dynamo caches graphs per code object, so a runner body gets a code
   object of its own (:func:`own_code`; plain Python, kept whatever the probe says).
 
@@ -48,6 +51,7 @@ import warnings
 from typing import Any, Callable
 
 import torch
+import torch.utils._pytree as pytree
 
 __all__ = [
     "PRIVATE_API",
@@ -58,6 +62,7 @@ __all__ = [
     "inductor_backend",
     "inductor_options",
     "own_code",
+    "pytree",
     "skip_guards",
 ]
 

@@ -47,10 +47,10 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
-import torch.utils._pytree as pytree
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim import _torch_internals as internals
+from gpusim._torch_internals import pytree
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._inductor import pack_bool, unpack_bool
 
