@@ -20,7 +20,12 @@ Engines (``compile=False|True``, or TorchRL's ``compile_policy=``):
   layout; a line on stderr tells when the compilation starts and ends (``compile={"verbose":
   False}`` or ``GPUSIM_COMPILE_VERBOSE=0`` silences it).
 
-Both engines give the same data for the same seed and a deterministic policy.
+Both engines give the same data for the same seed and a deterministic policy where the arithmetic
+is exact (integers, random actions, plain ``+ - * /``); float ops that eager and compiled code
+round differently (``sin``, ``cos``, fused multiply-adds, reductions) differ in the last bit,
+which a chaotic env can grow into other actions over a long run: ``docs/determinism.md`` lists
+them. Each engine repeats its own data bit for bit. Random actions (no policy, or
+``init_random_frames``) follow the env's seed, not ``torch.manual_seed``.
 
 Episode statistics for logging: :meth:`Collector.episode_stats` gives the returns and lengths of
 the episodes that ended in the last batch (running sums per row are carried across batches, so
@@ -54,6 +59,7 @@ from torch import nn
 from gpusim.collectors._episodes import EpisodeTracker, TrajIds, ended_rows, split_trajectories, step_reward
 from gpusim.envs.common import EnvBase
 from gpusim.envs.compiled import CompiledRollout, default_steps_per_call
+from gpusim.envs.random_actions import rollout_actions
 from gpusim.envs.rollout import stack_rollout
 from gpusim.envs.utils import ExplorationType
 
@@ -343,11 +349,11 @@ class Collector:
         random_batch = self._frames < self.init_random_frames
         with torch.no_grad(), set_interaction_type(self.exploration_type):
             if random_batch:
-                data, self._root = self._eager(self._root, env.rand_action)
+                data, self._root = self._eager(self._root, rollout_actions(env))
             elif self.compiled:
                 data, self._root = self._compiled_runner().run(self.steps_per_batch, self._root)
             elif self.policy is None:
-                data, self._root = self._eager(self._root, env.rand_action)
+                data, self._root = self._eager(self._root, rollout_actions(env))
             else:
                 data, self._root = self._eager(self._root, self.policy)
         nb = len(env.batch_size)

@@ -661,6 +661,9 @@ class AsyncEnvPool(EnvBase):
             True
             >>> a.close(); b.close()
         """
+        from gpusim.envs.random_actions import note_seed
+
+        note_seed(self, seed)  # rollout()'s random actions follow the seed (EnvBase.set_seed)
         for i in range(self.num_envs):
             seed = self._control(i, "seed", (seed, static_seed))
         return seed

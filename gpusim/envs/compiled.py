@@ -15,10 +15,11 @@ them into the buffer).
 Rollouts continue: a runner remembers the data layout of each set of root keys it has seen
 (which keys, in which order, does not matter), so ``runner(T, tensordict=root,
 auto_reset=False)`` from ``runner.last_root()`` (or from :meth:`CompiledRollout.run`'s returned
-root) runs its steps compiled, with no recompilation. The first rollout from a root whose
-layout is unknown (the output of ``env.reset()`` on the first call) runs its first step eagerly
-to learn the layout, and a rollout whose length is not a multiple of ``steps_per_call`` runs the
-steps left over eagerly.
+root) runs its steps compiled, with no recompilation. The layout of a root never seen (the
+output of ``env.reset()`` on the first call) is learnt from an eager step of deep copies of the
+env, the policy and the root, thrown away (:data:`DRY_LAYOUT`): every step of a run is compiled,
+so runs from the same seed repeat bit for bit (``docs/determinism.md``). A rollout whose length
+is not a multiple of ``steps_per_call`` runs the steps left over eagerly, first.
 
 A line is printed on stderr when a compilation starts and when it ends (with its duration);
 ``verbose=False`` or the environment variable ``GPUSIM_COMPILE_VERBOSE=0`` silences it.
@@ -43,13 +44,13 @@ import itertools
 import os
 import sys
 import time
-import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
-import torch.utils._pytree as pytree
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim import _torch_internals as internals
+from gpusim._torch_internals import pytree
 from gpusim.envs._compile_errors import explain_compile_errors
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._inductor import pack_bool, unpack_bool
@@ -59,8 +60,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CompiledRollout", "default_steps_per_call"]
 
-
-_CODE_IDS = itertools.count()
 
 #: batch size (number of env rows) up to which several steps are fused per compiled call
 FUSE_UP_TO = 64
@@ -136,7 +135,8 @@ class _TaggedInductor:
     A CUDA graph replays the kernels of one compiled graph on the memory it was captured with;
     it may replay only after a guarded call ran that same compiled graph on inputs at the same
     addresses (tensors the graph reads from the env or the policy, not from the root). Dynamo
-    gives no public handle on which cache entry a call used, so the backend records it.
+    gives no public handle on which cache entry a call used, so the backend records it. Needs
+    the torch internals (:func:`gpusim._torch_internals.inductor_backend`): :meth:`available`.
     """
 
     def __init__(self, options: dict | None = None) -> None:
@@ -145,13 +145,20 @@ class _TaggedInductor:
         self.record = False  # record the next call's input addresses
         self.addresses: tuple = ()
         self._tags = itertools.count()
+        self._compile = internals.inductor_backend(self.options, self._tagged)
 
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-        from torch._inductor.compile_fx import compile_fx
+    @staticmethod
+    def available() -> bool:
+        """Whether the backend can be built (the torch internals are on).
 
-        compiled = compile_fx(gm, example_inputs, config_patches=self.options)
+        Examples:
+            >>> _TaggedInductor.available() == internals.PRIVATE_API
+            True
+        """
+        return internals.PRIVATE_API
+
+    def _tagged(self, compiled: Callable) -> Callable:
         tag = next(self._tags)
-        boxed = getattr(compiled, "_boxed_call", False)
 
         def run(*args: Any) -> Any:
             self.last = tag
@@ -160,9 +167,13 @@ class _TaggedInductor:
                 self.addresses = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else None for a in flat)
             return compiled(*args)
 
-        run._boxed_call = boxed  # type: ignore[attr-defined]
         run._gpusim_tag = tag  # type: ignore[attr-defined]  (see _direct_code)
         return run
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        if self._compile is None:
+            raise RuntimeError("gpusim's tagged Inductor backend needs the torch internals (see gpusim._torch_internals)")
+        return self._compile(gm, example_inputs)
 
 
 def _recapture_reason(captured: "_Captured", tag: int | None, addresses: tuple) -> str:
@@ -175,27 +186,10 @@ def _recapture_reason(captured: "_Captured", tag: int | None, addresses: tuple) 
 
 def _direct_code(body: Callable, tag: int) -> Callable | None:
     """What Dynamo runs for ``body`` once the guards of the cache entry whose compiled graph is
-    ``tag`` pass, as a plain function of ``body``'s arguments (the entry's transformed bytecode with
-    ``body``'s globals and closure), or ``None`` if no entry of ``body``'s code calls that graph
-    (or this torch does not expose its cache entries)."""
-    try:
-        entries = torch._C._dynamo.eval_frame._debug_get_cache_entry_list(body.__code__)
-    except (AttributeError, RuntimeError, TypeError):
-        return None
-    for entry in entries:
-        code = getattr(entry, "code", None)
-        for name in getattr(code, "co_names", ()):
-            if not name.startswith("__compiled_fn"):
-                continue
-            graph = body.__globals__.get(name)
-            while graph is not None and not hasattr(graph, "_gpusim_tag"):
-                graph = getattr(graph, "__wrapped__", None)
-            if graph is not None and graph._gpusim_tag == tag:
-                try:
-                    return types.FunctionType(code, body.__globals__, body.__name__, body.__defaults__, body.__closure__)
-                except (TypeError, ValueError):  # a closure that does not fit the entry's code
-                    return None
-    return None
+    ``tag`` pass, as a plain function of ``body``'s arguments, or ``None`` if no entry of ``body``'s
+    code calls that graph (or the torch internals are off): see
+    :func:`gpusim._torch_internals.entry_function`."""
+    return internals.entry_function(body, lambda graph: getattr(graph, "_gpusim_tag", None) == tag)
 
 
 @dataclasses.dataclass
@@ -222,11 +216,8 @@ class _Captured:
 def _without_guards() -> contextlib.AbstractContextManager:
     """Dynamo's ``skip_guard_eval_unsafe`` stance for the repeated calls of one rollout (the
     guards cost ~20 us per call, a third of a compiled step at 64 envs), unless the caller set a
-    stance of its own (kept as it is)."""
-    stance = getattr(getattr(torch._dynamo, "eval_frame", None), "_stance", None)
-    if stance is None or stance.stance != "default" or stance.skip_guard_eval_unsafe or stance.backend is not None:
-        return contextlib.nullcontext()
-    return torch.compiler.set_stance("default", skip_guard_eval_unsafe=True)
+    stance of their own (:func:`gpusim._torch_internals.skip_guards`)."""
+    return internals.skip_guards()
 
 
 @contextlib.contextmanager
@@ -283,22 +274,9 @@ def _default_options(env: "EnvBase") -> dict:
         >>> sorted(_default_options(gs.CartPoleEnv(batch_size=[4])))
         ['cpp.enable_tiling_heuristics', 'size_asserts']
     """
-    options: dict = {}
-    if SKIP_SIZE_ASSERTS:
-        options["size_asserts"] = False
-    import torch._inductor.config as inductor_config
-
-    if VECTORIZE_STRIDED and _on_cpu(env) and hasattr(inductor_config.cpp, "enable_tiling_heuristics"):
-        options["cpp.enable_tiling_heuristics"] = False
-    return options
-
-
-def _own_code(fn: Callable) -> Callable:
-    """``fn`` with a code object of its own. Dynamo caches compiled graphs per code object (at
-    most ``recompile_limit`` of them): every runner body would otherwise share one cache across
-    all envs, batch sizes and layouts, and the ninth would fail under ``fullgraph=True``."""
-    code = fn.__code__.replace(co_name=f"{fn.__code__.co_name}_{next(_CODE_IDS)}")
-    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+    return internals.inductor_options(
+        skip_size_asserts=SKIP_SIZE_ASSERTS, cpu_strided_vectorize=VECTORIZE_STRIDED and _on_cpu(env)
+    )
 
 
 def _unaliased(leaves: tuple) -> tuple:
@@ -325,6 +303,34 @@ def _output_buffer(shape: tuple, dtype: torch.dtype, device: torch.device) -> to
     if device.type == "cpu":
         return rollout_empty(shape, dtype)
     return torch.empty(shape, dtype=dtype, device=device)
+
+
+#: A run from a root of unknown layout learns it from an eager step of deep copies of the env and
+#: the policy (:meth:`CompiledRollout._dry_learn`), not from its own first step: every step of a
+#: run then goes through the compiled graph, so two runs from the same state give the same bits
+#: (an eager first step differs from the compiled one in the last bits of ``sin``/``cos`` and
+#: fused multiply-adds, enough to flip a later action: docs/determinism.md).
+DRY_LAYOUT = True
+
+
+def _copies(env: "EnvBase", policy: Callable, root: TensorDictBase) -> tuple:
+    """Deep copies of ``(env, policy, root)`` (one memo: a policy that holds the env holds the
+    copy), without the env's compiled runners and compiled step (the copy steps eagerly)."""
+    import copy
+
+    memo: dict = {}
+    for module in env.modules():  # an env and the envs it wraps are modules
+        cache = vars(module).get("_compiled_rollouts")  # this runner among them
+        if cache is not None:
+            memo[id(cache)] = {}
+        step = vars(module).get("_compiled_step_and_maybe_reset")
+        if step is not None:
+            memo[id(step)] = None
+    return copy.deepcopy((env, policy, root), memo)
+
+
+def _leaves(td: TensorDictBase) -> list:
+    return [v for _, v in _tensor_items(td)]
 
 
 def _tensor_items(td: TensorDictBase) -> list[tuple]:
@@ -381,15 +387,14 @@ class CompiledRollout:
     Args:
         env: the env (a tensor program: native env, TransformedEnv of one, ...).
         policy: callable reading and writing a tensordict; ``None`` draws uniform random actions
-            from a counter-based stream (:class:`~gpusim.envs.random_actions.HashRandomPolicy`,
-            seeded from torch's global generator) that fuses into the compiled step, or uses
-            ``env.rand_action`` for action specs it cannot draw. The policy's parameters are
+            from the env's own counter-based stream, keyed by the env's seed, as ``env.rollout()``
+            without a policy does (:func:`~gpusim.envs.random_actions.rollout_actions`: it fuses
+            into the compiled step), or uses ``env.rand_action`` for action specs it cannot draw. The policy's parameters are
             inputs of the graph: weights updated in place (by an optimizer) are read at each call.
         steps_per_call: steps fused in one compiled call (``None``:
             :func:`default_steps_per_call`: 2 for batches of at most 64 envs, else 1). A rollout
             of ``T`` steps makes calls of this many steps; the ``T % steps_per_call`` steps left
-            over (and the first step from a root of unknown layout) run eagerly first, so one
-            graph is compiled per layout.
+            over run eagerly first, so one graph is compiled per layout.
         mode: ``torch.compile`` mode (``None``: Inductor's default; ``"reduce-overhead"`` adds
             PyTorch's own CUDA graphs per call, which ``cuda_graphs`` replaces by one per run).
         cuda_graphs: capture a CUDA run's compiled calls after its first (guarded) one in one CUDA
@@ -444,11 +449,10 @@ class CompiledRollout:
         if compile_kwargs.pop("fullgraph", True) is not True:
             raise ValueError("compiled rollouts always use fullgraph=True")
         self.env = env
-        if policy is None:
-            from gpusim.envs.random_actions import HashRandomPolicy
+        if policy is None:  # the env's own action stream, as env.rollout() without a policy
+            from gpusim.envs.random_actions import rollout_actions
 
-            spec = env.full_action_spec
-            policy = HashRandomPolicy(spec, env.batch_size) if HashRandomPolicy.supports(spec) else env.rand_action
+            policy = rollout_actions(env)
         self.policy = policy
         self.steps_per_call = steps_per_call or default_steps_per_call(max(1, env.batch_size.numel()))
         self.mode = mode
@@ -464,7 +468,7 @@ class CompiledRollout:
         self._cuda_graphs = self._wants_cuda_graphs(cuda_graphs, compile_kwargs)
         # direct calls (DIRECT_CALLS) need the same backend as CUDA graphs: it says which compiled
         # graph ran
-        self._direct = DIRECT_CALLS and default and _on_cpu(env) and self._pingpong
+        self._direct = DIRECT_CALLS and default and _on_cpu(env) and self._pingpong and _TaggedInductor.available()
         self._backend = (
             _TaggedInductor(compile_kwargs.get("options")) if self._cuda_graphs or self._direct else None
         )
@@ -491,12 +495,17 @@ class CompiledRollout:
         on_cuda = device is not None and device.type == "cuda"
         if cuda_graphs is None:
             rows = max(1, self.env.batch_size.numel())
-            cuda_graphs = on_cuda and self.mode is None and "backend" not in compile_kwargs and rows <= CUDA_GRAPHS_UP_TO
+            cuda_graphs = (
+                on_cuda and self.mode is None and "backend" not in compile_kwargs and rows <= CUDA_GRAPHS_UP_TO
+                and _TaggedInductor.available()
+            )
         elif cuda_graphs:
             why = (
                 f"the env's device is {device}, not CUDA" if not on_cuda
                 else f"mode={self.mode!r} (PyTorch's own CUDA graphs)" if self.mode is not None
                 else "a backend= of its own" if "backend" in compile_kwargs
+                else "gpusim's torch internals are off (gpusim._torch_internals.PRIVATE_API; "
+                "mode='reduce-overhead' gives PyTorch's own CUDA graphs)" if not _TaggedInductor.available()
                 else None
             )
             if why is not None:
@@ -550,7 +559,7 @@ class CompiledRollout:
         key = (layout.keys, k)
         fn = self._compiled.get(key)
         if fn is None:
-            body = _own_code(self._body(layout, k))
+            body = internals.own_code(self._body(layout, k))
             if self._backend is not None:
                 kwargs = {k: v for k, v in self.compile_kwargs.items() if k != "options"}  # the backend's
                 fn = torch.compile(body, fullgraph=True, backend=self._backend, **kwargs)
@@ -622,6 +631,27 @@ class CompiledRollout:
             bools=tuple(next_root.get(key).dtype == torch.bool for key in keys),
         )
 
+    def _dry_learn(self, root: TensorDictBase) -> bool:
+        """Learns the layout of ``root``'s steady state from one eager step of deep copies of the
+        env, the policy and ``root`` (:data:`DRY_LAYOUT`), under a forked torch generator: the
+        originals, their counters and the global generator are untouched, so the run's first step
+        is compiled like every other. ``False`` (learn from the run's first step) if a copy fails,
+        or the copies fail to step, or give a next root of other keys than ``root``'s."""
+        if not DRY_LAYOUT:
+            return False
+        devices = [d for d in {v.device for v in _leaves(root)} if d.type == "cuda"]
+        try:
+            env, policy, copied = _copies(self.env, self.policy, root)
+            with torch.random.fork_rng(devices=devices), torch.no_grad():
+                stepped, nxt = env.step_and_maybe_reset(policy(copied))
+        except Exception:  # noqa: BLE001 - not copyable, or a copy that does not step (a
+            # transform that loses its parent in the copy): learn from the run's first step
+            return False
+        if _key_set(nxt) != _key_set(root):
+            return False
+        self._learn(stepped, nxt)
+        return True
+
     def _steady(self, root: TensorDictBase) -> _Layout | None:
         """The layout of ``root``'s keys (any order) if a step from such a root was seen."""
         return self._layouts.get(_key_set(root))
@@ -658,9 +688,10 @@ class CompiledRollout:
         """Runs ``max_steps`` steps from ``root`` and returns ``(data, next_root)``.
 
         ``next_root`` is the root of the step after the last one (finished rows already reset):
-        pass it back to continue the episodes. A root whose keys the runner knows (any order)
-        runs its steps compiled (but ``max_steps % steps_per_call`` eager ones first); otherwise
-        the first step runs eagerly to learn the layout.
+        pass it back to continue the episodes. Its steps run compiled (but ``max_steps %
+        steps_per_call`` eager ones first); the layout of a root of unknown keys is learnt from a
+        step of copies (:data:`DRY_LAYOUT`), or, if the env or the policy cannot be deep-copied,
+        from an eager first step.
 
         Examples:
             >>> import gpusim as gs
@@ -679,11 +710,14 @@ class CompiledRollout:
             )
         k = self.steps_per_call
         layout = self._steady(root)
-        # steps that run eagerly, first: one to learn an unknown layout, and as many as make the
-        # rest a whole number of k-step calls (so one graph per layout is ever compiled)
-        head = 1 + (max_steps - 1) % k if layout is None else max_steps % k
+        learn = layout is None
+        if learn and self._dry_learn(root):  # the layout, from a step of copies (DRY_LAYOUT)
+            layout, learn = self._steady(root), False
+        # steps that run eagerly, first: one to learn an unknown layout if the dry step could not,
+        # and as many as make the rest a whole number of k-step calls (one graph per layout)
+        head = 1 + (max_steps - 1) % k if learn else max_steps % k
         eager, root = self.env.step_pipeline.run(root, self.policy, head)
-        if layout is None:
+        if learn:
             self._learn(eager[0], root)
             layout = self._steady(root)
         buffers = [_output_buffer((max_steps, *shape), dtype, device) for shape, dtype, device in layout.out_meta]

@@ -19,7 +19,11 @@ Examples:
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import math
+import weakref
+from typing import Any, Callable
 
 import torch
 from tensordict import TensorDictBase
@@ -28,7 +32,7 @@ from gpusim.envs._keys import leaf_keys
 from gpusim.envs.native.rng import CounterRNG
 from gpusim.specs import Binary, Bounded, Categorical, Composite, OneHot
 
-__all__ = ["HashRandomPolicy"]
+__all__ = ["HashRandomPolicy", "note_seed", "rollout_actions"]
 
 
 def _supported(spec) -> bool:
@@ -141,3 +145,103 @@ class HashRandomPolicy:
                 value = torch.addcmul(low, part.reshape(spec.shape), high - low).to(spec.dtype)
             tensordict.set(key, value)
         return tensordict
+
+
+# ---------------------------------------------------------------- the env's own action stream
+_ACTION_SALT = 0x2545F4914F6CDD1D  # keys the action stream apart from the env's own streams
+_SEEDS: "weakref.WeakKeyDictionary[Any, tuple[int | None, int]]" = weakref.WeakKeyDictionary()
+_STREAMS: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
+_GENERATIONS = itertools.count(1)
+
+
+def note_seed(env: Any, seed: int | None) -> None:
+    """Records that ``env`` was seeded with ``seed`` (called by ``EnvBase.set_seed``): the random
+    actions of its rollouts without a policy (:func:`rollout_actions`) start over from ``seed``.
+
+    Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> env = CartPoleEnv(batch_size=[2])
+        >>> note_seed(env, 5)
+        >>> torch.equal(rollout_actions(env)(env.reset())["action"], (note_seed(env, 5), rollout_actions(env))[1](env.reset())["action"])
+        True
+    """
+    _SEEDS[env] = record = (seed, next(_GENERATIONS))
+    for owner, entry in list(_STREAMS.items()):  # restarted now: a compiled runner holds it
+        if env in _chain(owner) and _seed_of(owner) == record:
+            entry[0].rng.manual_seed(_stream_seed(seed))
+            entry[1] = record[1]
+
+
+def _chain(env: Any) -> list:
+    """``env`` and the envs it wraps (``base_env``)."""
+    chain = []
+    while env is not None:
+        chain.append(env)
+        # a class attribute only (a TransformedEnv's property): wrappers of host libraries forward
+        # unknown attributes to the library's env, which may be closed
+        if not isinstance(inspect.getattr_static(type(env), "base_env", None), property):
+            break
+        env = env.base_env
+    return chain
+
+
+def _stream_seed(seed: int | None) -> int:
+    if seed is None:  # an unseeded env: torch's global generator picks the stream
+        return int(torch.randint(0, 2**31 - 1, ()))
+    from gpusim.envs._seeding import next_seed
+
+    return next_seed(seed ^ _ACTION_SALT)
+
+
+def _own_rand_action(env: Any) -> bool:
+    """Whether ``env`` or an env it wraps overrides ``EnvBase.rand_action``."""
+    from gpusim.envs.common import EnvBase
+
+    return any(getattr(type(e), "rand_action", None) is not EnvBase.rand_action for e in _chain(env))
+
+
+def _seed_of(env: Any) -> tuple[int | None, int]:
+    """The last seed given to ``env`` or to the env it wraps (``base_env``), and when."""
+    for inner in _chain(env):
+        record = _SEEDS.get(inner)
+        if record is not None:
+            return record
+    return None, 0
+
+
+def rollout_actions(env: Any) -> Callable[[TensorDictBase], TensorDictBase]:
+    """The random actions of ``env.rollout()`` and of compiled rollouts without a policy: a
+    :class:`HashRandomPolicy` owned by ``env``, keyed by the env's seed (``set_seed`` or the
+    constructor's ``seed=``; not by ``torch.manual_seed``) and by a counter that advances with each
+    step, the same numbers eager and compiled. ``set_seed`` restarts it (in place: a compiled
+    graph reading it is not recompiled). An unseeded env's stream is seeded once from torch's
+    global generator. An env (or a wrapped env) that writes its own ``rand_action`` (e.g. one that
+    reads a legal-move mask), an action spec the hash cannot draw (masks, infinite bounds), and a
+    batch-unlocked env without batch dims use ``env.rand_action`` (torch's global generator).
+
+    Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> env = CartPoleEnv(batch_size=[3], seed=0)
+        >>> policy = rollout_actions(env)
+        >>> first = policy(env.reset())["action"]
+        >>> _ = torch.manual_seed(123)  # no effect on the env's actions
+        >>> _ = env.set_seed(0)
+        >>> rollout_actions(env) is policy, torch.equal(policy(env.reset())["action"], first)
+        (True, True)
+    """
+    spec = env.full_action_spec
+    if (
+        _own_rand_action(env)
+        or not HashRandomPolicy.supports(spec)
+        or (not env.batch_locked and not env.batch_size)
+    ):
+        return env.rand_action
+    seed, generation = _seed_of(env)
+    entry = _STREAMS.get(env)
+    if entry is None or entry[0].keys != leaf_keys(spec) or entry[0].batch_size != env.batch_size:
+        entry = [HashRandomPolicy(spec, env.batch_size, seed=_stream_seed(seed)), generation]
+        _STREAMS[env] = entry
+    elif entry[1] != generation:
+        entry[0].rng.manual_seed(_stream_seed(seed))
+        entry[1] = generation
+    return entry[0]

@@ -287,7 +287,12 @@ class RolloutMixin:
             raise ValueError("rollout(auto_reset=False) needs an initial tensordict")
         else:  # continuing from earlier data: rows that ended start a new episode first
             tensordict = self.maybe_reset(tensordict)
-        policy = self.rand_action if policy is None else _policy.rollout_policy(self, policy)
+        if policy is None:  # random actions from the env's own stream, keyed by its seed
+            from gpusim.envs.random_actions import rollout_actions
+
+            policy = rollout_actions(self)
+        else:
+            policy = _policy.rollout_policy(self, policy)
         if auto_cast_to_device:
             policy = _cast_to(self.device, policy)
         steps, _ = self.step_pipeline.run(

@@ -99,6 +99,9 @@ class EnvSampling:
         if seed is not None and not isinstance(seed, int):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
         self._set_seed(seed)
+        from gpusim.envs import random_actions  # (imports the native envs: not at module level)
+
+        random_actions.note_seed(self, seed)  # rollout()'s random actions follow the env's seed
         if seed is None or static_seed:
             return seed
         return next_seed(seed)

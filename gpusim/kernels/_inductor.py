@@ -5,8 +5,9 @@ Inductor inlines a pointwise node into every consumer unless its heuristics real
 for every row of a ``[B, F]`` consumer (a square root and divisions per element), and a
 pointwise stack read by several reductions is rebuilt in each. :func:`realized` asks Inductor to
 write the value once to a buffer of its own (``prims.inductor_force_stride_order``, the prim
-Inductor lowers to a realized buffer in the given stride order); outside tracing it returns its
-input unchanged.
+Inductor lowers to a realized buffer in the given stride order: a torch internal, used through
+:func:`gpusim._torch_internals.force_realize`); outside tracing, or with the internals off, it
+returns its input unchanged.
 
 Inductor's C++ code (torch 2.13) loads and stores bool tensors through the generic 64-lane
 ``Vectorized<bool>``, a scalar byte loop: a compare stored to a bool buffer measured 497 us per
@@ -25,6 +26,8 @@ Examples:
 from __future__ import annotations
 
 import torch
+
+from gpusim._torch_internals import force_realize
 
 __all__ = ["in_cpu_graph", "pack_bool", "realized", "unpack_bool"]
 
@@ -55,9 +58,7 @@ def realized(x: torch.Tensor) -> torch.Tensor:
         >>> realized(torch.arange(3)).tolist()
         [0, 1, 2]
     """
-    if not torch.compiler.is_compiling():
-        return x
-    return torch.ops.prims.inductor_force_stride_order.default(x, x.stride())
+    return force_realize(x)
 
 
 def pack_bool(flag: torch.Tensor) -> torch.Tensor:

@@ -54,7 +54,7 @@ from gpusim.transforms.actions import ActionMask, DiscreteActionProjection
 from gpusim.transforms.checks import FiniteTensorDictCheck
 from gpusim.transforms.crop import RandomCropTensorDict
 from gpusim.transforms.pixels import CenterCrop, GrayScale, Resize, ToTensorImage
-from gpusim.transforms.rl_models import KLRewardTransform, R3MTransform, VC1Transform, VIPRewardTransform, VIPTransform
+from gpusim.transforms.rl_models import KLRewardTransform
 from gpusim.transforms.loggers import CSVLogger, Logger
 from gpusim.transforms.recorders import TensorDictRecorder, VideoRecorder
 from gpusim.transforms.action_maps import ActionScaling, FlattenAction
@@ -82,14 +82,17 @@ from gpusim.transforms.macro import (
     MacroPrimitiveTransform,
     TargetMacroAction,
 )
-from gpusim.transforms.robot_macros import (
+# domain-specific ports live in gpusim.contrib; re-exported here because TorchRL users import
+# them from torchrl.envs(.transforms)
+from gpusim.contrib.pretrained import R3MTransform, VC1Transform, VIPRewardTransform, VIPTransform
+from gpusim.contrib.robot_macros import (
     CartesianSolver,
     RobotMacroAction,
     RobotMacroActionMode,
     URScriptPrimitive,
     URScriptPrimitiveTransform,
 )
-from gpusim.transforms.satellite import SatelliteAttitudeTransform, SatelliteMacroAction
+from gpusim.contrib.satellite import SatelliteAttitudeTransform, SatelliteMacroAction
 from gpusim.transforms.next_obs_delta import NextObservationDelta
 from gpusim.transforms.multi_action import MultiAction
 from gpusim.transforms.multi_step import MultiStepTransform

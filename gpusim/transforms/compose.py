@@ -489,6 +489,13 @@ class Compose(Transform):
         for t in self.transforms:
             t.close()
 
+    def __setstate__(self, state: dict) -> None:
+        # a transform pickles (and deep-copies) without its container (Transform.__getstate__):
+        # a Compose rebuilt from its state registers its members again
+        super().__setstate__(state)
+        for t in self.transforms:
+            t.set_container(self)
+
     def __repr__(self) -> str:
         inner = ",\n".join("    " + "\n    ".join(repr(t).split("\n")) for t in self.transforms)
         return f"Compose(\n{inner})" if inner else "Compose()"

@@ -10,8 +10,8 @@ transform)`` so the parent env runs the ``T`` base steps in one outer step (Torc
 
 Subclasses specialise three hooks: ``_resolve`` (macro action -> ``(start, target, steps,
 settle_steps)``), ``current_action`` (the interpolation start) and the policy-facing action spec
-(``_macro_fields``, the fields that ``transform_input_spec`` puts under the action key). See :mod:`gpusim.transforms.robot_macros` (a UR-style arm) and
-:mod:`gpusim.transforms.satellite` (CMG attitude slews).
+(``_macro_fields``, the fields that ``transform_input_spec`` puts under the action key). See :mod:`gpusim.contrib.robot_macros` (a UR-style arm) and
+:mod:`gpusim.contrib.satellite` (CMG attitude slews).
 
 The sequence length is a shape, so the ``steps`` / ``settle_steps`` of a structured action are
 read on the host, once per expansion (one transfer for all the scalars a transform needs); every
@@ -54,7 +54,7 @@ class MacroPrimitive(IntEnum):
     """The generic primitive ids: hold the start action (``WAIT``) or move to a target (``MOVE``).
 
     ``str()`` gives the lower-case name. Domain transforms extend the vocabulary with their own
-    enums (e.g. :class:`~gpusim.transforms.robot_macros.URScriptPrimitive`).
+    enums (e.g. :class:`~gpusim.contrib.robot_macros.URScriptPrimitive`).
 
     Examples:
         >>> int(MacroPrimitive.MOVE), str(MacroPrimitive.WAIT)

@@ -1,13 +1,12 @@
-"""Model-based transforms: ``KLRewardTransform`` and the pretrained-embedding transforms.
+"""Model-based transforms: ``KLRewardTransform``.
 
 ``KLRewardTransform`` penalizes the reward with ``KL[pi_current || pi_0]`` estimated from the
 action taken: ``reward - coef * (log pi_current(a) - log pi_0(a))``, where ``pi_0`` is a frozen
 copy of the actor given at construction and ``log pi_current(a)`` is the log-probability the
 policy wrote next to its action.
 
-``R3MTransform``, ``VIPTransform``, ``VIPRewardTransform`` and ``VC1Transform`` wrap pretrained
-vision networks that TorchRL downloads; gpusim does not ship or download model weights, so
-these are out of scope for now and raise ``NotImplementedError`` when built.
+TorchRL's pretrained-embedding transforms (``R3MTransform``, ``VIPTransform``, ...) live in
+:mod:`gpusim.contrib.pretrained`.
 
 Examples:
     >>> import torch
@@ -35,7 +34,7 @@ from gpusim.specs import Bounded, Composite, Unbounded
 from gpusim.transforms._spec_utils import OUTPUT_SPECS, check_finite_number, require_keys
 from gpusim.transforms.transform import Transform
 
-__all__ = ["KLRewardTransform", "R3MTransform", "VIPTransform", "VIPRewardTransform", "VC1Transform"]
+__all__ = ["KLRewardTransform"]
 
 
 def _freeze(actor: Any) -> Any:
@@ -203,81 +202,3 @@ class KLRewardTransform(Transform):
 
     def __repr__(self) -> str:
         return f"KLRewardTransform(coef={self.coef}, in_keys={self.in_keys}, out_keys={self.out_keys})"
-
-
-class _PretrainedModelTransform(Transform):
-    """A transform that needs pretrained weights gpusim does not provide."""
-
-    _model = "a pretrained network"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(
-            f"{type(self).__name__} embeds observations with {self._model}; pretrained-model transforms "
-            "are out of scope for gpusim for now (gpusim ships no weights and downloads nothing). "
-            "Compute the embedding with your own module in a Transform subclass, or use TorchRL's "
-            f"{type(self).__name__}."
-        )
-
-
-class R3MTransform(_PretrainedModelTransform):
-    """R3M embedding transform (out of scope: raises ``NotImplementedError``).
-
-    Raises:
-        NotImplementedError: always (gpusim ships no pretrained weights).
-
-    Examples:
-        >>> R3MTransform()  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: R3MTransform embeds observations with the pretrained R3M ResNet; ...
-    """
-
-    _model = "the pretrained R3M ResNet"
-
-
-class VIPTransform(_PretrainedModelTransform):
-    """VIP embedding transform (out of scope: raises ``NotImplementedError``).
-
-    Raises:
-        NotImplementedError: always (gpusim ships no pretrained weights).
-
-    Examples:
-        >>> VIPTransform()  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: VIPTransform embeds observations with the pretrained VIP ResNet; ...
-    """
-
-    _model = "the pretrained VIP ResNet"
-
-
-class VIPRewardTransform(_PretrainedModelTransform):
-    """VIP embedding-similarity reward (out of scope: raises ``NotImplementedError``).
-
-    Raises:
-        NotImplementedError: always (gpusim ships no pretrained weights).
-
-    Examples:
-        >>> VIPRewardTransform()  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: VIPRewardTransform embeds observations with the pretrained VIP ResNet; ...
-    """
-
-    _model = "the pretrained VIP ResNet"
-
-
-class VC1Transform(_PretrainedModelTransform):
-    """VC-1 embedding transform (out of scope: raises ``NotImplementedError``).
-
-    Raises:
-        NotImplementedError: always (gpusim ships no pretrained weights).
-
-    Examples:
-        >>> VC1Transform()  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: VC1Transform embeds observations with the pretrained VC-1 ViT; ...
-    """
-
-    _model = "the pretrained VC-1 ViT"

@@ -752,6 +752,13 @@ class TransformedEnv(EnvBase):
         """
         return super().state_dict(*args, **kwargs)
 
+    def __setstate__(self, state: dict) -> None:
+        # a transform pickles (and deep-copies) without its container (Transform.__getstate__):
+        # an env rebuilt from its state registers its transform again (RewardSum and others read
+        # the env through it)
+        super().__setstate__(state)
+        self.transform.set_container(self)
+
     def __repr__(self) -> str:
         env = "\n        ".join(repr(self.base_env).split("\n"))
         transform = "\n    ".join(repr(self.transform).split("\n"))

@@ -28,7 +28,7 @@ from gpusim.transforms import (
     URScriptPrimitive,
     URScriptPrimitiveTransform,
 )
-from gpusim.transforms.satellite import _cmg_jacobian, cmg_geometry
+from gpusim.contrib.satellite import _cmg_jacobian, cmg_geometry
 
 
 # ---------------------------------------------------------------------------------------------- generic

@@ -886,6 +886,9 @@ class BatchedEnvBase(EnvBase):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
         self._ensure_started()
         root, workers = self._root_and_workers()
+        from gpusim.envs.random_actions import note_seed
+
+        note_seed(self, seed)  # rollout()'s random actions follow the seed (EnvBase.set_seed)
         return root._run_set_seed(seed, static_seed, workers)
 
     # ------------------------------------------------------------------ worker attributes

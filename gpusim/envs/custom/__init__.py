@@ -1,5 +1,6 @@
 """Custom environments that wrap a host library rather than being tensor programs: ``ChessEnv``
-(python-chess) and ``LLMHashingEnv`` (token chains identified by hashes).
+(python-chess) and ``LLMHashingEnv`` (token chains identified by hashes); ``ToyVLAEnv`` is
+re-exported from :mod:`gpusim.contrib.vla`.
 
 Examples:
     >>> from gpusim.envs.custom import ChessEnv
@@ -9,6 +10,6 @@ Examples:
 
 from gpusim.envs.custom.chess import ChessEnv
 from gpusim.envs.custom.llm_hashing import LLMHashingEnv
-from gpusim.envs.custom.vla import ToyVLAEnv
+from gpusim.contrib.vla import ToyVLAEnv  # lives in gpusim.contrib; TorchRL's path is torchrl.envs
 
 __all__ = ["ChessEnv", "LLMHashingEnv", "ToyVLAEnv"]

@@ -117,7 +117,7 @@ class NativeEnv(EnvBase):
     ) -> None:
         super().__init__(batch_size=batch_size, device=device, auto_reset_mode=auto_reset_mode)
         self.rng = CounterRNG(self.batch_size, num=num_noise, device=self.device, bits=noise_bits)
-        self._set_seed(seed)
+        self.set_seed(seed)  # (the public call: rollout()'s random actions follow the seed too)
         if not isinstance(expose_params, bool):
             raise TypeError(f"expose_params must be a bool, got {expose_params!r}")
         self._param_options = (randomize, expose_params)
