@@ -30,6 +30,7 @@ from gpusim.envs import _keys
 from gpusim.envs import _partial, _policy
 from gpusim.envs._fasttd import fast_get, fast_get_path, fast_pop, fast_set, get_via, inner, is_plain
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
+from gpusim.envs._args import positive_int
 from gpusim.envs._seeding import next_seed
 from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, native_autoreset_step, resolve_set_state
 from gpusim.envs._rollout_stack import stack_steps
@@ -2056,8 +2057,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             >>> env.rollout(20, break_when_any_done=False, compile=True).shape  # doctest: +SKIP
             torch.Size([4, 20])
         """
-        if not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        max_steps = positive_int(max_steps, "max_steps")
         if return_contiguous is None:
             return_contiguous = not self._has_dynamic_specs
         elif return_contiguous and self._has_dynamic_specs:
