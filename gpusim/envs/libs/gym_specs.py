@@ -357,10 +357,10 @@ def _multi_binary(space, B, device, copy):
     return spec, partial(_binary_to_torch, torch.Size(shape), copy), _binary_to_numpy
 
 
-def _text_to_torch(batched: bool, value: Any) -> Any:
+def _text_to_torch(batched: bool, device: torch.device | None, value: Any) -> Any:
     if batched:
-        return NonTensorStack.from_list(list(value))
-    return NonTensorData(data=str(value), batch_size=torch.Size([]))
+        return NonTensorStack(*[_text_to_torch(False, device, v) for v in value], stack_dim=0)
+    return NonTensorData(data=str(value), batch_size=torch.Size([]), device=device)
 
 
 def _text_to_numpy(value: Any) -> Any:
@@ -372,7 +372,10 @@ def _text_to_numpy(value: Any) -> Any:
 def _text(space, B, device):
     example = "".join(sorted(space.character_set))[: max(space.min_length, 1)] if space.min_length else ""
     spec = NonTensor(shape=B, device=device, example_data=example)
-    return spec, partial(_text_to_torch, len(B) > 0), _text_to_numpy
+    # labelled with the device on the CPU (as the tensor leaves' tensordict); elsewhere the
+    # device edge moves (and labels) the output
+    host = spec.device if spec.device is not None and spec.device.type == "cpu" else None
+    return spec, partial(_text_to_torch, len(B) > 0, host), _text_to_numpy
 
 
 def space_to_spec(
