@@ -33,6 +33,7 @@ from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
 from gpusim.envs._action_guard import action_value_error, guarded_step, plan_guards
 from gpusim.envs._args import positive_int
 from gpusim.envs._seeding import next_seed
+from gpusim.envs._step_inputs import not_a_tensordict, same_device
 from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, native_autoreset_step, resolve_set_state
 from gpusim.envs._rollout_stack import stack_steps
 from gpusim.envs._step_mdp import StepMDPPlan
@@ -142,31 +143,6 @@ class _ActionCheck(NamedTuple):
     stack_dim: int = 0
     #: the spec's device (``None``: not checked)
     device: torch.device | None = None
-
-
-def _same_device(value: torch.device, spec: torch.device) -> bool:
-    """Whether a tensor on ``value`` lives where a spec on ``spec`` says (``cuda`` is any index)."""
-    return value.type == spec.type and (spec.index is None or value.index == spec.index)
-
-
-def _not_a_tensordict(env: "EnvBase", value: Any, where: str) -> str:
-    """The message of a ``step``/``reset`` given something that is not a tensordict."""
-    name = type(env).__name__
-    got = f"{type(value).__module__}.{type(value).__qualname__}".replace("builtins.", "")
-    if where == "reset":
-        return (
-            f"{name}.reset expects None or a TensorDict of batch_size {list(env.batch_size)} (e.g. the previous "
-            f"step's data with a '_reset' entry), got {got}"
-        )
-    spec = env.full_action_spec
-    actions = ", ".join(
-        f"{_keys.fmt(k)} (shape {list(spec[k].shape)}, dtype {spec[k].dtype})" for k in env.action_keys
-    )
-    return (
-        f"{name}.step expects a TensorDict of batch_size {list(env.batch_size)} holding the action entry "
-        f"{actions} and the state from reset(), got {got}: write the action into the reset output, e.g. "
-        f"td = env.reset(); td['action'] = torch.as_tensor(action); env.step(td)"
-    )
 
 
 def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
@@ -1211,7 +1187,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         try:
             batch_size = tensordict.batch_size
         except AttributeError:  # not a tensordict (an array, a tensor, a dict): say what was expected
-            raise TypeError(_not_a_tensordict(self, tensordict, where)) from None
+            raise TypeError(not_a_tensordict(self, tensordict, where)) from None
         if batch_size != self.batch_size and (self.batch_locked or self.batch_size):
             raise BatchSizeError(
                 f"Expected a tensordict with shape==env.batch_size, i.e. {list(self.batch_size)} "
@@ -1526,7 +1502,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     "(the action spec's dtype)"
                 )
             device = check.device
-            if device is not None and value.device != device and not _same_device(value.device, device):
+            if device is not None and value.device != device and not same_device(value.device, device):
                 raise ValueError(
                     f"{name}.step: the action {_keys.fmt(key)} is on device {value.device}, expected {device} "
                     f"(the env's device): move it first, e.g. action.to({str(device)!r})"
