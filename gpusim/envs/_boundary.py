@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 from tensordict import TensorDictBase
 
+from gpusim.envs._action_guard import action_value_error
+from gpusim.envs._step_inputs import same_device
 from gpusim.envs import _keys
 from gpusim.envs._fasttd import fast_get, fast_get_path, fast_set, get_via, inner
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
@@ -49,6 +51,8 @@ class _ActionCheck(NamedTuple):
     #: ``((shape, dtype), ...)`` of the parts of a heterogeneous (lazy-stacked) leaf, or ``None``
     parts: tuple | None = None
     stack_dim: int = 0
+    #: the spec's device (``None``: not checked)
+    device: torch.device | None = None
 
 
 def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
@@ -208,7 +212,8 @@ class StepBoundary:
                 continue
             squeezes = getattr(leaf, "_squeezes", None)
             squeezed = leaf.shape[:-1] if squeezes is not None and squeezes() else None
-            out.append(_ActionCheck(k, leaf.shape, leaf.dtype, squeezed))
+            device = leaf.device if self.device is not None else None  # None: a mixed-device env
+            out.append(_ActionCheck(k, leaf.shape, leaf.dtype, squeezed, device=device))
         return out
 
     def _check_stacked_action(self, tensordict: TensorDictBase, check: _ActionCheck) -> None:
@@ -267,6 +272,12 @@ class StepBoundary:
                     f"{name}.step: the action {_keys.fmt(key)} has dtype {value.dtype}, expected {dtype} "
                     "(the action spec's dtype)"
                 )
+            device = check.device
+            if device is not None and value.device != device and not same_device(value.device, device):
+                raise ValueError(
+                    f"{name}.step: the action {_keys.fmt(key)} is on device {value.device}, expected {device} "
+                    f"(the env's device): move it first, e.g. action.to({str(device)!r})"
+                )
         for key in states:
             value = get_via(data, tensordict, key)
             if value is None:
@@ -281,15 +292,9 @@ class StepBoundary:
         """Debug mode: every action value inside its spec, and finite."""
         spec = self.full_action_spec
         for key in self.action_keys:
-            value = tensordict.get(key)
-            leaf = spec[key]
-            if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-                raise ValueError(f"{type(self).__name__}.step: the action {_keys.fmt(key)} holds non-finite values")
-            if not leaf.is_in(value):
-                raise ValueError(
-                    f"{type(self).__name__}.step: the action {_keys.fmt(key)} is outside its spec "
-                    f"{type(leaf).__name__}: {value.flatten()[:8].tolist()}"
-                )
+            message = action_value_error(f"{type(self).__name__}.step", key, spec[key], tensordict.get(key))
+            if message is not None:
+                raise ValueError(message)
 
     @property
     def _run_type_checks(self) -> bool:

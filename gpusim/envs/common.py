@@ -39,6 +39,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from gpusim.envs import _keys, _partial
+from gpusim.envs._action_guard import guarded_step, plan_guards
 from gpusim.envs._boundary import StepBoundary
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import NestedKey
@@ -46,6 +47,7 @@ from gpusim.envs.env_specs import EnvSpecs, _as_size, _cached_plan
 from gpusim.envs.episode import AutoResetMode, ResetMasks, resolve_set_state
 from gpusim.envs.pipeline import StepPipeline
 from gpusim.envs.rollout import RolloutMixin
+from gpusim.envs._step_inputs import not_a_tensordict
 from gpusim.envs.sampling import EnvSampling
 from gpusim.envs.utils import StepMDP
 from gpusim.specs import Categorical, Composite, Unbounded
@@ -220,6 +222,12 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
     #: the native envs): a row can then be stepped and its result discarded without changing the
     #: env. Transforms that step some rows only (no-op starts) need it on batched envs.
     functional_step: bool = False
+
+    #: Whether the physics receive guarded actions: out-of-range ``Categorical`` indices clamped
+    #: into range, NaN float actions replaced by 0; the tensordict keeps the actions as given
+    #: (:mod:`gpusim.envs._action_guard`). On for the native envs; library wrappers leave action
+    #: values to the library's own rules.
+    guard_actions: bool = False
 
     #: Whether ``step_and_maybe_reset`` and ``rollout`` call :meth:`_post_step_mdp` (set by a
     #: ``TransformedEnv`` whose transforms define that hook; plain envs never do).
@@ -398,10 +406,14 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
     def _set_seed(self, seed: int | None) -> None:
         """Seeds the env's random number generators."""
 
-    def _check_batch(self, tensordict: TensorDictBase) -> None:
+    def _check_batch(self, tensordict: TensorDictBase, where: str = "step") -> None:
         """A batch-locked env, or any env with batch dims, takes tensordicts of its own batch
         size only; a batch-unlocked env without batch dims takes any batch size."""
-        if tensordict.batch_size != self.batch_size and (self.batch_locked or self.batch_size):
+        try:
+            batch_size = tensordict.batch_size
+        except AttributeError:  # not a tensordict (an array, a tensor, a dict): say what was expected
+            raise TypeError(not_a_tensordict(self, tensordict, where)) from None
+        if batch_size != self.batch_size and (self.batch_locked or self.batch_size):
             raise BatchSizeError(
                 f"Expected a tensordict with shape==env.batch_size, i.e. {list(self.batch_size)} "
                 f"({type(self).__name__}.batch_size), got batch_size {list(tensordict.batch_size)}"
@@ -467,7 +479,7 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
             [False, True, False]
         """
         if tensordict is not None:
-            self._check_batch(tensordict)
+            self._check_batch(tensordict, "reset")
         self.__dict__["_was_reset"] = True  # nn.Module slot (see the module docstring)
         supported = self._supports_set_state
         if supported or set_state is not None:
@@ -496,7 +508,15 @@ class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, meta
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         """The complete ``"next"`` data of a step: ``_step`` plus done completion and state echo
         (for containers that step an inner env: ``TransformedEnv``, frame skip, batched workers)."""
+        guards = self._action_guards
+        if guards:
+            return guarded_step(self, tensordict, guards)
         return self._finish_step(tensordict, self._step(tensordict))
+
+    @_cached_plan
+    def _action_guards(self) -> tuple:
+        """The guards of the action entries when :attr:`guard_actions` is set, else ``()``."""
+        return plan_guards(self.full_action_spec, list(self.action_keys)) if self.guard_actions else ()
 
     def _finish_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
         """Done completion, state echo and (debug mode) type checks of the raw ``next_td``."""

@@ -52,6 +52,7 @@ from tensordict import TensorDict, TensorDictBase
 from gpusim import _torch_internals as internals
 from gpusim._torch_internals import pytree
 from gpusim.envs._compile_errors import explain_compile_errors
+from gpusim.envs._args import positive_int
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._inductor import pack_bool, unpack_bool
 
@@ -700,8 +701,7 @@ class CompiledRollout:
             >>> data, root = runner.run(5, env.reset())                 # doctest: +SKIP
             >>> data, root = runner.run(5, root)                        # doctest: +SKIP
         """
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        max_steps = positive_int(max_steps, "max_steps")
         if not isinstance(root, TensorDictBase):
             raise TypeError(f"root must be a TensorDict (e.g. env.reset()), got {type(root).__name__}")
         if tuple(root.batch_size[: len(self.env.batch_size)]) != tuple(self.env.batch_size):

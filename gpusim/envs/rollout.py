@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
+from gpusim.envs._args import positive_int
 from gpusim.envs import _keys, _policy
 from gpusim.envs._keys import NestedKey
 from gpusim.envs._rollout_stack import stack_steps
@@ -237,8 +238,7 @@ class RolloutMixin:
             >>> env.rollout(20, break_when_any_done=False, compile=True).shape  # doctest: +SKIP
             torch.Size([4, 20])
         """
-        if not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        max_steps = positive_int(max_steps, "max_steps")
         if return_contiguous is None:
             return_contiguous = not self._has_dynamic_specs
         elif return_contiguous and self._has_dynamic_specs:

@@ -474,6 +474,15 @@ class Compose(Transform):
         """
         return Compose(*[t.clone() for t in self.transforms])
 
+    def __setstate__(self, state: dict) -> None:
+        """Restores a pickled or deep-copied ``Compose``: its members belong to it again (a
+        pickled transform keeps no container; the copy's chain is rebuilt here, the outer
+        container links the ``Compose`` itself)."""
+        super().__setstate__(state)
+        for t in self.transforms:
+            t.__dict__["_container"] = self
+            t.reset_parent()
+
     def _set_seed(self, seed: int | None) -> int | None:
         for t in self.transforms:
             seed = t.set_seed(seed)
@@ -488,13 +497,6 @@ class Compose(Transform):
     def close(self) -> None:
         for t in self.transforms:
             t.close()
-
-    def __setstate__(self, state: dict) -> None:
-        # a transform pickles (and deep-copies) without its container (Transform.__getstate__):
-        # a Compose rebuilt from its state registers its members again
-        super().__setstate__(state)
-        for t in self.transforms:
-            t.set_container(self)
 
     def __repr__(self) -> str:
         inner = ",\n".join("    " + "\n    ".join(repr(t).split("\n")) for t in self.transforms)
