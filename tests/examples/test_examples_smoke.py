@@ -45,7 +45,7 @@ def test_distributed_example_runs_two_iterations_on_two_ranks():
            str(ROOT / "examples" / "ppo_cartpole_distributed.py"), "--smoke", "--threads", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
     try:
-        out, err = proc.communicate(timeout=180)
+        out, err = proc.communicate(timeout=540)  # (a hang guard: three interpreters import torch)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
