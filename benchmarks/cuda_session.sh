@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the device tool's GPU machine ran for the README's GPU section (torch, Triton and CUDA
+# What the device tool's GPU machine ran for the GPU figures of docs/benchmarks.md (torch, Triton and CUDA
 # come with that machine's image; gpusim's other dependencies travel as wheels in .whl/, see
 # the device tool's notes). Stages: tests, graphs, compare, vmas (default: all); KERNELS=1 adds the
 # compiled Triton kernel tests to the tests stage.

@@ -1,5 +1,5 @@
 """The training examples run (two tiny iterations each, ``--smoke``): each prints its progress
-bar and its evaluation line. Whether they reach their bars in full runs is in the README."""
+bar and its evaluation line. Whether they reach their bars in full runs: benchmarks/results/2026-11-24-log.md."""
 
 from __future__ import annotations
 
