@@ -9,7 +9,7 @@ the rounds, and the median of the per-round ratios.
 Usage::
 
     python benchmarks/ab_revisions.py --before 926b36a [--after HEAD|WORKTREE] [--rounds 3] \\
-        --python /work/benchvenv/bin/python -- benchmarks/bench_native.py --batches 65536
+        --python .venv-compare/bin/python -- benchmarks/bench_native.py --batches 65536
 
 ``--after WORKTREE`` (the default) uses the working tree as it is. The script is taken from this
 tree for both revisions (the benchmark code is the same; only gpusim changes), or from

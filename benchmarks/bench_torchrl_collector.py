@@ -17,8 +17,8 @@ Each collector yields ``[B, T]`` batches (``frames_per_batch = B * T``); after w
 the script times ``--batches`` batches per round, alternating the contenders, and reports the
 median env-steps/s of each and the gpusim/TorchRL ratio.
 
-Run it where torchrl 0.14.1 is installed (e.g. ``/work/benchvenv`` with the worktree on
-``PYTHONPATH``)::
+Run it where torchrl 0.14.1 is installed (e.g. the main command's ``.venv-compare``, with the
+repository on ``PYTHONPATH``)::
 
     python benchmarks/bench_torchrl_collector.py [--sizes 16 256 4096] [--steps 64]
         [--batches 5] [--rounds 3] [--peer sync|serial]

@@ -22,7 +22,7 @@ sampling actions in the loop (no training), after a warm-up batch (and the compi
 
 Run it where torchrl is installed (it needs tensordict 0.14.3, which gpusim supports)::
 
-    PYTHONPATH=. /work/benchvenv/bin/python benchmarks/bench_training.py --envs 64 4096 --rounds 1
+    .venv-compare/bin/python benchmarks/bench_training.py --envs 64 4096 --rounds 1
 
 Options: ``--only gpusim-eager,gpusim-compiled,gymnasium,torchrl``, ``--max-frames``,
 ``--no-train`` (throughput only), ``--threads``.

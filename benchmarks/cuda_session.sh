@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the device tool's GPU machine ran for the README's GPU section (torch, Triton and CUDA
+# What the device tool's GPU machine ran for the GPU figures of docs/benchmarks.md (torch, Triton and CUDA
 # come with that machine's image; gpusim's other dependencies travel as wheels in .whl/, see
 # the device tool's notes). Stages: tests, graphs, compare, vmas (default: all); KERNELS=1 adds the
 # compiled Triton kernel tests to the tests stage.
@@ -10,35 +10,37 @@ set -u -o pipefail
 export PYTHONUNBUFFERED=1 GPUSIM_COMPILE_VERBOSE=0
 OUT=${OUT:-$PWD/cuda-session}; mkdir -p "$OUT"
 stages=${*:-tests graphs compare vmas}
+SITE=$(mktemp -d)  # the wheels, installed here for this session only
+trap 'rm -rf "$SITE"' EXIT
 site() {  # $1: target, rest: wheels
   local t=$1; shift
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$t" "$@" >/dev/null
 }
-site /tmp/site .whl/tensordict-0.15.3-*.whl .whl/gymnasium-*.whl .whl/farama_notifications-*.whl \
+site $SITE/base .whl/tensordict-0.15.3-*.whl .whl/gymnasium-*.whl .whl/farama_notifications-*.whl \
   .whl/vmas-*.whl .whl/pyglet-*.whl .whl/pyvers-*.whl .whl/trl/orjson-*.whl .whl/trl/importlib_metadata-*.whl
-site /tmp/site_trl .whl/trl/*.whl .whl/gymnasium-*.whl .whl/farama_notifications-*.whl .whl/gym-0.26.2-*.whl .whl/gym_notices-*.whl \
+site $SITE/trl .whl/trl/*.whl .whl/gymnasium-*.whl .whl/farama_notifications-*.whl .whl/gym-0.26.2-*.whl .whl/gym_notices-*.whl \
   .whl/vmas-*.whl .whl/pyglet-*.whl .whl/pyvers-*.whl
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
-PYTHONPATH=/tmp/site:$PWD python3 -c "import torch, triton, tensordict; print('torch', torch.__version__, 'triton', triton.__version__, 'tensordict', tensordict.__version__)" | tee -a "$OUT/device.txt"
+PYTHONPATH=$SITE/base:$PWD python3 -c "import torch, triton, tensordict; print('torch', torch.__version__, 'triton', triton.__version__, 'tensordict', tensordict.__version__)" | tee -a "$OUT/device.txt"
 for stage in $stages; do
   case $stage in
   tests)
-    PYTHONPATH=/tmp/site:$PWD timeout 170 python3 -m pytest -q -p no:cacheprovider -n 4 \
+    PYTHONPATH=$SITE/base:$PWD timeout 170 python3 -m pytest -q -p no:cacheprovider -n 4 \
       tests/envs/test_cuda_graphs.py tests/envs/test_compiled_rollout.py ${MORE_TESTS:-} 2>&1 \
       | grep -v DEBUG | grep -E "^E  |passed|failed|FAILED" | head -30
-    [ -n "${KERNELS:-}" ] && GPUSIM_KERNEL_TESTS=compiled PYTHONPATH=/tmp/site:$PWD timeout 150 python3 -m pytest -q -p no:cacheprovider -n 4 \
+    [ -n "${KERNELS:-}" ] && GPUSIM_KERNEL_TESTS=compiled PYTHONPATH=$SITE/base:$PWD timeout 150 python3 -m pytest -q -p no:cacheprovider -n 4 \
       tests/kernels 2>&1 | tee "$OUT/kernels.log" | tail -6 ;;
   graphs)
-    PYTHONPATH=/tmp/site:$PWD timeout 130 python3 benchmarks/bench_cuda_graphs.py --batches 4096 65536 1048576 2>&1 | tee "$OUT/graphs.log" | tail -14
-    PYTHONPATH=/tmp/site:$PWD timeout 130 python3 benchmarks/bench_cuda_graphs.py --batches 4096 65536 1048576 --transforms 2>&1 | tee "$OUT/graphs_tf.log" | tail -14 ;;
+    PYTHONPATH=$SITE/base:$PWD timeout 130 python3 benchmarks/bench_cuda_graphs.py --batches 4096 65536 1048576 2>&1 | tee "$OUT/graphs.log" | tail -14
+    PYTHONPATH=$SITE/base:$PWD timeout 130 python3 benchmarks/bench_cuda_graphs.py --batches 4096 65536 1048576 --transforms 2>&1 | tee "$OUT/graphs_tf.log" | tail -14 ;;
   compare)
-    PYTHONPATH=/tmp/site_trl:$PWD timeout 170 python3 -m gpusim compare --devices cuda --envs CartPole-v1 \
+    PYTHONPATH=$SITE/trl:$PWD timeout 170 python3 -m gpusim compare --devices cuda --envs CartPole-v1 \
       --batches 4096 65536 1048576 --peers torchrl gymnasium --steps 50 --out "$OUT/cmp" --no-plot 2>&1 | grep -v DEBUG | tail -4
-    PYTHONPATH=/tmp/site_trl:$PWD timeout 170 python3 -m gpusim compare --devices cuda --envs CartPole-v1 \
+    PYTHONPATH=$SITE/trl:$PWD timeout 170 python3 -m gpusim compare --devices cuda --envs CartPole-v1 \
       --batches 4096 65536 1048576 --peers torchrl --transforms RewardSum InitTracker CatFrames VecNorm \
       --steps 50 --out "$OUT/cmp_tf" --no-plot 2>&1 | grep -v DEBUG | tail -4 ;;
   vmas)
-    PYTHONPATH=/tmp/site_trl:$PWD timeout 110 python3 -m gpusim compare --devices cuda --envs vmas:simple_spread \
+    PYTHONPATH=$SITE/trl:$PWD timeout 110 python3 -m gpusim compare --devices cuda --envs vmas:simple_spread \
       --batches 64 1024 8192 65536 --peers torchrl vmas --seconds 0.5 --out "$OUT/cmp_vmas" --no-plot 2>&1 | grep -v DEBUG | tail -4 ;;
   esac
 done

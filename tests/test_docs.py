@@ -1,4 +1,4 @@
-"""Docs that run: every public object is documented with an example, and the README runs on CPU.
+"""Docs that run: every public object is documented with an example, and the README and docs/ run on CPU.
 
 * The public API is the ``__all__`` of every public module of ``gpusim`` (no ``_``-prefixed
   component in its dotted name), which covers the top-level namespace and the subpackages
@@ -10,8 +10,11 @@
   third-party base, e.g. ``nn.Module.state_dict``, is documented upstream).
 * No docstring says "See the module docstring", and no doctest imports from ``tests``.
 * The examples themselves run in ``pytest --doctest-modules gpusim`` (part of ``.ci/run``).
-* The README's ``python`` snippets run in a fresh process with CUDA hidden. A snippet that is not
-  meant to run is preceded by a line ``<!-- not-run: <reason> -->``.
+* The ``python`` snippets of the README and of every page under ``docs/`` run in a fresh process
+  with CUDA hidden. A snippet that is not meant to run is preceded by a line
+  ``<!-- not-run: <reason> -->``.
+* The README stays the user's page (at most 300 lines); no page names a path of a development
+  machine or outside the repository; relative links point to files that exist.
 """
 
 from __future__ import annotations
@@ -187,32 +190,68 @@ def test_no_see_the_module_docstring():
     assert not bad, f'"See the module docstring" instead of an example in {bad}'
 
 
-# ---------------------------------------------------------------------------------------- README
+# ------------------------------------------------------------------------------- README and docs/
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```", re.M | re.S)
 _NOT_RUN = re.compile(r"<!--\s*not-run:\s*(.+?)\s*-->\s*$")
+_LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+#: Paths of development machines and of files outside the repository, which no page may name.
+_MACHINE_PATHS = re.compile(r"(?<![\w.])(/work/|/root/|/home/\w+|/tmp/|\.\./shared)")
 
 
-def _readme_snippets() -> list[object]:
-    text = (ROOT / "README.md").read_text()
+def _pages() -> list[Path]:
+    """The user's pages: the README and everything under docs/ (the dated logs under
+    benchmarks/results/ are checked for machine paths only)."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def _snippets() -> list[object]:
     params = []
-    for i, match in enumerate(_FENCE.finditer(text)):
-        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        line = text.count("\n", 0, match.start()) + 1
-        skip = _NOT_RUN.search(before)
-        marks = [pytest.mark.skip(reason=f"README.md:{line} is marked not-run: {skip.group(1)}")] if skip else []
-        params.append(pytest.param(match.group(1), id=f"README.md:{line}", marks=marks))
+    for page in _pages():
+        text = page.read_text()
+        name = page.relative_to(ROOT).as_posix()
+        for match in _FENCE.finditer(text):
+            before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            line = text.count("\n", 0, match.start()) + 1
+            skip = _NOT_RUN.search(before)
+            marks = [pytest.mark.skip(reason=f"{name}:{line} is marked not-run: {skip.group(1)}")] if skip else []
+            params.append(pytest.param(match.group(1), id=f"{name}:{line}", marks=marks))
     return params
 
 
 def test_readme_has_a_python_snippet():
-    assert _readme_snippets(), "README.md has no ```python snippet"
+    assert any(p.id.startswith("README.md:") for p in _snippets()), "README.md has no ```python snippet"
 
 
-@pytest.mark.parametrize("code", _readme_snippets())
-def test_readme_snippet_runs_on_cpu(code: str, tmp_path: Path):
+def test_readme_is_the_users_page():
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines <= 300, f"README.md has {lines} lines: keep it to the user's page (at most 300), details in docs/"
+
+
+def test_pages_name_no_machine_paths():
+    bad = []
+    for page in [*_pages(), *sorted((ROOT / "benchmarks" / "results").glob("*.md"))]:
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            if _MACHINE_PATHS.search(line):
+                bad.append(f"{page.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
+    assert not bad, "pages name paths of a machine or outside the repository:\n  " + "\n  ".join(bad)
+
+
+def test_relative_links_resolve():
+    bad = []
+    for page in _pages():
+        for target in _LINK.findall(page.read_text()):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (page.parent / target).exists():
+                bad.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not bad, f"links to files that do not exist: {bad}"
+
+
+@pytest.mark.parametrize("code", _snippets())
+def test_snippet_runs_on_cpu(code: str, tmp_path: Path):
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=path)
     proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=540
     )
-    assert proc.returncode == 0, f"the README snippet failed on CPU:\n{code}\n--- stderr:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, f"the snippet failed on CPU:\n{code}\n--- stderr:\n{proc.stderr[-4000:]}"

@@ -45,7 +45,10 @@ def test_quick_config_and_devices() -> None:
 
 def test_one_line_per_skipped_peer_across_envs() -> None:
     lines: list[str] = []
-    cfg = CompareConfig(envs=("TicTacToe-v0", "Pendulum-v1"), batches=(2, 4), steps=2, repeats=1, gpusim=("eager",), devices=("cpu",))
+    # the peers that do not load JAX (EnvPool, gymnax and Brax would start JAX's threads in this
+    # process, which also runs the tests that fork; they run in tests/jax)
+    cfg = CompareConfig(envs=("TicTacToe-v0", "Pendulum-v1"), batches=(2, 4), steps=2, repeats=1, gpusim=("eager",),
+                        devices=("cpu",), peers=("torchrl", "gymnasium", "vmas"))
     result = run_compare(cfg, log=lines.append)
     rows = result["rows"]
     assert {(r["env"], r["batch"]) for r in rows if r["contender"] == "gpusim eager"} == {

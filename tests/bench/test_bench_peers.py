@@ -77,21 +77,19 @@ def test_missing_peer_says_what_to_install() -> None:
             assert line.startswith("not installed (") and "pip install" in line
 
 
+# (the peers that load JAX, EnvPool, gymnax and Brax, run in tests/jax/test_bench_jax_peers.py: a
+# process of their own, apart from the tests that fork)
 _RUNS = [
     (GYMNASIUM, "CartPole-v1"),
     (GYMNASIUM, "MountainCarContinuous-v0"),
     (VMAS, "vmas:simple_spread"),
     (TORCHRL, "CartPole-v1"),
     (TORCHRL, "vmas:simple_spread"),
-    (ENVPOOL, "CartPole-v1"),
-    (ENVPOOL, "Pendulum-v1"),
-    (GYMNAX, "Acrobot-v1"),
-    (BRAX, "CartPole-v1"),
 ]
 
 
-@pytest.mark.parametrize("contender,env_id", _RUNS, ids=[f"{c.peer}-{e}" for c, e in _RUNS])
-def test_peer_runs(contender, env_id) -> None:
+def run_peer(contender, env_id: str) -> None:
+    """A tiny run of ``contender`` on ``env_id`` (skipped when the peer is not installed)."""
     if not _installed(contender):
         pytest.skip(f"{contender.peer} is not installed here ({contender.missing()})")
     runner = contender.build(parse_env_id(env_id), 4, OPTS)
@@ -99,6 +97,11 @@ def test_peer_runs(contender, env_id) -> None:
     compiled = runner.compile_seconds()
     assert compiled is None or compiled > 0
     runner.close()
+
+
+@pytest.mark.parametrize("contender,env_id", _RUNS, ids=[f"{c.peer}-{e}" for c, e in _RUNS])
+def test_peer_runs(contender, env_id) -> None:
+    run_peer(contender, env_id)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torchrl") is None, reason="torchrl is a peer (gpusim[peers])")

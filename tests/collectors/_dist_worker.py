@@ -1,5 +1,7 @@
 """Rank programs of tests/collectors/test_distributed.py (run in spawned processes: 2 ranks, gloo
-on CPU, a file store). Each writes what it observed to ``<out>/rank<r>.pt``."""
+on CPU, a file store). Each writes ``<out>/ready<r>`` once both ranks have imported everything and
+joined the group (the test's limits count from there: a slow import on a loaded machine never eats
+into them), then what it observed to ``<out>/rank<r>.pt``."""
 
 from __future__ import annotations
 
@@ -17,6 +19,14 @@ from gpusim.collectors import CommError, DistributedSyncDataCollector, init_stat
 N_LOCAL = 4
 T = 12
 DECAY = 0.99
+#: The rendezvous' timeout: long, as it waits for the other rank's imports (25 s for ``import
+#: torch`` alone on a loaded 2-core machine).
+JOIN_TIMEOUT = 300.0
+#: The collective timeout of the runs that succeed (a hang guard, never reached).
+TIMEOUT = 120.0
+#: The collective timeout of the failure tests' group, made once both ranks have joined: the
+#: surviving rank's error comes after at most this long (the watchdog test fires at a quarter).
+FAIL_TIMEOUT = 8.0
 
 
 def make_env(num_envs: int) -> gs.EnvBase:
@@ -27,12 +37,18 @@ def make_env(num_envs: int) -> gs.EnvBase:
     )
 
 
-def _join(rank: int, world_size: int, store: str, timeout: float) -> None:
+def _join(rank: int, world_size: int, store: str, out: str) -> None:
+    """Joins the group (long timeout: the other rank may still be importing), warms up what the
+    ranks build first, waits for the other rank, then writes ``<out>/ready<rank>``."""
     torch.set_num_threads(1)
     dist.init_process_group(
         "gloo", init_method=f"file://{store}", rank=rank, world_size=world_size,
-        timeout=datetime.timedelta(seconds=timeout),
+        timeout=datetime.timedelta(seconds=JOIN_TIMEOUT),
     )
+    gs.make("CartPole-v1", num_envs=2).rollout(2)  # lazy imports and first calls, before the barrier
+    dist.barrier()
+    with open(os.path.join(out, f"ready{rank}"), "w"):
+        pass
 
 
 def _policy(rank: int) -> TensorDictModule:
@@ -46,12 +62,12 @@ def _stats(env) -> dict:
 
 
 def main(rank: int, world_size: int, store: str, out: str) -> None:
-    _join(rank, world_size, store, timeout=30.0)
+    _join(rank, world_size, store, out)
     result = {}
     policy, net = _policy(rank)
     collector = DistributedSyncDataCollector(
         make_env, policy, num_envs=N_LOCAL * world_size, frames_per_batch=N_LOCAL * T * world_size,
-        total_frames=2 * N_LOCAL * T * world_size, seed=0, timeout=30.0,
+        total_frames=2 * N_LOCAL * T * world_size, seed=0, timeout=TIMEOUT,
     )
     result["weights_start"] = {k: v.clone() for k, v in net.state_dict().items()}
     batches, stats = [], []
@@ -70,7 +86,7 @@ def main(rank: int, world_size: int, store: str, out: str) -> None:
 
     gathered = DistributedSyncDataCollector(
         gs.make, num_envs=N_LOCAL * world_size, create_env_kwargs={"env_id": "CartPole-v1"},
-        frames_per_batch=N_LOCAL * 3 * world_size, total_frames=N_LOCAL * 3 * world_size, seed=10, gather=True, timeout=30.0,
+        frames_per_batch=N_LOCAL * 3 * world_size, total_frames=N_LOCAL * 3 * world_size, seed=10, gather=True, timeout=TIMEOUT,
         group=dist.new_group(list(range(world_size))),  # a group given (not the default one)
     )
     result["gathered"] = [None if d is None else d.select("observation", ("collector", "traj_ids")).clone() for d in gathered]
@@ -82,7 +98,7 @@ def main(rank: int, world_size: int, store: str, out: str) -> None:
     result["obsnorm_data"] = env.base_env.rollout(6, break_when_any_done=False)["observation"]
     env.base_env.set_seed(100 + rank)
     torch.manual_seed(200 + rank)
-    init_stats_distributed(norm, num_iter=6, reduce_dim=(0, 1), cat_dim=1, timeout=30.0)
+    init_stats_distributed(norm, num_iter=6, reduce_dim=(0, 1), cat_dim=1, timeout=TIMEOUT)
     result["obsnorm"] = (norm.loc.clone(), norm.scale.clone())
     torch.save(result, os.path.join(out, f"rank{rank}.pt"))
     dist.destroy_process_group()  # then a normal exit (the test checks the exit code)
@@ -102,11 +118,13 @@ class _ArgmaxNet(torch.nn.Module):
 def failing_peer(rank: int, world_size: int, store: str, out: str, mode: str) -> None:
     """Rank 1 dies (``mode="die"``) or stalls (``"stall"``, ``"watchdog"``) after the first batch;
     rank 0 records the error its next batch raises and how long it took (``"watchdog"``: the
-    watchdog ends it first)."""
-    _join(rank, world_size, store, timeout=4.0)
+    watchdog ends it first). The collector runs on a group of its own with ``FAIL_TIMEOUT``, made
+    once both ranks have joined."""
+    _join(rank, world_size, store, out)
+    group = dist.new_group(list(range(world_size)), timeout=datetime.timedelta(seconds=FAIL_TIMEOUT))
     collector = DistributedSyncDataCollector(
         gs.make, _policy(rank)[0], num_envs=2 * world_size, create_env_kwargs={"env_id": "CartPole-v1"},
-        frames_per_batch=4 * world_size, seed=0, timeout=4.0,
+        frames_per_batch=4 * world_size, seed=0, timeout=FAIL_TIMEOUT, group=group,
     )
     collector.next()
     if mode == "watchdog":  # fire before gloo's own timeout: the watchdog ends rank 0 (status 124)

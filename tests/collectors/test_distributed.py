@@ -1,11 +1,13 @@
-"""DistributedSyncDataCollector over 2 CPU ranks (gloo, spawned processes, hard timeouts): per-rank
-seeds, weights broadcast, VecNorm statistics equal across ranks and equal to one process's over
-the union of the data, gathering, ObservationNorm statistics over the union, and a rank that
-dies or stalls making the other fail with a clear error instead of hanging."""
+"""DistributedSyncDataCollector over 2 CPU ranks (gloo, spawned processes): per-rank seeds, weights
+broadcast, VecNorm statistics equal across ranks and equal to one process's over the union of the
+data, gathering, ObservationNorm statistics over the union, and a rank that dies or stalls making
+the other fail with a clear error instead of hanging. The hang guards count from the moment both
+ranks have joined the group, after their imports (slow on a loaded machine)."""
 
 from __future__ import annotations
 
 import multiprocessing
+import time
 
 import pytest
 import torch
@@ -16,16 +18,27 @@ from tests.collectors import _dist_worker as worker
 WORLD = 2
 
 
+#: A hang guard for spawning the ranks and importing (minutes on a loaded machine); the limits the
+#: tests give count from the moment both ranks have joined (``ready<r>`` written), after imports.
+START_LIMIT = 600.0
+
+
 def _spawn(tmp_path, target, *args, timeout: float, others_timeout: float | None = None) -> list[int | None]:
-    """Runs ``target(rank, WORLD, store, out, *args)`` in WORLD spawned processes; kills any
-    still alive after ``timeout`` seconds (ranks > 0: ``others_timeout`` after rank 0 ended, when
-    given); returns their exit codes."""
+    """Runs ``target(rank, WORLD, store, out, *args)`` in WORLD spawned processes; once every rank
+    has written ``ready<r>`` (imports done, group joined), waits ``timeout`` seconds for rank 0
+    (ranks > 0: ``others_timeout`` more after rank 0 ended, when given), kills any still alive and
+    returns their exit codes."""
     ctx = multiprocessing.get_context("spawn")
     store = str(tmp_path / "store")
     procs = [ctx.Process(target=target, args=(r, WORLD, store, str(tmp_path), *args)) for r in range(WORLD)]
     for p in procs:
         p.start()
     try:
+        deadline = time.monotonic() + START_LIMIT
+        while not all((tmp_path / f"ready{r}").exists() for r in range(WORLD)):
+            if any(p.exitcode is not None for p in procs) or time.monotonic() > deadline:
+                break  # a rank ended (or hung) before joining: its exit code tells
+            time.sleep(0.05)
         for r, p in enumerate(procs):
             p.join(timeout if r == 0 or others_timeout is None else others_timeout)
     finally:
@@ -39,7 +52,7 @@ def _spawn(tmp_path, target, *args, timeout: float, others_timeout: float | None
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dist")
-    codes = _spawn(tmp, worker.main, timeout=120)
+    codes = _spawn(tmp, worker.main, timeout=2 * worker.TIMEOUT)
     assert codes == [0] * WORLD, f"rank exit codes {codes}"
     return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
 
@@ -94,7 +107,7 @@ def test_episode_stats_gathered_from_every_rank(results):
     local = [res["local_episodes"] for res in results]
     for res in results:
         for key in ("returns", "lengths"):
-            torch.testing.assert_close(res["episodes"][key], torch.cat([l[key] for l in local]))
+            torch.testing.assert_close(res["episodes"][key], torch.cat([loc[key] for loc in local]))
     assert results[0]["episodes"]["returns"].numel() > 0
 
 
@@ -121,11 +134,11 @@ def test_observation_norm_statistics_over_the_union(results):
 
 @pytest.mark.parametrize("mode", ["die", "stall"])
 def test_a_failing_rank_makes_the_other_fail_clearly(tmp_path, mode):
-    codes = _spawn(tmp_path, worker.failing_peer, mode, timeout=40, others_timeout=1)
+    codes = _spawn(tmp_path, worker.failing_peer, mode, timeout=10 * worker.FAIL_TIMEOUT, others_timeout=1)
     assert codes[0] == 0, f"rank 0 exit code {codes[0]} (hung or crashed)"
     res = torch.load(tmp_path / "rank0.pt", weights_only=False)
     assert res["error"] is not None and "rank 0 of 2" in res["error"] and "died or stopped answering" in res["error"]
-    assert res["seconds"] < 30
+    assert f"collective timeout {worker.FAIL_TIMEOUT:g} s" in res["error"]
 
 
 def test_init_distributed_names_the_missing_torchrun_variables(monkeypatch):
@@ -152,10 +165,10 @@ def test_init_stats_distributed_refuses_initialized_or_detached_norms():
 
 
 def test_the_watchdog_ends_a_rank_blocked_in_a_collective(tmp_path, capfd):
-    codes = _spawn(tmp_path, worker.failing_peer, "watchdog", timeout=40, others_timeout=1)
+    codes = _spawn(tmp_path, worker.failing_peer, "watchdog", timeout=10 * worker.FAIL_TIMEOUT, others_timeout=1)
     assert codes[0] == 124, f"rank 0 exit code {codes[0]}"
     err = capfd.readouterr().err
-    assert "rank 0 of 2" in err and "watchdog: still blocked after 1 s" in err
+    assert "rank 0 of 2" in err and f"watchdog: still blocked after {worker.FAIL_TIMEOUT * 0.25:g} s" in err
     assert not (tmp_path / "rank0.pt").exists()
 
 

@@ -89,6 +89,6 @@ def test_import_has_no_triton_or_cuda_side_effects():
         print("ok")
         """
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=540)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip().endswith("ok")

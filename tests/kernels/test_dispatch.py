@@ -116,7 +116,7 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess:
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=540,  # (a hang guard: a fresh interpreter imports torch, slow on a loaded machine)
         env={**os.environ, **env},
     )
 
