@@ -31,7 +31,7 @@ from gpusim.envs.native import (
     TicTacToeEnv,
 )
 from gpusim.envs.common import EnvBase
-from gpusim.transforms import StepCounter, TransformedEnv
+from gpusim.transforms import Compose, PixelRenderTransform, StepCounter, TransformedEnv
 
 __all__ = ["make", "registered_ids", "EnvEntry"]
 
@@ -80,6 +80,9 @@ def make(
     num_envs: int | None = None,
     device: torch.device | str | None = None,
     seed: int | None = None,
+    *,
+    from_pixels: bool = False,
+    pixels_only: bool = True,
     **kwargs: Any,
 ) -> EnvBase:
     """Build the native env registered as ``env_id``, with gymnasium's time limit.
@@ -90,11 +93,16 @@ def make(
         num_envs: the batch size (``None``: an unbatched env, ``batch_size=[]``).
         device: where the data lives (``None``: CPU).
         seed: seed of the env's reset noise.
+        from_pixels: add the env's rendered frames (``[*B, H, W, 3]`` uint8, gymnasium's
+            ``rgb_array`` frames, drawn on the env device) under ``"pixels"`` to every step and
+            reset, through a :class:`~gpusim.transforms.PixelRenderTransform`.
+        pixels_only: with ``from_pixels``, drop the vector ``"observation"`` (default ``True``,
+            as ``GymEnv``); the ``"state"`` entry stays.
         **kwargs: the env's physical constants (e.g. ``g=9.81`` for Pendulum-v1).
 
     Returns:
         ``TransformedEnv(env, StepCounter(max_steps=max_episode_steps))``, or the env itself for
-        ids without a time limit.
+        ids without a time limit; with ``from_pixels``, the ``PixelRenderTransform`` comes first.
 
     Raises:
         ValueError: if ``env_id`` is unknown (the message lists the known ids), or
@@ -107,6 +115,9 @@ def make(
         9.81
         >>> make("TicTacToe-v0", num_envs=2).batch_size
         torch.Size([2])
+        >>> env = make("CartPole-v1", num_envs=4, from_pixels=True)
+        >>> sorted(env.observation_spec.keys()), env.observation_spec["pixels"].shape
+        (['pixels', 'step_count'], torch.Size([4, 400, 600, 3]))
     """
     entry = _REGISTRY.get(env_id)
     if entry is None:
@@ -119,8 +130,14 @@ def make(
             f"make({env_id!r}) got unexpected keyword argument(s) {unknown}; "
             f"{entry.env_cls.__name__} accepts {sorted(_env_kwargs(entry.env_cls))}"
         )
+    for name, flag in (("from_pixels", from_pixels), ("pixels_only", pixels_only)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"make({env_id!r}): {name} must be a bool, got {flag!r}")
     batch_size = [] if num_envs is None else [num_envs]
     env = entry.env_cls(batch_size=batch_size, device=device, seed=seed, **kwargs)
-    if entry.max_episode_steps is None:
+    transforms = [PixelRenderTransform(pixels_only=pixels_only)] if from_pixels else []
+    if entry.max_episode_steps is not None:
+        transforms.append(StepCounter(max_steps=entry.max_episode_steps))
+    if not transforms:
         return env
-    return TransformedEnv(env, StepCounter(max_steps=entry.max_episode_steps))
+    return TransformedEnv(env, transforms[0] if len(transforms) == 1 else Compose(*transforms))

@@ -54,6 +54,7 @@ from gpusim.transforms.actions import ActionMask, DiscreteActionProjection
 from gpusim.transforms.checks import FiniteTensorDictCheck
 from gpusim.transforms.crop import RandomCropTensorDict
 from gpusim.transforms.pixels import CenterCrop, GrayScale, Resize, ToTensorImage
+from gpusim.transforms.render import PixelRenderTransform
 from gpusim.transforms.rl_models import KLRewardTransform, R3MTransform, VC1Transform, VIPRewardTransform, VIPTransform
 from gpusim.transforms.loggers import CSVLogger, Logger
 from gpusim.transforms.recorders import TensorDictRecorder, VideoRecorder
@@ -140,6 +141,7 @@ __all__ = [
     "GrayScale",
     "Resize",
     "ToTensorImage",
+    "PixelRenderTransform",
     "KLRewardTransform",
     "R3MTransform",
     "VC1Transform",

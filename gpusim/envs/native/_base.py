@@ -21,6 +21,7 @@ from gpusim.envs.episode import ResetMasks
 from gpusim.envs.native._checks import random_seed
 from gpusim.envs.native._rng import CounterRNG
 from gpusim.kernels import select
+from gpusim.render.drawings import Renderable
 from gpusim.specs import Categorical, Composite
 
 __all__ = ["NativeEnv", "done_spec", "stack_last"]
@@ -57,7 +58,7 @@ def done_spec(batch_size: torch.Size, device: torch.device) -> Composite:
     return Composite(done=flag, terminated=flag.clone(), shape=batch_size, device=device)
 
 
-class NativeEnv(EnvBase):
+class NativeEnv(Renderable, EnvBase):
     """Base of the native envs: owns a :class:`CounterRNG` for reset noise and its seeding.
 
     Subclasses call ``super().__init__(batch_size, device, seed, num_noise=...)`` and draw their
