@@ -120,14 +120,11 @@ def test_pixel_chain_compiled_matches_eager():
         )
         return TransformedEnv(env, chain)
 
-    def policy(td):
-        return td.set("action", (td["state"][..., 2] > 0).long())
-
     torch._dynamo.reset()
-    eager = make().rollout(12, policy, break_when_any_done=False)
-    compiled = make().rollout(12, policy, break_when_any_done=False, compile={"steps_per_call": 1})
+    eager = make().rollout(14, _push_right, break_when_any_done=False)
+    compiled = make().rollout(14, _push_right, break_when_any_done=False, compile={"steps_per_call": 1})
     assert eager["next", "done"].any()  # resets happened inside the graph
-    assert compiled["next", "frames"].shape == (4, 12, 4, 42, 42)
+    assert compiled["next", "frames"].shape == (4, 14, 4, 42, 42)
     torch.testing.assert_close(compiled["next", "state"], eager["next", "state"], rtol=1e-5, atol=1e-5)
     for key in ("pixels", ("next", "pixels")):
         differ = (compiled[key] != eager[key]).any(-1)
