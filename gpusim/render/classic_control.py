@@ -87,6 +87,7 @@ def draw_cartpole(env: CartPoleEnv, data: TensorDictBase) -> torch.Tensor:
         canvas.polygon(
             [cart_x + left, cart_x + left, cart_x + right, cart_x + right],
             [cart_y + bottom, cart_y + top, cart_y + top, cart_y + bottom],
+            clockwise=True,
         ),
         BLACK,
     )
@@ -96,7 +97,7 @@ def draw_cartpole(env: CartPoleEnv, data: TensorDictBase) -> torch.Tensor:
         rx, ry = rotate(cx, cy, -theta)
         xs.append(rx + cart_x)
         ys.append(ry + cart_y + axle)
-    canvas.paint(canvas.polygon(xs, ys), (202, 152, 101))
+    canvas.paint(canvas.polygon(xs, ys, clockwise=True), (202, 152, 101))
     canvas.paint(canvas.disk(torch.trunc(cart_x), int(cart_y + axle), int(pole_width / 2)), (129, 132, 203))
     canvas.paint(canvas.hline(cart_y), BLACK)
     return canvas.frames()
@@ -128,7 +129,7 @@ def draw_pendulum(env: PendulumEnv, data: TensorDictBase) -> torch.Tensor:
         rx, ry = rotate(cx, cy, angle)
         xs.append(rx + offset)
         ys.append(ry + offset)
-    canvas.paint(canvas.polygon(xs, ys), red)
+    canvas.paint(canvas.polygon(xs, ys, clockwise=True), red)
     canvas.paint(canvas.disk(offset, offset, int(rod_width / 2)), red)
     end_x, end_y = rotate(rod_length, 0.0, angle)
     canvas.paint(canvas.disk(torch.trunc(end_x + offset), torch.trunc(end_y + offset), int(rod_width / 2)), red)
@@ -138,7 +139,7 @@ def draw_pendulum(env: PendulumEnv, data: TensorDictBase) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------- MountainCar
 def _mountain_layers(env: MountainCarEnv) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The track (background image), and the flag drawn over the car (image and mask)."""
+    """The track (background image), and the flag drawn over the car (pole and banner masks)."""
     height, width = 400, 600
     scale = width / (env.max_position - env.min_position)
     canvas = Canvas((), height, width, env.device)
@@ -151,8 +152,7 @@ def _mountain_layers(env: MountainCarEnv) -> tuple[torch.Tensor, torch.Tensor, t
     flag_y2 = flag_y1 + 50
     pole = canvas.vline(flag_x, flag_y1, flag_y2)
     banner = canvas.polygon([flag_x, flag_x, flag_x + 25], [flag_y2, flag_y2 - 10, flag_y2 - 5])
-    over = torch.where(banner[..., None], canvas.colour((204, 204, 0)), canvas.colour(BLACK))
-    return background, over.expand(height, width, 3).contiguous(), pole | banner
+    return background, pole, banner
 
 
 def draw_mountain_car(env: MountainCarEnv, data: TensorDictBase) -> torch.Tensor:
@@ -170,7 +170,7 @@ def draw_mountain_car(env: MountainCarEnv, data: TensorDictBase) -> torch.Tensor
     height, width = 400, 600
     scale = width / (env.max_position - env.min_position)
     car_width, car_height, clearance = 40.0, 20.0, 10.0
-    background, over, over_mask = _static(env, "mountain", lambda: _mountain_layers(env))
+    background, flag_pole, banner = _static(env, "mountain", lambda: _mountain_layers(env))
     canvas = Canvas(data.batch_size, height, width, env.device, background=background)
     angle = torch.cos(3 * pos)
     base_x = (pos - env.min_position) * scale
@@ -181,11 +181,12 @@ def draw_mountain_car(env: MountainCarEnv, data: TensorDictBase) -> torch.Tensor
         rx, ry = rotate(cx, cy, angle)
         xs.append(rx + base_x)
         ys.append(ry + base_y)
-    canvas.paint(canvas.polygon(xs, ys), BLACK)
+    canvas.paint(canvas.polygon(xs, ys, clockwise=True), BLACK)
     for cx in (car_width / 4, -car_width / 4):
         rx, ry = rotate(cx, 0.0, angle)
         canvas.paint(canvas.disk(torch.trunc(rx + base_x), torch.trunc(ry + base_y), int(car_height / 2.5)), (128, 128, 128))
-    canvas.image = torch.where(over_mask[..., None], over, canvas.image)
+    canvas.paint(flag_pole, BLACK)
+    canvas.paint(banner, (204, 204, 0))
     return canvas.frames()
 
 
@@ -237,7 +238,7 @@ def draw_acrobot(env: AcrobotEnv, data: TensorDictBase) -> torch.Tensor:
             rx, ry = rotate(cx, cy, angle)
             xs.append(rx + jx)
             ys.append(ry + jy)
-        canvas.paint(canvas.polygon(xs, ys), (0, 204, 204))
+        canvas.paint(canvas.polygon(xs, ys, clockwise=True), (0, 204, 204))
         canvas.paint(canvas.disk(torch.trunc(jx), torch.trunc(jy), int(0.1 * scale)), (204, 204, 0))
     return canvas.frames()
 

@@ -32,7 +32,7 @@ __all__ = ["Drawing", "Renderable", "drawing_for", "register_drawing"]
 _DRAWINGS: dict[type, "Drawing"] = {}
 # rows of a batch rendered at once in eager mode (bounds the [rows, H, W] temporaries of the
 # pixel tests to a few hundred MB); a compiled graph fuses the tests and renders all rows at once
-_EAGER_PIXELS = 1 << 24
+_EAGER_PIXELS = 1 << 22
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,8 +180,10 @@ class Renderable:
     def _remember(self, data: TensorDictBase | None, previous: TensorDictBase | None = None, mask=None) -> None:
         if data is None or torch.compiler.is_compiling():
             return
-        drawing = drawing_for(self)
-        if drawing is None:
+        drawing = self.__dict__.get("_render_drawing")
+        if drawing is None:  # looked up once per env (False: none)
+            drawing = self.__dict__["_render_drawing"] = drawing_for(self) or False
+        if not drawing:
             return
         keys = drawing.keys
         values = {k: data.get(k, None) for k in keys}

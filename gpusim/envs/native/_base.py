@@ -64,7 +64,8 @@ class NativeEnv(Renderable, EnvBase):
     Subclasses call ``super().__init__(batch_size, device, seed, num_noise=...)`` and draw their
     start states from :meth:`_reset_noise` (``[*B, num_noise]`` uniforms in ``[low, high]``, keyed by
     the episode index of each row, a device buffer advanced in place) and any step randomness
-    from :meth:`_noise`.
+    from :meth:`_noise`. ``render(tensordict=None)`` (from :class:`~gpusim.render.Renderable`)
+    draws every row with the class's drawing registered in :mod:`gpusim.render`.
 
     Args:
         batch_size: the env batch dims.
