@@ -11,12 +11,13 @@ Two measurements, each after a warm-up (compile times are printed apart, never t
   rollouts of ``--steps`` steps, bare and with ``ToTensorImage, Resize(84), GrayScale,
   CatFrames(4)`` on ``"pixels"``.
 
-Each contender is timed ``--repeats`` times in turns; the best run is reported.
+Each contender is timed ``--repeats`` times (the 4096-row render ``--render-repeats`` times) in
+turns; the best run is reported.
 
 Usage::
 
     python benchmarks/bench_render.py [--device cpu] [--render-batch 4096] [--pipeline-batch 8]
-        [--steps 20] [--repeats 3] [--parts render pipeline]
+        [--steps 20] [--repeats 3] [--render-repeats 1] [--parts render pipeline]
 
 Examples:
     ``--help`` runs anywhere:
@@ -60,7 +61,7 @@ def _warm(label: str, fn, device: str) -> None:
     print(f"  {label}: warm-up (compile) {time.perf_counter() - start:.1f} s", flush=True)
 
 
-def render_vs_step(batch: int, steps: int, repeats: int, device: str) -> None:
+def render_vs_step(batch: int, steps: int, repeats: int, device: str, render_repeats: int = 1) -> None:
     import gpusim as gs
     from gpusim.render.classic_control import draw_cartpole
     from tensordict import TensorDict
@@ -74,7 +75,7 @@ def render_vs_step(batch: int, steps: int, repeats: int, device: str) -> None:
     state = root["state"]
     draw = torch.compile(lambda s: draw_cartpole(env, TensorDict({"state": s}, s.shape[:-1])), fullgraph=True)
     _warm("render", lambda: draw(state), device)
-    render_s = _best(lambda: draw(state), repeats, device)
+    render_s = _best(lambda: draw(state), render_repeats, device)
     frame_bytes = batch * 400 * 600 * 3
     print(
         f"CartPole, {batch} envs, compiled on {device}: step {step_s * 1e6:.1f} us "
@@ -118,11 +119,12 @@ def main() -> None:
     parser.add_argument("--pipeline-batch", type=int, default=8)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--render-repeats", type=int, default=1, help="timed renders (each writes every frame)")
     parser.add_argument("--parts", nargs="+", default=["render", "pipeline"], choices=["render", "pipeline"])
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
     if "render" in args.parts:
-        render_vs_step(args.render_batch, args.steps, args.repeats, args.device)
+        render_vs_step(args.render_batch, args.steps, args.repeats, args.device, args.render_repeats)
     if "pipeline" in args.parts:
         pipeline_vs_bare(args.pipeline_batch, args.steps, args.repeats, args.device)
 

@@ -124,6 +124,15 @@ class Renderable:
     The last data of an eager ``reset`` or ``step`` is remembered (references to its tensors,
     no copy) so that ``render()`` without arguments draws the current frames; compiled graphs
     skip the bookkeeping (their data is not Python-visible): pass the data explicitly.
+
+    Examples:
+        >>> import gpusim as gs
+        >>> issubclass(gs.CartPoleEnv, Renderable)
+        True
+        >>> env = gs.CartPoleEnv(batch_size=[2], seed=0)
+        >>> td = env.step(env.rand_action(env.reset()))
+        >>> bool((env.render() == env.render(td["next"])).all())  # the last step's frames
+        True
     """
 
     def render(self, tensordict: TensorDictBase | None = None) -> torch.Tensor:

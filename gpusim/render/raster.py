@@ -1,7 +1,7 @@
 """Batched rasterizer: shapes drawn for every row of a batch by testing each pixel.
 
-A :class:`Canvas` holds the pixel grid of one frame size and the image being drawn,
-``[*B, H, W, 3]`` uint8. Each primitive evaluates "is this pixel inside the shape?" for every
+A :class:`Canvas` holds the pixel grid of one frame size and what is drawn on it (a colour
+index per pixel over a background), turned into ``[*B, H, W, 3]`` uint8 frames at the end. Each primitive evaluates "is this pixel inside the shape?" for every
 pixel of every row at once (a polygon by its edges' half-plane tests, a disk by its distance, a
 line by its rows or columns), from per-row parameters of shape ``[*B]`` (or Python numbers),
 and :meth:`Canvas.paint` writes a colour where the mask holds. No Python loop runs over rows or
@@ -116,6 +116,10 @@ class Canvas:
 
         Raises:
             ValueError: not three ints in ``[0, 255]`` (naming the value).
+
+        Examples:
+            >>> Canvas((), 2, 2).colour((204, 77, 77))
+            tensor([204,  77,  77], dtype=torch.uint8)
         """
         if len(rgb) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in rgb):
             raise ValueError(f"Canvas: a colour is three ints in [0, 255], got {rgb!r}")
@@ -134,6 +138,11 @@ class Canvas:
             clockwise: the winding of the vertices (``y`` up), when every row shares it (a
                 rotated rectangle keeps its winding): one test per edge instead of two;
                 ``None``: either winding.
+
+        Examples:
+            >>> canvas = Canvas((), 6, 6)
+            >>> canvas.polygon([1.0, 1.0, 4.0], [1.0, 4.0, 1.0]).sum().item()  # a right triangle
+            10
         """
         if len(xs) != len(ys) or len(xs) < 3:
             raise ValueError(f"Canvas.polygon needs >= 3 vertices with as many xs as ys, got {len(xs)} and {len(ys)}")
@@ -159,37 +168,48 @@ class Canvas:
 
     def disk(self, cx: Number, cy: Number, radius: Number) -> torch.Tensor:
         """Pixels of a filled circle of integer centre and radius (``gfxdraw.filled_circle``),
-        ``[*B, H, W]`` bool: ``dx^2 + dy^2 <= r^2 + r``."""
+        ``[*B, H, W]`` bool: ``dx^2 + dy^2 <= r^2 + r``.
+
+        Examples:
+            >>> Canvas((), 20, 20).disk(10, 10, 5).sum().item()
+            97
+        """
         r = _col(radius)
         dx, dy = self.x - _col(cx), self.y - _col(cy)
         return dx * dx + dy * dy <= r * r + r
 
     def hline(self, y: Number, x0: Number = 0, x1: Number | None = None) -> torch.Tensor:
         """Pixels of surface row ``y`` between columns ``x0`` and ``x1`` (inclusive; default: the
-        whole row)."""
+        whole row).
+
+        Examples:
+            >>> mask = Canvas((), 4, 6).hline(0, 1, 3)  # surface row 0 is the bottom image row
+            >>> mask[-1].tolist()
+            [False, True, True, True, False, False]
+        """
         x1 = self.width - 1 if x1 is None else x1
         return (self.y == _col(y)) & (self.x >= _col(x0)) & (self.x <= _col(x1))
 
     def vline(self, x: Number, y0: Number, y1: Number) -> torch.Tensor:
-        """Pixels of surface column ``x`` between rows ``y0`` and ``y1`` (inclusive)."""
-        return (self.x == _col(x)) & (self.y >= _col(y0)) & (self.y <= _col(y1))
+        """Pixels of surface column ``x`` between rows ``y0`` and ``y1`` (inclusive).
 
-    def segment(self, x0: Number, y0: Number, x1: Number, y1: Number, width: float) -> torch.Tensor:
-        """Pixels within ``width / 2`` of the segment ``(x0, y0)-(x1, y1)`` (a thick line with
-        round caps), ``[*B, H, W]`` bool."""
-        ax, ay, bx, by = _col(x0), _col(y0), _col(x1), _col(y1)
-        ex, ey = bx - ax, by - ay
-        length2 = ex * ex + ey * ey
-        px, py = self.x - ax, self.y - ay
-        t = ((px * ex + py * ey) / (length2 + 1e-12)).clamp(0.0, 1.0)
-        dx, dy = px - t * ex, py - t * ey
-        return dx * dx + dy * dy <= (width / 2) ** 2
+        Examples:
+            >>> Canvas((), 5, 3).vline(1, 0, 2)[:, 1].tolist()  # image rows, top to bottom
+            [False, False, True, True, True]
+        """
+        return (self.x == _col(x)) & (self.y >= _col(y0)) & (self.y <= _col(y1))
 
     def graph_line(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Anti-aliased ink ``[H, W]`` float in ``[0, 1]`` of a polyline that is the graph of a
         function of ``x`` (one vertex per increasing ``xs``): each column is inked on the two
         rows around the line, in proportion to their distance across it (Wu's lines), like
         ``pygame.draw.aalines`` on a mostly horizontal curve. A static drawing: no batch dims.
+
+        Examples:
+            >>> canvas = Canvas((), 4, 4, flip=False)
+            >>> ink = canvas.graph_line(torch.tensor([0.0, 3.0]), torch.tensor([1.5, 1.5]))
+            >>> ink[:, 0].tolist()  # halfway between rows 1 and 2
+            [0.0, 0.5, 0.5, 0.0]
         """
         xs, ys = xs.to(self.device, torch.float32), ys.to(self.device, torch.float32)
         x = self.x.clamp(float(xs[0]), float(xs[-1]))
@@ -210,6 +230,12 @@ class Canvas:
 
         Painting records a colour index per pixel (one byte); :meth:`frames` turns the indices
         into colours once, so that each shape costs a pass over bytes, not over RGB triples.
+
+        Examples:
+            >>> canvas = Canvas(torch.Size([2]), 1, 2)
+            >>> canvas.paint(torch.tensor([[[True, False]], [[False, True]]]), (0, 0, 255))
+            >>> canvas.frames()[:, 0, :, 2].tolist(), canvas.frames()[:, 0, :, 0].tolist()
+            ([[255, 255], [255, 255]], [[0, 255], [255, 0]])
         """
         if rgb not in self.colours:
             self.colour(rgb)  # checks it
@@ -224,7 +250,14 @@ class Canvas:
 
     def blend(self, ink: torch.Tensor, rgb: Colour) -> None:
         """Blends ``rgb`` over the background with opacity ``ink`` (float in ``[0, 1]``, ``[H, W]``),
-        rounding to the nearest integer: for static layers, drawn before any :meth:`paint`."""
+        rounding to the nearest integer: for static layers, drawn before any :meth:`paint`.
+
+        Examples:
+            >>> canvas = Canvas((), 1, 2)
+            >>> canvas.blend(torch.tensor([[0.5, 1.0]]), (0, 0, 0))
+            >>> canvas.frames()[0, :, 0].tolist()
+            [128, 0]
+        """
         if self.labels is not None:
             raise RuntimeError("Canvas.blend draws on the background: call it before paint()")
         alpha = ink[..., None]
@@ -238,6 +271,10 @@ class Canvas:
         reads the index of its pixel, ``k // 3``, and its channel, ``k % 3``): Inductor then runs
         one loop over whole rows of bytes instead of a loop of three channels per pixel (3x
         faster on CPU). Eager, one indexing of the colour table does it.
+
+        Examples:
+            >>> Canvas(torch.Size([4, 2]), 3, 5, background=(9, 9, 9)).frames().shape
+            torch.Size([4, 2, 3, 5, 3])
         """
         shape = (*self.batch_shape, self.height, self.width, 3)
         background = self.background
