@@ -3,7 +3,9 @@
 After each step and reset the transform calls the base env's ``render`` method on the data
 (``render(tensordict)``: the state entries it holds, every row at once, on the env device) and
 writes the frames, ``[*B, H, W, 3]`` uint8, under ``"pixels"``. The frames are a pure function
-of the data, so the transform runs the same eager and inside compiled graphs.
+of the data, so the transform runs the same eager and inside compiled graphs. A partial reset
+in the eager sparse mode draws the reset rows only; otherwise every row is drawn (the others
+get the frames they had).
 :func:`gpusim.make` adds it for ``from_pixels=True``.
 
 Examples:
@@ -24,6 +26,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._keys import NestedKey
+from gpusim.envs.episode import mask_at
 from gpusim.specs import Bounded, Composite
 from gpusim.transforms.transform import Transform
 
@@ -102,7 +105,21 @@ class PixelRenderTransform(Transform):
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        return self._call(tensordict_reset)
+        key = self.out_keys[0]
+        previous = None if tensordict is None else tensordict.get(key, None)
+        mask = None if previous is None else mask_at(tensordict, "_reset", tensordict_reset.batch_size)
+        if mask is None or not _base_env(self.parent)._sparse_now():
+            # every row (a compiled graph, masked mode: the rows not reset draw the same frames)
+            return self._call(tensordict_reset)
+        # eager sparse mode: draw the reset rows only (reading the mask on the host is allowed)
+        frames = previous.clone()
+        if bool(mask.any()):
+            render = self.__dict__.get("_render_fn") or self._renderer()
+            frames[mask] = render(tensordict_reset[mask])
+        tensordict_reset.set(key, frames)
+        for dropped in self.__dict__["_dropped"]:
+            tensordict_reset.pop(dropped, None)
+        return tensordict_reset
 
     # ------------------------------------------------------------------ specs
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:

@@ -58,8 +58,9 @@ def test_pixels_only_false_keeps_the_vector_observation():
     assert data["next", "observation"].shape == (3, 2, 3)
 
 
-def test_pixels_of_every_step_and_reset_are_the_frames_of_the_state():
-    env = gs.make("CartPole-v1", num_envs=3, seed=1, from_pixels=True)
+@pytest.mark.parametrize("mode", ["sparse", "masked"])  # sparse: the reset rows alone are drawn
+def test_pixels_of_every_step_and_reset_are_the_frames_of_the_state(mode):
+    env = gs.make("CartPole-v1", num_envs=3, seed=1, from_pixels=True, auto_reset_mode=mode)
     data = env.rollout(14, _push_right, break_when_any_done=False)
     assert data["next", "done"].any()  # episodes ended: the roots after them are reset rows
     base = env.base_env
