@@ -35,7 +35,7 @@ from gpusim.envs.native import (
     TicTacToeEnv,
 )
 from gpusim.envs.common import EnvBase
-from gpusim.transforms import StepCounter, TransformedEnv
+from gpusim.transforms import Compose, PixelRenderTransform, StepCounter, TransformedEnv
 
 __all__ = ["make", "register", "registered_ids", "EnvEntry"]
 
@@ -139,7 +139,7 @@ def _check_entry_kwargs(where: str, entry: Callable[..., Any], kwargs: Mapping[s
         name = getattr(entry, "__name__", repr(entry))
         raise TypeError(
             f"{where} got unexpected keyword argument(s) {unknown}; it accepts num_envs, device, seed, "
-            f"max_episode_steps and {name}'s keyword arguments {sorted(accepted)}"
+            f"max_episode_steps, from_pixels, pixels_only and {name}'s keyword arguments {sorted(accepted)}"
         )
 
 
@@ -202,6 +202,8 @@ def make(
     seed: int | None = None,
     *,
     max_episode_steps: Any = _UNSET,
+    from_pixels: bool = False,
+    pixels_only: bool = True,
     **kwargs: Any,
 ) -> EnvBase:
     """Build the env registered as ``env_id``, with its time limit.
@@ -215,12 +217,17 @@ def make(
         seed: seed of the env's random numbers.
         max_episode_steps: overrides the registered time limit (``None``: no time limit), as
             gymnasium's ``make`` does.
+        from_pixels: add the env's rendered frames (``[*B, H, W, 3]`` uint8, gymnasium's
+            ``rgb_array`` frames, drawn on the env device) under ``"pixels"`` to every step and
+            reset, through a :class:`~gpusim.transforms.PixelRenderTransform`.
+        pixels_only: with ``from_pixels``, drop the vector ``"observation"`` (default ``True``,
+            as ``GymEnv``); the ``"state"`` entry stays.
         **kwargs: the env's keyword arguments (e.g. ``g=9.81`` for Pendulum-v1); they prevail
             over the defaults given to :func:`register`.
 
     Returns:
         ``TransformedEnv(env, StepCounter(max_steps=max_episode_steps))``, or the env itself for
-        ids without a time limit.
+        ids without a time limit; with ``from_pixels``, the ``PixelRenderTransform`` comes first.
 
     Raises:
         ValueError: if ``env_id`` is unknown (the message lists the known ids), or
@@ -236,6 +243,9 @@ def make(
         torch.Size([2])
         >>> make("CartPole-v1", max_episode_steps=50).transform.max_steps
         50
+        >>> env = make("CartPole-v1", num_envs=4, from_pixels=True)
+        >>> sorted(env.observation_spec.keys()), env.observation_spec["pixels"].shape
+        (['pixels', 'step_count'], torch.Size([4, 400, 600, 3]))
     """
     entry = _REGISTRY.get(env_id)
     if entry is None:
@@ -246,10 +256,16 @@ def make(
     env_cls = entry.env_cls
     kwargs = {**entry.defaults, **kwargs}
     _check_entry_kwargs(f"make({env_id!r})", env_cls, kwargs)
+    for name, flag in (("from_pixels", from_pixels), ("pixels_only", pixels_only)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"make({env_id!r}): {name} must be a bool, got {flag!r}")
     batch_size = [] if num_envs is None else [num_envs]
     env = env_cls(batch_size=batch_size, device=device, seed=seed, **kwargs)
     if not isinstance(env, EnvBase):
         raise TypeError(f"the entry point of {env_id!r} returned {type(env).__name__}, not an env (EnvBase)")
-    if limit is None:
+    transforms = [PixelRenderTransform(pixels_only=pixels_only)] if from_pixels else []
+    if limit is not None:
+        transforms.append(StepCounter(max_steps=limit))
+    if not transforms:
         return env
-    return TransformedEnv(env, StepCounter(max_steps=limit))
+    return TransformedEnv(env, transforms[0] if len(transforms) == 1 else Compose(*transforms))

@@ -158,7 +158,9 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         copy: numpy mode: return arrays the caller owns (``False``: arrays may share memory
             with the env's tensors, which are its state for the native envs).
         render_mode: ``None`` or ``"rgb_array"``: ``render()`` then returns one frame per env
-            from the ``render_key`` entry of the latest data.
+            from the ``render_key`` entry of the latest data; for a native env without a
+            ``"pixels"`` observation (no ``from_pixels``), the frames its ``render`` draws from
+            the latest state.
         render_key: the observation entry holding ``(num_envs, H, W, C)`` uint8 frames.
 
     Raises:
@@ -299,6 +301,8 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         if render_mode != "rgb_array":
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         key = _keys.unravel(render_key)
+        if key not in env.observation_keys and key == "pixels" and _drawn_env(env) is not None:
+            return _DRAWN  # no frames in the data: the env draws them from its state (render())
         if key not in env.observation_keys:
             raise KeyError(
                 f"render_mode='rgb_array' reads frames from the observation {_keys.fmt(key)}, which the env does not "
@@ -504,10 +508,20 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             >>> _ = envs.reset(seed=0)
             >>> [(f.shape, f.dtype.name) for f in envs.render()]
             [((8, 8, 3), 'uint8'), ((8, 8, 3), 'uint8')]
+
+            A native env draws its frames from its state:
+
+            >>> envs = GymnasiumVectorEnv(gs.make("Acrobot-v1", num_envs=2), render_mode="rgb_array")
+            >>> _ = envs.reset(seed=0)
+            >>> [f.shape for f in envs.render()]
+            [(500, 500, 3), (500, 500, 3)]
         """
         if self._render_key is None or self._td is None:
             return None
-        frames = self._td.get(self._render_key).detach().cpu().numpy()
+        if self._render_key is _DRAWN:
+            frames = _drawn_env(self.gpusim_env).render(self._td).cpu().numpy()
+        else:
+            frames = self._td.get(self._render_key).detach().cpu().numpy()
         return tuple(frames[i].copy() for i in range(self.num_envs))
 
     def state_dict(self) -> dict[str, Any]:
@@ -556,6 +570,20 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             True
         """
         self.gpusim_env.close()
+
+
+#: ``render_key`` of an env that draws its frames from its state (``render(td)``)
+_DRAWN = ("<drawn by the env>",)
+
+
+def _drawn_env(env: EnvBase) -> Any:
+    """The base env of ``env`` when it has a registered drawing (see :mod:`gpusim.render`), else
+    ``None``."""
+    from gpusim.render import drawing_for
+
+    while hasattr(env, "base_env"):
+        env = env.base_env
+    return env if drawing_for(env) is not None else None
 
 
 def _index(tree: dict, i: int) -> dict:

@@ -55,6 +55,7 @@ from gpusim.transforms.checks import FiniteTensorDictCheck
 from gpusim.transforms.crop import RandomCropTensorDict
 from gpusim.transforms.pixels import CenterCrop, GrayScale, Resize, ToTensorImage
 from gpusim.transforms.rl_models import KLRewardTransform
+from gpusim.transforms.render import PixelRenderTransform
 from gpusim.transforms.loggers import CSVLogger, Logger
 from gpusim.transforms.recorders import TensorDictRecorder, VideoRecorder
 from gpusim.transforms.action_maps import ActionScaling, FlattenAction
@@ -143,6 +144,7 @@ __all__ = [
     "GrayScale",
     "Resize",
     "ToTensorImage",
+    "PixelRenderTransform",
     "KLRewardTransform",
     "R3MTransform",
     "VC1Transform",

@@ -48,6 +48,7 @@ from gpusim.envs.native._ops import stack_last
 from gpusim.envs.native.params import ParamTable
 from gpusim.envs.native.rng import CounterRNG, ResetRows
 from gpusim.kernels import select
+from gpusim.render.drawings import Renderable
 from gpusim.specs import Categorical, Composite
 
 __all__ = ["NativeEnv", "done_spec", "stack_last"]
@@ -64,7 +65,7 @@ def done_spec(batch_size: torch.Size, device: torch.device) -> Composite:
     return Composite(done=flag, terminated=flag.clone(), shape=batch_size, device=device)
 
 
-class NativeEnv(EnvBase):
+class NativeEnv(Renderable, EnvBase):
     """Base of the native envs (see the module docstring for the contract).
 
     Subclasses implement ``_reset(tensordict, rows)`` and ``_step(tensordict)``. The base owns
