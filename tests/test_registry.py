@@ -130,6 +130,6 @@ def test_register_errors_are_clear(scratch_ids) -> None:
 
 def test_unknown_kwarg_message_lists_make_arguments() -> None:
     """A typo of ``seed`` names the arguments ``make`` itself takes, not only the env's."""
-    with pytest.raises(TypeError, match=r"\['seeed'\]; it accepts num_envs, device, seed, max_episode_steps and "
+    with pytest.raises(TypeError, match=r"\['seeed'\]; it accepts num_envs, device, seed, max_episode_steps, from_pixels, pixels_only and "
                                         r"CartPoleEnv's keyword arguments \['auto_reset_mode', "):
         make("CartPole-v1", seeed=0)
