@@ -30,6 +30,7 @@ from gpusim.envs.native import (
     PendulumEnv,
     TicTacToeEnv,
 )
+from gpusim.envs.native.minatar import BreakoutEnv
 from gpusim.envs.common import EnvBase
 from gpusim.transforms import StepCounter, TransformedEnv
 
@@ -48,6 +49,8 @@ class EnvEntry:
 
     env_cls: type
     max_episode_steps: int | None
+    #: keyword arguments the id fixes (e.g. MinAtar's ``use_minimal_action_set``)
+    kwargs: dict = dataclasses.field(default_factory=dict)
 
 
 _REGISTRY: dict[str, EnvEntry] = {
@@ -58,14 +61,20 @@ _REGISTRY: dict[str, EnvEntry] = {
     "Acrobot-v1": EnvEntry(AcrobotEnv, 500),
     "TicTacToe-v0": EnvEntry(TicTacToeEnv, None),
 }
+# the ``minatar`` package's gymnasium ids (no time limit): -v0 the 6 actions, -v1 the minimal set
+for _name, _cls in (("Breakout", BreakoutEnv),):
+    _REGISTRY[f"MinAtar/{_name}-v0"] = EnvEntry(_cls, None, {"use_minimal_action_set": False})
+    _REGISTRY[f"MinAtar/{_name}-v1"] = EnvEntry(_cls, None, {"use_minimal_action_set": True})
 
 
 def registered_ids() -> list[str]:
     """The ids :func:`make` knows.
 
     Examples:
-        >>> registered_ids()
+        >>> registered_ids()[:6]
         ['CartPole-v1', 'Pendulum-v1', 'MountainCar-v0', 'MountainCarContinuous-v0', 'Acrobot-v1', 'TicTacToe-v0']
+        >>> "MinAtar/Breakout-v1" in registered_ids()
+        True
     """
     return list(_REGISTRY)
 
@@ -86,7 +95,8 @@ def make(
 
     Args:
         env_id: a gymnasium id: ``"CartPole-v1"``, ``"Pendulum-v1"``, ``"MountainCar-v0"``,
-            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; or ``"TicTacToe-v0"``.
+            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; or ``"TicTacToe-v0"``; or a
+            MinAtar id, ``"MinAtar/<Game>-v0"`` (6 actions) or ``"MinAtar/<Game>-v1"`` (minimal set).
         num_envs: the batch size (``None``: an unbatched env, ``batch_size=[]``).
         device: where the data lives (``None``: CPU).
         seed: seed of the env's reset noise.
@@ -107,12 +117,17 @@ def make(
         9.81
         >>> make("TicTacToe-v0", num_envs=2).batch_size
         torch.Size([2])
+        >>> make("MinAtar/Breakout-v1", num_envs=2, sticky_action_prob=0.0).action_spec.n
+        3
     """
     entry = _REGISTRY.get(env_id)
     if entry is None:
         raise ValueError(f"Unknown env id {env_id!r}; known ids: {registered_ids()}")
     if num_envs is not None and (isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1):
         raise ValueError(f"num_envs must be a positive int or None, got {num_envs!r}")
+    fixed = sorted(set(kwargs) & set(entry.kwargs))
+    if fixed:
+        raise TypeError(f"make({env_id!r}) fixes {fixed} (got {kwargs[fixed[0]]!r}); use another id to change it")
     unknown = sorted(set(kwargs) - _env_kwargs(entry.env_cls))
     if unknown:
         raise TypeError(
@@ -120,7 +135,7 @@ def make(
             f"{entry.env_cls.__name__} accepts {sorted(_env_kwargs(entry.env_cls))}"
         )
     batch_size = [] if num_envs is None else [num_envs]
-    env = entry.env_cls(batch_size=batch_size, device=device, seed=seed, **kwargs)
+    env = entry.env_cls(batch_size=batch_size, device=device, seed=seed, **entry.kwargs, **kwargs)
     if entry.max_episode_steps is None:
         return env
     return TransformedEnv(env, StepCounter(max_steps=entry.max_episode_steps))

@@ -1,0 +1,18 @@
+"""The MinAtar games (Young and Tian 2019) as batched tensor programs, with the ``minatar``
+package's rules, observations and colours.
+
+``gpusim.make("MinAtar/<Game>-v0")`` builds a game with the full action set of 6,
+``"MinAtar/<Game>-v1"`` with the game's minimal action set (the ids of the package's gymnasium
+registration, no time limit).
+
+Examples:
+    >>> from gpusim.envs.native.minatar import BreakoutEnv
+    >>> env = BreakoutEnv(batch_size=[4], seed=0)
+    >>> env.reset()["observation"].shape
+    torch.Size([4, 10, 10, 4])
+"""
+
+from gpusim.envs.native.minatar._common import MinAtarEnv
+from gpusim.envs.native.minatar.breakout import BreakoutEnv
+
+__all__ = ["BreakoutEnv", "MinAtarEnv"]
