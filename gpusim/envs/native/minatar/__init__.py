@@ -14,5 +14,6 @@ Examples:
 
 from gpusim.envs.native.minatar._common import MinAtarEnv
 from gpusim.envs.native.minatar.breakout import BreakoutEnv
+from gpusim.envs.native.minatar.freeway import FreewayEnv
 
-__all__ = ["BreakoutEnv", "MinAtarEnv"]
+__all__ = ["BreakoutEnv", "FreewayEnv", "MinAtarEnv"]

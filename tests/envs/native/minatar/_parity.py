@@ -142,16 +142,21 @@ def moments(x: np.ndarray) -> tuple[float, float, float, float]:
 def ours_episodes(env_cls: type[MinAtarEnv], rows: int, max_steps: int, seed: int, **kw):
     """Return and length of the first episode of each of ``rows`` rows (uniform random policy)."""
     env = env_cls(batch_size=[rows], seed=seed, **kw)
-    torch.manual_seed(seed)
-    td = env.rollout(max_steps, break_when_any_done=False)
-    reward = td["next", "reward"].squeeze(-1)
-    done = td["next", "done"].squeeze(-1)
-    assert bool(done.any(-1).all()), "some rows did not finish an episode; raise max_steps"
-    first = done.long().argmax(-1)
-    steps = torch.arange(max_steps)
-    in_first = steps <= first.unsqueeze(-1)
-    returns = (reward * in_first).sum(-1)
-    return returns.numpy().astype(np.float64), (first + 1).numpy().astype(np.float64)
+    gen = torch.Generator().manual_seed(seed)
+    td = env.reset()
+    returns = torch.zeros(rows)
+    lengths = torch.zeros(rows, dtype=torch.int64)
+    running = torch.ones(rows, dtype=torch.bool)
+    for _ in range(max_steps):
+        td["action"] = torch.randint(0, env.action_spec.n, (rows,), generator=gen)
+        data, td = env.step_and_maybe_reset(td)
+        returns += data["next", "reward"].squeeze(-1) * running
+        lengths += running
+        running &= ~data["next", "done"].squeeze(-1)
+        if not running.any():
+            break
+    assert not running.any(), "some rows did not finish an episode; raise max_steps"
+    return returns.numpy().astype(np.float64), lengths.numpy().astype(np.float64)
 
 
 def package_episodes(game: str, episodes: int, seed: int, actions: int = 6, **kw):
