@@ -30,7 +30,7 @@ from gpusim.envs.native import (
     PendulumEnv,
     TicTacToeEnv,
 )
-from gpusim.envs.native.minatar import BreakoutEnv, FreewayEnv
+from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv
 from gpusim.envs.common import EnvBase
 from gpusim.transforms import StepCounter, TransformedEnv
 
@@ -62,7 +62,7 @@ _REGISTRY: dict[str, EnvEntry] = {
     "TicTacToe-v0": EnvEntry(TicTacToeEnv, None),
 }
 # the ``minatar`` package's gymnasium ids (no time limit): -v0 the 6 actions, -v1 the minimal set
-for _name, _cls in (("Breakout", BreakoutEnv), ("Freeway", FreewayEnv)):
+for _name, _cls in (("Asterix", AsterixEnv), ("Breakout", BreakoutEnv), ("Freeway", FreewayEnv)):
     _REGISTRY[f"MinAtar/{_name}-v0"] = EnvEntry(_cls, None, {"use_minimal_action_set": False})
     _REGISTRY[f"MinAtar/{_name}-v1"] = EnvEntry(_cls, None, {"use_minimal_action_set": True})
 

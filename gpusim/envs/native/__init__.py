@@ -20,11 +20,12 @@ from gpusim.envs.native.acrobot import AcrobotEnv
 from gpusim.envs.native.cartpole import CartPoleEnv
 from gpusim.envs.native.mountain_car import MountainCarContinuousEnv, MountainCarEnv
 from gpusim.envs.native.pendulum import PendulumEnv
-from gpusim.envs.native.minatar import BreakoutEnv, FreewayEnv
+from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv
 from gpusim.envs.native.tictactoe import TicTacToeEnv
 
 __all__ = [
     "AcrobotEnv",
+    "AsterixEnv",
     "BreakoutEnv",
     "CartPoleEnv",
     "FreewayEnv",

@@ -13,7 +13,8 @@ Examples:
 """
 
 from gpusim.envs.native.minatar._common import MinAtarEnv
+from gpusim.envs.native.minatar.asterix import AsterixEnv
 from gpusim.envs.native.minatar.breakout import BreakoutEnv
 from gpusim.envs.native.minatar.freeway import FreewayEnv
 
-__all__ = ["BreakoutEnv", "FreewayEnv", "MinAtarEnv"]
+__all__ = ["AsterixEnv", "BreakoutEnv", "FreewayEnv", "MinAtarEnv"]

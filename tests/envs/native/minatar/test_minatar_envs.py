@@ -9,10 +9,10 @@ import torch
 
 import gpusim as gs
 from gpusim.envs import check_env_specs
-from gpusim.envs.native.minatar import BreakoutEnv, FreewayEnv
+from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv
 from gpusim.envs.native.minatar._common import cubehelix_palette
 
-GAMES = {"Breakout": BreakoutEnv, "Freeway": FreewayEnv}
+GAMES = {"Breakout": BreakoutEnv, "Freeway": FreewayEnv, "Asterix": AsterixEnv}
 _ids = list(GAMES)
 
 
