@@ -3,10 +3,11 @@
 A game subclasses :class:`MinAtarEnv` and writes its rules once, as three pure functions of
 tensors with the env batch dims:
 
-* ``_start(u)``: the start state (a dict of tensors) from the reset uniforms ``u``;
+* ``_start(u)``: the start state (a dict of tensors) from the reset uniforms ``u``
+  (``[*B, reset_draws]``, from the reset stream of each row's episode);
 * ``_advance(state, action, u)``: one frame: ``(next_state, reward, terminal)`` from the state
   dict, the full-set action (``0..5``: no-op, left, up, right, down, fire) and the step
-  uniforms ``u``;
+  uniforms ``u`` (``[*B, step_draws]``, from the env's step stream ``self.rng``);
 * ``_observe(state)``: the bool observation ``[*B, 10, 10, C]``.
 
 The base class draws the uniforms from the counter-based stream, applies sticky actions, maps
@@ -28,6 +29,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native.rng import ResetRows
 from gpusim.specs import Binary, Bounded, Categorical, Composite
 
 __all__ = ["GRID", "MinAtarEnv", "cell_grid", "cubehelix_palette", "int_spec", "bool_spec"]
@@ -131,8 +133,7 @@ class MinAtarEnv(NativeEnv):
         self.sticky_action_prob = float(sticky_action_prob)
         self.difficulty_ramping = difficulty_ramping
         self.use_minimal_action_set = use_minimal_action_set
-        num_noise = 1 + max(self.reset_draws, self.step_draws)
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=num_noise, noise_bits=24)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=1 + self.step_draws)
         B, dev = self.batch_size, self.device
         self.action_set = tuple(self.minimal_actions) if use_minimal_action_set else tuple(range(len(ACTIONS)))
         self.register_buffer("_action_set", torch.tensor(self.action_set, device=dev), persistent=False)
@@ -159,7 +160,7 @@ class MinAtarEnv(NativeEnv):
         """The game's state entries: name -> spec without batch dims."""
         raise NotImplementedError
 
-    def _start(self, u: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _start(self, u: torch.Tensor | None) -> dict[str, torch.Tensor]:
         raise NotImplementedError
 
     def _advance(
@@ -174,8 +175,8 @@ class MinAtarEnv(NativeEnv):
     def _state_names(self) -> list[str]:
         return self._cached("minatar_state_names", lambda: list(self.state_layout()))
 
-    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        u = self._reset_noise()[..., 1:]
+    def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
+        u = rows.uniform(0.0, 1.0, n=self.reset_draws) if self.reset_draws else None
         state = self._start(u)
         # the package keeps the last action across episodes (sticky actions may repeat it)
         last = None if tensordict is None else tensordict.get("last_action", None)
@@ -187,7 +188,8 @@ class MinAtarEnv(NativeEnv):
         )
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        u = self._noise()
+        # one draw per step: the sticky-action uniform, then the game's
+        u = self.rng.uniform(0.0, 1.0, n=1 + self.step_draws)
         action = self._action_set[tensordict["action"]]
         sticky = u[..., 0] < self.sticky_action_prob
         action = torch.where(sticky, tensordict["last_action"], action)

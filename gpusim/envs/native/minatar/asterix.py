@@ -116,7 +116,7 @@ class AsterixEnv(MinAtarEnv):
             "ramp_index": int_spec(0, 2**31 - 1, ()),
         }
 
-    def _start(self, u: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _start(self, u: torch.Tensor | None) -> dict[str, torch.Tensor]:
         B, dev = self.batch_size, self.device
         five = torch.full(B, 5, dtype=torch.int64, device=dev)
         lanes = torch.zeros((*B, LANES), dtype=torch.bool, device=dev)

@@ -66,7 +66,7 @@ def step_with(env_cls: type[MinAtarEnv], states: TensorDict, actions: torch.Tens
     """One raw step of a batch of ``states`` with the step uniforms ``u`` (``[N, draws + 1]``;
     column 0 is the sticky-action draw)."""
     env = env_cls(batch_size=[states.shape[0]], seed=0, sticky_action_prob=0.0, **kw)
-    env._noise = lambda: u  # the step stream, replaced by a known table
+    env.rng.uniform = lambda low, high, n: u  # the step stream, replaced by a known table
     td = states.clone().set("action", actions)
     return env._step(td)
 

@@ -63,8 +63,8 @@ def test_arguments_are_checked(name) -> None:
         cls(sticky_action_prob=1.5)
     with pytest.raises(TypeError, match="difficulty_ramping must be a bool, got 1"):
         cls(difficulty_ramping=1)
-    with pytest.raises(TypeError, match="use_minimal_action_set"):
-        gs.make(f"MinAtar/{name}-v0", use_minimal_action_set=True)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['sticky'\]"):
+        gs.make(f"MinAtar/{name}-v0", sticky=0.1)
 
 
 @pytest.mark.parametrize("name", _ids)
