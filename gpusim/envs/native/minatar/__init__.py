@@ -16,5 +16,6 @@ from gpusim.envs.native.minatar._common import MinAtarEnv
 from gpusim.envs.native.minatar.asterix import AsterixEnv
 from gpusim.envs.native.minatar.breakout import BreakoutEnv
 from gpusim.envs.native.minatar.freeway import FreewayEnv
+from gpusim.envs.native.minatar.space_invaders import SpaceInvadersEnv
 
-__all__ = ["AsterixEnv", "BreakoutEnv", "FreewayEnv", "MinAtarEnv"]
+__all__ = ["AsterixEnv", "BreakoutEnv", "FreewayEnv", "MinAtarEnv", "SpaceInvadersEnv"]

@@ -9,10 +9,10 @@ import torch
 
 import gpusim as gs
 from gpusim.envs import check_env_specs
-from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv
+from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SpaceInvadersEnv
 from gpusim.envs.native.minatar._common import cubehelix_palette
 
-GAMES = {"Breakout": BreakoutEnv, "Freeway": FreewayEnv, "Asterix": AsterixEnv}
+GAMES = {"Breakout": BreakoutEnv, "Freeway": FreewayEnv, "Asterix": AsterixEnv, "SpaceInvaders": SpaceInvadersEnv}
 _ids = list(GAMES)
 
 
