@@ -34,7 +34,7 @@ from gpusim.envs.native import (
     PendulumEnv,
     TicTacToeEnv,
 )
-from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SpaceInvadersEnv
+from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SeaquestEnv, SpaceInvadersEnv
 from gpusim.envs.common import EnvBase
 from gpusim.transforms import StepCounter, TransformedEnv
 
@@ -92,7 +92,13 @@ _REGISTRY: dict[str, EnvEntry] = {
     "TicTacToe-v0": EnvEntry(TicTacToeEnv, None),
 }
 # the ``minatar`` package's gymnasium ids (no time limit): -v0 the 6 actions, -v1 the minimal set
-_MINATAR = {"Asterix": AsterixEnv, "Breakout": BreakoutEnv, "Freeway": FreewayEnv, "SpaceInvaders": SpaceInvadersEnv}
+_MINATAR = {
+    "Asterix": AsterixEnv,
+    "Breakout": BreakoutEnv,
+    "Freeway": FreewayEnv,
+    "Seaquest": SeaquestEnv,
+    "SpaceInvaders": SpaceInvadersEnv,
+}
 for _name, _cls in _MINATAR.items():
     _REGISTRY[f"MinAtar/{_name}-v0"] = EnvEntry(_cls, None, {"use_minimal_action_set": False})
     _REGISTRY[f"MinAtar/{_name}-v1"] = EnvEntry(_cls, None, {"use_minimal_action_set": True})

@@ -17,7 +17,7 @@ def test_registered_ids_and_limits_match_gymnasium() -> None:
     minatar_gym.register_envs()  # the package registers its ids on request
     minatar_ids = [i for i in gym.registry if i.startswith("MinAtar/")]
     assert sorted(i for i in registered_ids() if i.startswith("MinAtar/")) == sorted(
-        i for i in minatar_ids if gym.spec(i).kwargs["game"] in {"asterix", "breakout", "freeway", "space_invaders"}
+        i for i in minatar_ids if gym.spec(i).kwargs["game"] in {"asterix", "breakout", "freeway", "seaquest", "space_invaders"}
     )
     for env_id, entry in _REGISTRY.items():
         if env_id == "TicTacToe-v0":  # not a gymnasium env: no time limit

@@ -26,7 +26,7 @@ from gpusim.envs.native.acrobot import AcrobotEnv
 from gpusim.envs.native.cartpole import CartPoleEnv
 from gpusim.envs.native.mountain_car import MountainCarContinuousEnv, MountainCarEnv
 from gpusim.envs.native.pendulum import PendulumEnv
-from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SpaceInvadersEnv
+from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SeaquestEnv, SpaceInvadersEnv
 from gpusim.envs.native.rng import CounterRNG, ResetRows
 from gpusim.envs.native.tictactoe import TicTacToeEnv
 
@@ -42,6 +42,7 @@ __all__ = [
     "NativeEnv",
     "PendulumEnv",
     "ResetRows",
+    "SeaquestEnv",
     "SpaceInvadersEnv",
     "TicTacToeEnv",
 ]

@@ -16,6 +16,7 @@ from gpusim.envs.native.minatar._common import MinAtarEnv
 from gpusim.envs.native.minatar.asterix import AsterixEnv
 from gpusim.envs.native.minatar.breakout import BreakoutEnv
 from gpusim.envs.native.minatar.freeway import FreewayEnv
+from gpusim.envs.native.minatar.seaquest import SeaquestEnv
 from gpusim.envs.native.minatar.space_invaders import SpaceInvadersEnv
 
-__all__ = ["AsterixEnv", "BreakoutEnv", "FreewayEnv", "MinAtarEnv", "SpaceInvadersEnv"]
+__all__ = ["AsterixEnv", "BreakoutEnv", "FreewayEnv", "MinAtarEnv", "SeaquestEnv", "SpaceInvadersEnv"]

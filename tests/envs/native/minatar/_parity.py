@@ -78,12 +78,14 @@ def check_injection(
     extract: Callable,
     seed: int,
     normalize: Callable = lambda state: state,
+    uniforms: Callable = lambda state, u: u,
     **kw,
 ) -> tuple[int, int, list[str]]:
     """Steps every state of ``states`` with our env and with the package; returns ``(number of
     states, number matching, first mismatches)``. ``inject(game, state)`` writes one state (a
     dict of Python values) into the package's game object, ``extract(game)`` reads it back in
-    our form, ``normalize(state)`` drops what the package does not hold (e.g. dead slots)."""
+    our form, ``normalize(state)`` drops what the package does not hold (e.g. dead slots),
+    ``uniforms(state, u)`` lists the uniforms in the order the package draws them."""
     from minatar import Environment
 
     n = states.shape[0]
@@ -107,7 +109,7 @@ def check_injection(
         game.reset()
         inject(game, {k: v[i] for k, v in before.items()})
         game.terminal = False
-        game.random = Replay(u[i, 1:].tolist())
+        game.random = Replay(uniforms({k: v[i] for k, v in before.items()}, u[i, 1:].tolist()))
         r, t = game.act(action_set[actions[i]])
         got = extract(game)
         want = normalize({k: v[i] for k, v in after.items()})
