@@ -29,7 +29,8 @@ Rules:
     oxygen and costs one diver; with 6 it empties the bar and gives ``oxygen * 10 // 200``.
     With ramping every surfacing speeds the spawns up (and, every other time, the enemies).
     Several objects on one cell are resolved in the package's list order (the newest bullet or
-    diver first, the oldest enemy first), from the spawn stamps.
+    diver first, the oldest enemy first), from the spawn stamps, down to the package's
+    removal by value (a bullet hitting where an older twin of it still sits removes the twin).
 Reward (``"reward"``, float32 ``[*B, 1]``): ``+1`` per enemy shot, plus the surfacing bonus.
 Start state:
     the sub at (5, 0) facing left on the surface, 200 oxygen, no diver, no object; enemy
@@ -124,6 +125,25 @@ def _shift_cols(grid: torch.Tensor, right: bool) -> torch.Tensor:
     return out
 
 
+def _meet(
+    movers: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    birth: torch.Tensor,
+    fb_alive: torch.Tensor,
+    fb_x: torch.Tensor,
+    fb_y: torch.Tensor,
+    fb_birth: torch.Tensor,
+) -> torch.Tensor:
+    """``[*B, E, F]``: the ``k``-th moving enemy of a cell (the package's turn order: newest
+    first) meets the ``k``-th friendly bullet of the cell (its search order: oldest first)."""
+    cell = torch.where(movers, y * GRID + x, -1)
+    rank = _rank(_same_cell(x, y, movers), -birth)
+    b_cell = torch.where(fb_alive, fb_y * GRID + fb_x, -1)
+    b_rank = _rank(_same_cell(fb_x, fb_y, fb_alive), fb_birth)
+    return _match(rank, cell, b_rank, b_cell)
+
+
 def _heir_birth(
     birth: torch.Tensor, old: torch.Tensor, survives: torch.Tensor, new: torch.Tensor, killed: torch.Tensor
 ) -> torch.Tensor:
@@ -131,7 +151,10 @@ def _heir_birth(
     object of the list still holds, before its own turn, exactly the values the hit one moved
     to, the older one is removed instead and the hit one takes its place (it then does what the
     older one would have done). The outcome differs only in list order: the survivor takes the
-    hit object's place, i.e. its spawn stamp.
+    hit object's place, i.e. its spawn stamp. This happens to friendly bullets (two following
+    each other one cell apart); an enemy met by a bullet after moving never has such an older
+    twin (the twin would hold the bullet's cell, where the bullets' own pass already removed
+    every enemy before any bullet could stay).
 
     Args:
         birth: ``[*B, N]`` spawn stamps.
@@ -146,10 +169,9 @@ def _heir_birth(
     return torch.where(inherited >= 0, inherited, birth)
 
 
-def _pack(x: torch.Tensor, y: torch.Tensor, right: torch.Tensor, timer: torch.Tensor | None = None) -> torch.Tensor:
-    """An object's values ``(x in [-1, 10], y, direction, timer in [0, 63])`` as one integer."""
-    key = ((x + 1) * GRID + y) * 2 + right.long()
-    return key if timer is None else key * 64 + timer
+def _pack(x: torch.Tensor, y: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+    """A friendly bullet's values ``(x in [-1, 10], y, direction)`` as one integer."""
+    return ((x + 1) * GRID + y) * 2 + right.long()
 
 
 def _first_free(alive: torch.Tensor) -> torch.Tensor:
@@ -356,41 +378,31 @@ class SeaquestEnv(MinAtarEnv):
         terminal = terminal | meets.any(-1)
         en_timer = torch.where(e_moves, move_speed.unsqueeze(-1), s["en_timer"] - en_alive.long()).clamp(min=0)
         may_hit = e_moves & ~leaves & ~meets
-        hit_cell = torch.where(may_hit, moved_cell, -1)
         gone = leaves
-        en_before = _pack(en_x, en_y, s["en_right"], s["en_timer"])
-        en_after = _pack(moved_x, en_y, s["en_right"], en_timer)
-        for kind in (en_sub, ~en_sub):
-            # the k-th moving enemy of a cell (newest first) meets its k-th bullet (oldest first)
-            movers = may_hit & kind
-            cell = torch.where(movers, hit_cell, -1)
-            rank = _rank(_same_cell(moved_x, en_y, movers), -en_birth)
-            b_cell = torch.where(fb_alive, fb_y * GRID + fb_x, -1)
-            b_rank = _rank(_same_cell(fb_x, fb_y, fb_alive), fb_birth)
-            met = _match(rank, cell, b_rank, b_cell)
-            gone = gone | met.any(-1)
-            if kind is not en_sub:
-                # (a sub's turn also fires: the package's swap would fire twice; not reproduced)
-                fish = en_alive & ~en_sub
-                en_birth = _heir_birth(en_birth, en_before, fish & ~gone, en_after, met.any(-1))
-            fb_alive = fb_alive & ~met.any(-2)
-            reward = reward + met.flatten(-2).sum(-1)
-            if kind is en_sub:
-                # subs fire every 11 frames (a sub that just died still fires), then bullets fly
-                shoots = en_alive & en_sub & (s["en_shot"] == 0)
-                eb_right = s["eb_right"] | _grid(moved_x, en_y, shoots & s["en_right"])
-                eb_left = s["eb_left"] | _grid(moved_x, en_y, shoots & ~s["en_right"])
-                en_shot = torch.where(shoots, ENEMY_SHOT_INTERVAL, s["en_shot"] - (en_alive & en_sub).long())
-                at_player = cell_grid(sub_y, sub_x)
-                terminal = terminal | ((eb_right | eb_left) & at_player).flatten(-2).any(-1)
-                eb_right, eb_left = _shift_cols(eb_right, True), _shift_cols(eb_left, False)
-                terminal = terminal | ((eb_right | eb_left) & at_player).flatten(-2).any(-1)
+        # subs: a moved sub may meet a bullet (+1)
+        met = _meet(may_hit & en_sub, moved_x, en_y, en_birth, fb_alive, fb_x, fb_y, fb_birth)
+        gone = gone | met.any(-1)
+        fb_alive = fb_alive & ~met.any(-2)
+        reward = reward + met.flatten(-2).sum(-1)
+        # subs fire every 11 frames (a sub that just died still fires), then enemy bullets fly
+        shoots = en_alive & en_sub & (s["en_shot"] == 0)
+        eb_right = s["eb_right"] | _grid(moved_x, en_y, shoots & s["en_right"])
+        eb_left = s["eb_left"] | _grid(moved_x, en_y, shoots & ~s["en_right"])
+        en_shot = torch.where(shoots, ENEMY_SHOT_INTERVAL, s["en_shot"] - (en_alive & en_sub).long())
+        at_player = cell_grid(sub_y, sub_x)
+        terminal = terminal | ((eb_right | eb_left) & at_player).flatten(-2).any(-1)
+        eb_right, eb_left = _shift_cols(eb_right, True), _shift_cols(eb_left, False)
+        terminal = terminal | ((eb_right | eb_left) & at_player).flatten(-2).any(-1)
+        # fish: the same meeting, with the bullets the subs left
+        met = _meet(may_hit & ~en_sub, moved_x, en_y, en_birth, fb_alive, fb_x, fb_y, fb_birth)
+        gone = gone | met.any(-1)
+        fb_alive = fb_alive & ~met.any(-2)
+        reward = reward + met.flatten(-2).sum(-1)
         s["en_alive"] = en_alive & ~gone
         s["en_x"] = moved_x.clamp(-1, 10)
         s["en_timer"] = en_timer
         s["en_shot"] = en_shot.clamp(min=0)
         s["fb_alive"], s["fb_x"], s["fb_birth"] = fb_alive, fb_x, fb_birth
-        s["en_birth"] = en_birth
         s["eb_right"], s["eb_left"] = eb_right, eb_left
         # ---- timers, oxygen and surfacing
         s["e_spawn_timer"] = (e_spawn_timer - 1).clamp(min=0)
