@@ -8,8 +8,8 @@ was written and whose ``random`` replays the same uniforms through the same mapp
 reward and terminal must match exactly.
 
 Distributions: under a uniform random policy with the default sticky actions, the mean and the
-spread of the episode return and length of our env (one episode per row of a batch) and of the
-package (sequential episodes) agree within their standard errors.
+spread of the episode return and length of our env (the second episode of each row of a batch)
+and of the package (sequential episodes) agree within their standard errors.
 """
 
 from __future__ import annotations
@@ -141,28 +141,33 @@ def moments(x: np.ndarray) -> tuple[float, float, float, float]:
     return mean, std / math.sqrt(n), std, se_std
 
 
-def ours_episodes(env_cls: type[MinAtarEnv], rows: int, max_steps: int, seed: int, **kw):
-    """Return and length of the first episode of each of ``rows`` rows (uniform random policy)."""
+def ours_episodes(env_cls: type[MinAtarEnv], rows: int, max_steps: int, seed: int, episode: int = 1, **kw):
+    """Return and length of episode number ``episode`` (0: the first) of each of ``rows`` rows
+    (uniform random policy, auto-reset). Episodes after the first, like the package's episodes
+    after its first, start with the previous episode's last action as the one sticky actions
+    repeat."""
     env = env_cls(batch_size=[rows], seed=seed, **kw)
     gen = torch.Generator().manual_seed(seed)
     td = env.reset()
     returns = torch.zeros(rows)
     lengths = torch.zeros(rows, dtype=torch.int64)
-    running = torch.ones(rows, dtype=torch.bool)
+    finished = torch.zeros(rows, dtype=torch.int64)  # episodes each row has ended
     for _ in range(max_steps):
         td["action"] = torch.randint(0, env.action_spec.n, (rows,), generator=gen)
         data, td = env.step_and_maybe_reset(td)
-        returns += data["next", "reward"].squeeze(-1) * running
-        lengths += running
-        running &= ~data["next", "done"].squeeze(-1)
-        if not running.any():
+        counted = finished == episode
+        returns += data["next", "reward"].squeeze(-1) * counted
+        lengths += counted
+        finished += data["next", "done"].squeeze(-1)
+        if bool((finished > episode).all()):
             break
-    assert not running.any(), "some rows did not finish an episode; raise max_steps"
+    assert bool((finished > episode).all()), "some rows did not finish their episodes; raise max_steps"
     return returns.numpy().astype(np.float64), lengths.numpy().astype(np.float64)
 
 
-def package_episodes(game: str, episodes: int, seed: int, actions: int = 6, **kw):
-    """Return and length of ``episodes`` episodes of the package (uniform random policy)."""
+def package_episodes(game: str, episodes: int, seed: int, actions: int = 6, skip_first: bool = True, **kw):
+    """Return and length of ``episodes`` episodes of the package (uniform random policy), after
+    a first one left out unless ``skip_first=False`` (it alone starts with no previous action)."""
     from minatar import Environment
 
     env = Environment(game, **kw)
@@ -170,7 +175,7 @@ def package_episodes(game: str, episodes: int, seed: int, actions: int = 6, **kw
     rng = np.random.default_rng(seed)
     action_set = env.minimal_action_set() if actions != 6 else list(range(6))
     returns, lengths = [], []
-    for _ in range(episodes):
+    for _ in range(episodes + skip_first):
         env.reset()
         total, length, terminal = 0.0, 0, False
         while not terminal:
@@ -179,7 +184,8 @@ def package_episodes(game: str, episodes: int, seed: int, actions: int = 6, **kw
             length += 1
         returns.append(total)
         lengths.append(length)
-    return np.array(returns, dtype=np.float64), np.array(lengths, dtype=np.float64)
+    first = int(skip_first)
+    return np.array(returns[first:], dtype=np.float64), np.array(lengths[first:], dtype=np.float64)
 
 
 def compare(name: str, ours: np.ndarray, theirs: np.ndarray) -> str:

@@ -121,3 +121,20 @@ def test_compiled_fullgraph_rollout_matches_eager(name) -> None:
         assert torch.equal(a[key], c[key]), key
     if name != "Freeway":  # Freeway's episodes last 2501 frames
         assert bool(a["next", "done"].any())  # auto-resets happened inside the graph
+
+
+@pytest.mark.parametrize("mode", ["sparse", "masked"])
+@pytest.mark.parametrize("name", _ids)
+def test_reset_keeps_the_last_action(name, mode) -> None:
+    """As in the package, a new episode's first sticky action may repeat the previous episode's
+    last action: resetting rows keeps their ``last_action``; a fresh reset starts at no-op."""
+    env = GAMES[name](batch_size=[4], seed=0, auto_reset_mode=mode)
+    td = env.reset()
+    assert torch.equal(td["last_action"], torch.zeros(4, dtype=torch.int64))
+    td = env.step(td.set("action", torch.ones(4, dtype=torch.int64)))["next"]
+    td["last_action"] = torch.tensor([3, 4, 5, 2])
+    rows = torch.tensor([True, False, True, False])
+    out = env.reset(td.set("_reset", rows.unsqueeze(-1)))
+    assert torch.equal(out["last_action"], torch.tensor([3, 4, 5, 2]))
+    if name not in ("Breakout", "Freeway"):  # the other games start deterministically
+        assert torch.equal(out["observation"][rows], env.reset()["observation"][rows])

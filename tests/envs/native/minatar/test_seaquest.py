@@ -127,8 +127,8 @@ def test_state_injection_matches_minatar(ramping) -> None:
 
 
 def test_episode_statistics_match_minatar() -> None:
-    ours_r, ours_l = _parity.ours_episodes(SeaquestEnv, 400, 2000, seed=0)
-    ref_r, ref_l = _parity.package_episodes("seaquest", 300, seed=0)
+    ours_r, ours_l = _parity.ours_episodes(SeaquestEnv, 250, 2000, seed=0)
+    ref_r, ref_l = _parity.package_episodes("seaquest", 250, seed=0)
     _parity.compare("return", ours_r, ref_r)
     _parity.compare("length", ours_l, ref_l)
 
