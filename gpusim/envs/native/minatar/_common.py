@@ -32,7 +32,7 @@ from gpusim.envs.native._base import NativeEnv, done_spec
 from gpusim.envs.native.rng import ResetRows
 from gpusim.specs import Binary, Bounded, Categorical, Composite
 
-__all__ = ["GRID", "MinAtarEnv", "cell_grid", "cubehelix_palette", "int_spec", "bool_spec"]
+__all__ = ["GRID", "MinAtarEnv", "bool_spec", "cell_grid", "cubehelix_palette", "int_spec"]
 
 #: the side of the square board
 GRID = 10
@@ -72,18 +72,33 @@ def cubehelix_palette(n: int) -> list[tuple[float, float, float]]:
 
 def cell_grid(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``[*B, 10, 10]`` bool, true at row ``y``, column ``x`` of each row (``[*B]`` ints; a
-    coordinate outside the board marks nothing)."""
+    coordinate outside the board marks nothing).
+
+    Examples:
+        >>> cell_grid(torch.tensor([0, 3]), torch.tensor([9, 10])).sum((-2, -1)).tolist()
+        [1, 0]
+    """
     rows = torch.arange(GRID, device=y.device)
     return (rows.view(GRID, 1) == y[..., None, None]) & (rows == x[..., None, None])
 
 
 def int_spec(low: int, high: int, shape: tuple[int, ...]) -> Bounded:
-    """A ``Bounded`` int64 spec ``[low, high]`` (batch dims and device set by :class:`MinAtarEnv`)."""
+    """A ``Bounded`` int64 spec ``[low, high]`` (batch dims and device set by :class:`MinAtarEnv`).
+
+    Examples:
+        >>> int_spec(0, 9, (8,)).shape
+        torch.Size([8])
+    """
     return Bounded(low, high, shape=shape, dtype=torch.int64)
 
 
 def bool_spec(shape: tuple[int, ...]) -> Categorical:
-    """A bool spec of ``shape`` (batch dims and device set by :class:`MinAtarEnv`)."""
+    """A bool spec of ``shape`` (batch dims and device set by :class:`MinAtarEnv`).
+
+    Examples:
+        >>> bool_spec((10, 10)).dtype
+        torch.bool
+    """
     return Categorical(2, shape=shape, dtype=torch.bool)
 
 
@@ -104,6 +119,14 @@ class MinAtarEnv(NativeEnv):
         sticky_action_prob: probability that a step repeats the previous action instead.
         difficulty_ramping: whether the game speeds up as it goes on (games that ramp).
         use_minimal_action_set: actions index the game's minimal action set instead of all 6.
+
+    Examples:
+        >>> from gpusim.envs.native.minatar import SpaceInvadersEnv
+        >>> env = SpaceInvadersEnv(batch_size=[2], seed=0, use_minimal_action_set=True)
+        >>> env.action_set  # (no-op, left, right, fire) in the full set's numbering
+        (0, 1, 3, 5)
+        >>> sorted(env.state_spec.keys())[:3]
+        ['alien_dir', 'alien_move_timer', 'alien_shot_timer']
     """
 
     game: str = ""
@@ -157,7 +180,13 @@ class MinAtarEnv(NativeEnv):
     # ------------------------------------------------------------------ game hooks
     @classmethod
     def state_layout(cls) -> dict[str, Any]:
-        """The game's state entries: name -> spec without batch dims."""
+        """The game's state entries: name -> spec without batch dims.
+
+        Examples:
+            >>> from gpusim.envs.native.minatar import BreakoutEnv
+            >>> BreakoutEnv.state_layout()["bricks"].shape
+            torch.Size([10, 10])
+        """
         raise NotImplementedError
 
     def _start(self, u: torch.Tensor | None) -> dict[str, torch.Tensor]:

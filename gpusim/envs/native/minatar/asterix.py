@@ -65,7 +65,13 @@ INIT_MOVE_INTERVAL = 5
 
 def lane_grid(x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
     """``[*B, 10, 10]`` bool: the cells ``(i + 1, x[..., i])`` of the lanes where ``present``
-    (``x`` and ``present`` are ``[*B, 8]``; a column outside the board marks nothing)."""
+    (``x`` and ``present`` are ``[*B, 8]``; a column outside the board marks nothing).
+
+    Examples:
+        >>> grid = lane_grid(torch.tensor([[3, 0, 0, 0, 0, 0, 0, 10]]), torch.tensor([[True] + [False] * 6 + [True]]))
+        >>> grid[0].nonzero().tolist()
+        [[1, 3]]
+    """
     cols = torch.arange(GRID, device=x.device)
     hits = (x.unsqueeze(-1) == cols) & present.unsqueeze(-1)
     grid = torch.zeros((*x.shape[:-1], GRID, GRID), dtype=torch.bool, device=x.device)

@@ -42,7 +42,15 @@ from __future__ import annotations
 
 import torch
 
-from gpusim.envs.native.minatar._common import GRID, DOWN, NOOP, UP, MinAtarEnv, cell_grid, int_spec
+from gpusim.envs.native.minatar._common import (
+    DOWN,
+    GRID,
+    NOOP,
+    UP,
+    MinAtarEnv,
+    cell_grid,
+    int_spec,
+)
 
 __all__ = ["FreewayEnv"]
 

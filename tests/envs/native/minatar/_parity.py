@@ -48,8 +48,8 @@ class Replay:
         if high is None:
             low, high = 0, low
         if size is None:
-            return low + int(math.floor(self._next() * (high - low)))
-        return np.array([low + int(math.floor(self._next() * (high - low))) for _ in range(size)])
+            return low + math.floor(self._next() * (high - low))
+        return np.array([low + math.floor(self._next() * (high - low)) for _ in range(size)])
 
 
 def rollout_states(env_cls: type[MinAtarEnv], rows: int, steps: int, seed: int) -> TensorDict:

@@ -49,7 +49,7 @@ def _random_states(n: int, seed: int, ramp: bool = True) -> TensorDict:
     """States over the whole state space: lanes full or empty at random (a full board skips the
     spawn), any timers and speeds, ramp timers often at their edge."""
     g = torch.Generator().manual_seed(seed)
-    rint = lambda lo, hi, *shape: torch.randint(lo, hi + 1, (n, *shape), generator=g)  # noqa: E731
+    rint = lambda lo, hi, *shape: torch.randint(lo, hi + 1, (n, *shape), generator=g)
     density = torch.rand(n, 1, generator=g)
     spawn_speed, move_speed = rint(1, 10), rint(1, 5)
     edge = rint(0, 1).bool()

@@ -37,7 +37,7 @@ def _random_states(n: int, seed: int) -> TensorDict:
     """States drawn over the whole state space: any ball cell above the bottom row, any
     direction, sparse or empty brick walls on rows 1-8 (refills, pass-through strikes)."""
     g = torch.Generator().manual_seed(seed)
-    rint = lambda hi: torch.randint(0, hi, (n,), generator=g)  # noqa: E731
+    rint = lambda hi: torch.randint(0, hi, (n,), generator=g)
     density = torch.rand(n, 1, 1, generator=g) * torch.randint(0, 2, (n, 1, 1), generator=g)
     bricks = torch.rand(n, 10, 10, generator=g) < density
     bricks[:, 0] = False

@@ -9,7 +9,13 @@ import torch
 
 import gpusim as gs
 from gpusim.envs import check_env_specs
-from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SeaquestEnv, SpaceInvadersEnv
+from gpusim.envs.native.minatar import (
+    AsterixEnv,
+    BreakoutEnv,
+    FreewayEnv,
+    SeaquestEnv,
+    SpaceInvadersEnv,
+)
 from gpusim.envs.native.minatar._common import cubehelix_palette
 
 GAMES = {

@@ -72,7 +72,7 @@ def _random_states(n: int, seed: int) -> TensorDict:
     divers and bullets (several on one cell, in any list order), spawns due, oxygen near its
     end, surfacing with 0 to 6 divers (or the package's -1 after a full crew), ramping."""
     g = torch.Generator().manual_seed(seed)
-    rint = lambda lo, hi, *shape: torch.randint(lo, hi + 1, (n, *shape), generator=g)  # noqa: E731
+    rint = lambda lo, hi, *shape: torch.randint(lo, hi + 1, (n, *shape), generator=g)
     td = SeaquestEnv(batch_size=[n], seed=seed)._start(None)
     sub_x, sub_y = rint(0, 9), rint(0, 8)
     td.update(sub_x=sub_x, sub_y=sub_y, sub_right=(rint(0, 1) == 1) | (sub_x == 9))

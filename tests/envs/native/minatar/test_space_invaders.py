@@ -35,7 +35,7 @@ def _random_states(n: int, seed: int) -> TensorDict:
     """States over the whole state space: alien blocks of any shape (at least one alien, often
     a single one, sometimes on the bottom row), bullets anywhere, any timers and direction."""
     g = torch.Generator().manual_seed(seed)
-    rint = lambda lo, hi, *shape: torch.randint(lo, hi + 1, (n, *shape), generator=g)  # noqa: E731
+    rint = lambda lo, hi, *shape: torch.randint(lo, hi + 1, (n, *shape), generator=g)
     density = torch.rand(n, 1, 1, generator=g) * rint(0, 1, 1, 1)
     aliens = torch.rand(n, 10, 10, generator=g) < density
     aliens.view(n, 100)[torch.arange(n), rint(0, 99)] = True
