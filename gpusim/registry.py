@@ -34,6 +34,7 @@ from gpusim.envs.native import (
     PendulumEnv,
     TicTacToeEnv,
 )
+from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SeaquestEnv, SpaceInvadersEnv
 from gpusim.envs.common import EnvBase
 from gpusim.transforms import Compose, PixelRenderTransform, StepCounter, TransformedEnv
 
@@ -90,6 +91,17 @@ _REGISTRY: dict[str, EnvEntry] = {
     "Acrobot-v1": EnvEntry(AcrobotEnv, 500),
     "TicTacToe-v0": EnvEntry(TicTacToeEnv, None),
 }
+# the ``minatar`` package's gymnasium ids (no time limit): -v0 the 6 actions, -v1 the minimal set
+_MINATAR = {
+    "Asterix": AsterixEnv,
+    "Breakout": BreakoutEnv,
+    "Freeway": FreewayEnv,
+    "Seaquest": SeaquestEnv,
+    "SpaceInvaders": SpaceInvadersEnv,
+}
+for _name, _cls in _MINATAR.items():
+    _REGISTRY[f"MinAtar/{_name}-v0"] = EnvEntry(_cls, None, {"use_minimal_action_set": False})
+    _REGISTRY[f"MinAtar/{_name}-v1"] = EnvEntry(_cls, None, {"use_minimal_action_set": True})
 
 #: the arguments :func:`make` gives every entry point itself
 _MAKE_ARGS = ("batch_size", "device", "seed")
@@ -101,6 +113,8 @@ def registered_ids() -> list[str]:
     Examples:
         >>> registered_ids()[:6]
         ['CartPole-v1', 'Pendulum-v1', 'MountainCar-v0', 'MountainCarContinuous-v0', 'Acrobot-v1', 'TicTacToe-v0']
+        >>> "MinAtar/Breakout-v1" in registered_ids()
+        True
     """
     return list(_REGISTRY)
 
@@ -210,8 +224,9 @@ def make(
 
     Args:
         env_id: a gymnasium id: ``"CartPole-v1"``, ``"Pendulum-v1"``, ``"MountainCar-v0"``,
-            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; ``"TicTacToe-v0"``; or an id
-            added with :func:`register`.
+            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; ``"TicTacToe-v0"``; a MinAtar
+            id, ``"MinAtar/<Game>-v0"`` (6 actions) or ``"MinAtar/<Game>-v1"`` (minimal set); or
+            an id added with :func:`register`.
         num_envs: the batch size (``None``: an unbatched env, ``batch_size=[]``).
         device: where the data lives (``None``: CPU).
         seed: seed of the env's random numbers.
@@ -246,6 +261,8 @@ def make(
         >>> env = make("CartPole-v1", num_envs=4, from_pixels=True)
         >>> sorted(env.observation_spec.keys()), env.observation_spec["pixels"].shape
         (['pixels', 'step_count'], torch.Size([4, 400, 600, 3]))
+        >>> make("MinAtar/Breakout-v1", num_envs=2, sticky_action_prob=0.0).action_spec.n
+        3
     """
     entry = _REGISTRY.get(env_id)
     if entry is None:

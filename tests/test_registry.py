@@ -10,14 +10,24 @@ from gpusim.registry import _REGISTRY
 
 
 def test_registered_ids_and_limits_match_gymnasium() -> None:
-    assert registered_ids() == [
+    assert registered_ids()[:6] == [
         "CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1", "TicTacToe-v0"
     ]
+    minatar_gym = pytest.importorskip("minatar.gym")
+    minatar_gym.register_envs()  # the package registers its ids on request
+    minatar_ids = [i for i in gym.registry if i.startswith("MinAtar/")]
+    assert sorted(i for i in registered_ids() if i.startswith("MinAtar/")) == sorted(
+        i for i in minatar_ids if gym.spec(i).kwargs["game"] in {"asterix", "breakout", "freeway", "seaquest", "space_invaders"}
+    )
     for env_id, entry in _REGISTRY.items():
         if env_id == "TicTacToe-v0":  # not a gymnasium env: no time limit
             assert entry.max_episode_steps is None
             continue
-        assert entry.max_episode_steps == gym.spec(env_id).max_episode_steps, env_id
+        spec = gym.spec(env_id)
+        assert entry.max_episode_steps == spec.max_episode_steps, env_id
+        if env_id.startswith("MinAtar/"):
+            assert entry.defaults["use_minimal_action_set"] == spec.kwargs["use_minimal_action_set"], env_id
+            assert entry.env_cls.game == spec.kwargs["game"], env_id
 
 
 def test_tictactoe_is_registered_and_plays() -> None:

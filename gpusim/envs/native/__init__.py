@@ -1,7 +1,8 @@
 """Native batched environments: tensor programs that run on the env device.
 
 Classic control with gymnasium's dynamics (``CartPoleEnv``, ``PendulumEnv``, ``MountainCarEnv``,
-``MountainCarContinuousEnv``, ``AcrobotEnv``) and the two-player ``TicTacToeEnv``;
+``MountainCarContinuousEnv``, ``AcrobotEnv``), the two-player ``TicTacToeEnv`` and the MinAtar
+games of :mod:`gpusim.envs.native.minatar`;
 :func:`gpusim.make` builds them from gymnasium ids with gymnasium's time limits.
 
 Every env is stateless: the physical state travels in the tensordict under ``"state"`` and
@@ -26,19 +27,25 @@ from gpusim.envs.native.cartpole import CartPoleEnv
 from gpusim.envs.native.mountain_car import MountainCarContinuousEnv, MountainCarEnv
 from gpusim.envs.native.params import Distribution, choice, log_uniform, normal, uniform
 from gpusim.envs.native.pendulum import PendulumEnv
+from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SeaquestEnv, SpaceInvadersEnv
 from gpusim.envs.native.rng import CounterRNG, ResetRows
 from gpusim.envs.native.tictactoe import TicTacToeEnv
 
 __all__ = [
     "AcrobotEnv",
+    "AsterixEnv",
+    "BreakoutEnv",
     "CartPoleEnv",
     "CounterRNG",
     "Distribution",
+    "FreewayEnv",
     "MountainCarContinuousEnv",
     "MountainCarEnv",
     "NativeEnv",
     "PendulumEnv",
     "ResetRows",
+    "SeaquestEnv",
+    "SpaceInvadersEnv",
     "TicTacToeEnv",
     "choice",
     "log_uniform",

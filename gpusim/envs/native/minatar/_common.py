@@ -1,0 +1,260 @@
+"""What the five MinAtar games share: the 10x10 grid, sticky actions, action sets, specs, colours.
+
+A game subclasses :class:`MinAtarEnv` and writes its rules once, as three pure functions of
+tensors with the env batch dims:
+
+* ``_start(u)``: the start state (a dict of tensors) from the reset uniforms ``u``
+  (``[*B, reset_draws]``, from the reset stream of each row's episode);
+* ``_advance(state, action, u)``: one frame: ``(next_state, reward, terminal)`` from the state
+  dict, the full-set action (``0..5``: no-op, left, up, right, down, fire) and the step
+  uniforms ``u`` (``[*B, step_draws]``, from the env's step stream ``self.rng``);
+* ``_observe(state)``: the bool observation ``[*B, 10, 10, C]``.
+
+The base class draws the uniforms from the counter-based stream, applies sticky actions, maps
+the minimal action set to the full one, and colours frames like the ``minatar`` package.
+
+Examples:
+    >>> [round(255 * c) for c in cubehelix_palette(4)[0]]
+    [22, 61, 78]
+    >>> cell_grid(torch.tensor([1]), torch.tensor([2])).nonzero().tolist()
+    [[0, 1, 2]]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native.rng import ResetRows
+from gpusim.specs import Binary, Bounded, Categorical, Composite
+
+__all__ = ["GRID", "MinAtarEnv", "bool_spec", "cell_grid", "cubehelix_palette", "int_spec"]
+
+#: the side of the square board
+GRID = 10
+#: the full action set, in the package's order
+ACTIONS = ("noop", "left", "up", "right", "down", "fire")
+NOOP, LEFT, UP, RIGHT, DOWN, FIRE = range(6)
+
+# matplotlib's default cubehelix map (Green 2011, "A colour scheme for the display of
+# astronomical intensity images": start 0.5, rotations -1.5, hue 1, gamma 1), the one seaborn's
+# ``color_palette("cubehelix", n)`` samples; per channel, the coefficients of cos and sin
+_HELIX = ((-0.14861, 1.78277), (-0.29227, -0.90649), (1.97294, 0.0))
+_LUT_SIZE = 256  # matplotlib tabulates a colormap at 256 points
+
+
+def _helix(x: float) -> tuple[float, float, float]:
+    amp = x * (1.0 - x) / 2.0
+    phi = 2.0 * math.pi * (0.5 / 3.0 - 1.5 * x)
+    return tuple(min(1.0, max(0.0, x + amp * (c * math.cos(phi) + s * math.sin(phi)))) for c, s in _HELIX)
+
+
+def cubehelix_palette(n: int) -> list[tuple[float, float, float]]:
+    """The ``n`` colours (RGB in ``[0, 1]``) the ``minatar`` package gives its ``n`` channels.
+
+    They are seaborn's ``color_palette("cubehelix", n)``: the map sampled at ``n`` evenly spaced
+    interior points of ``[0, 1]``, each read from the 256-entry table matplotlib builds.
+
+    Examples:
+        >>> len(cubehelix_palette(6))
+        6
+    """
+    colours = []
+    for k in range(1, n + 1):
+        index = min(int(k / (n + 1) * _LUT_SIZE), _LUT_SIZE - 1)
+        colours.append(_helix(index / (_LUT_SIZE - 1)))
+    return colours
+
+
+def cell_grid(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``[*B, 10, 10]`` bool, true at row ``y``, column ``x`` of each row (``[*B]`` ints; a
+    coordinate outside the board marks nothing).
+
+    Examples:
+        >>> cell_grid(torch.tensor([0, 3]), torch.tensor([9, 10])).sum((-2, -1)).tolist()
+        [1, 0]
+    """
+    rows = torch.arange(GRID, device=y.device)
+    return (rows.view(GRID, 1) == y[..., None, None]) & (rows == x[..., None, None])
+
+
+def int_spec(low: int, high: int, shape: tuple[int, ...]) -> Bounded:
+    """A ``Bounded`` int64 spec ``[low, high]`` (batch dims and device set by :class:`MinAtarEnv`).
+
+    Examples:
+        >>> int_spec(0, 9, (8,)).shape
+        torch.Size([8])
+    """
+    return Bounded(low, high, shape=shape, dtype=torch.int64)
+
+
+def bool_spec(shape: tuple[int, ...]) -> Categorical:
+    """A bool spec of ``shape`` (batch dims and device set by :class:`MinAtarEnv`).
+
+    Examples:
+        >>> bool_spec((10, 10)).dtype
+        torch.bool
+    """
+    return Categorical(2, shape=shape, dtype=torch.bool)
+
+
+class MinAtarEnv(NativeEnv):
+    """Base of the batched MinAtar games (see the module docstring for the game hooks).
+
+    Subclasses set ``game`` (the package's module name), ``channels``, ``minimal_actions``,
+    ``reset_draws`` and ``step_draws`` (uniforms per row), and ``state_layout()`` (name -> spec
+    without batch dims).
+
+    Args:
+        batch_size: the batch dims, e.g. ``[4096]``.
+        device: where the data lives (``None``: CPU).
+        seed: seed of the counter-based stream (spawns, sticky actions, start states).
+
+    Keyword Args:
+        auto_reset_mode: ``"sparse"`` or ``"masked"`` (default: sparse on CPU, masked elsewhere).
+        sticky_action_prob: probability that a step repeats the previous action instead.
+        difficulty_ramping: whether the game speeds up as it goes on (games that ramp).
+        use_minimal_action_set: actions index the game's minimal action set instead of all 6.
+
+    Examples:
+        >>> from gpusim.envs.native.minatar import SpaceInvadersEnv
+        >>> env = SpaceInvadersEnv(batch_size=[2], seed=0, use_minimal_action_set=True)
+        >>> env.action_set  # (no-op, left, right, fire) in the full set's numbering
+        (0, 1, 3, 5)
+        >>> sorted(env.state_spec.keys())[:3]
+        ['alien_dir', 'alien_move_timer', 'alien_shot_timer']
+    """
+
+    game: str = ""
+    channels: tuple[str, ...] = ()
+    minimal_actions: tuple[int, ...] = ()
+    reset_draws: int = 0
+    step_draws: int = 0
+
+    def __init__(
+        self,
+        batch_size: Any = (),
+        device: torch.device | str | None = None,
+        seed: int | None = None,
+        *,
+        auto_reset_mode: str | None = None,
+        sticky_action_prob: float = 0.1,
+        difficulty_ramping: bool = True,
+        use_minimal_action_set: bool = False,
+    ) -> None:
+        if isinstance(sticky_action_prob, bool) or not isinstance(sticky_action_prob, (int, float)):
+            raise TypeError(f"sticky_action_prob must be a number, got {sticky_action_prob!r}")
+        if not 0.0 <= sticky_action_prob <= 1.0:
+            raise ValueError(f"sticky_action_prob must be in [0, 1], got {sticky_action_prob!r}")
+        for name, flag in (("difficulty_ramping", difficulty_ramping), ("use_minimal_action_set", use_minimal_action_set)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {flag!r}")
+        self.sticky_action_prob = float(sticky_action_prob)
+        self.difficulty_ramping = difficulty_ramping
+        self.use_minimal_action_set = use_minimal_action_set
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=1 + self.step_draws)
+        B, dev = self.batch_size, self.device
+        self.action_set = tuple(self.minimal_actions) if use_minimal_action_set else tuple(range(len(ACTIONS)))
+        self.register_buffer("_action_set", torch.tensor(self.action_set, device=dev), persistent=False)
+        C = len(self.channels)
+        self.observation_spec = Composite(
+            observation=Binary(n=C, shape=(*B, GRID, GRID, C), dtype=torch.bool, device=dev), shape=B, device=dev
+        )
+        state = {
+            name: (spec.expand(*B, *spec.shape) if B else spec).to(dev) for name, spec in self.state_layout().items()
+        }
+        state["last_action"] = Bounded(0, len(ACTIONS) - 1, shape=B, dtype=torch.int64, device=dev)
+        self.state_spec = Composite(state, shape=B, device=dev)
+        self.action_spec = Categorical(len(self.action_set), shape=B, device=dev)
+        self.reward_spec = Bounded(0.0, 100.0, shape=(*B, 1), dtype=torch.float32, device=dev)
+        self.full_done_spec = done_spec(B, dev)
+        colours = [(0.0, 0.0, 0.0), *cubehelix_palette(C)]
+        palette = torch.tensor([[round(255 * c) for c in rgb] for rgb in colours], dtype=torch.uint8, device=dev)
+        self.register_buffer("_palette", palette, persistent=False)
+        self.register_buffer("_channel_index", torch.arange(1, C + 1, dtype=torch.uint8, device=dev), persistent=False)
+
+    # ------------------------------------------------------------------ game hooks
+    @classmethod
+    def state_layout(cls) -> dict[str, Any]:
+        """The game's state entries: name -> spec without batch dims.
+
+        Examples:
+            >>> from gpusim.envs.native.minatar import BreakoutEnv
+            >>> BreakoutEnv.state_layout()["bricks"].shape
+            torch.Size([10, 10])
+        """
+        raise NotImplementedError
+
+    def _start(self, u: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def _advance(
+        self, state: dict[str, torch.Tensor], action: torch.Tensor, u: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def _observe(self, state: dict[str, torch.Tensor]) -> torch.Tensor:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ env API
+    def _state_names(self) -> list[str]:
+        return self._cached("minatar_state_names", lambda: list(self.state_layout()))
+
+    def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
+        u = rows.uniform(0.0, 1.0, n=self.reset_draws) if self.reset_draws else None
+        state = self._start(u)
+        # the package keeps the last action across episodes (sticky actions may repeat it)
+        last = None if tensordict is None else tensordict.get("last_action", None)
+        if last is None or last.shape != self.batch_size:
+            last = torch.zeros(self.batch_size, dtype=torch.int64, device=self.device)
+        done, terminated = self._flags()
+        return self._out(
+            observation=self._observe(state), **state, last_action=last, done=done, terminated=terminated
+        )
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # one draw per step: the sticky-action uniform, then the game's
+        u = self.rng.uniform(0.0, 1.0, n=1 + self.step_draws)
+        action = self._action_set[tensordict["action"]]
+        sticky = u[..., 0] < self.sticky_action_prob
+        action = torch.where(sticky, tensordict["last_action"], action)
+        state = {name: tensordict[name] for name in self._state_names()}
+        state, reward, terminal = self._advance(state, action, u[..., 1:])
+        terminated = terminal.unsqueeze(-1)
+        return self._out(
+            observation=self._observe(state),
+            **state,
+            last_action=action,
+            reward=reward.to(torch.float32).unsqueeze(-1),
+            done=terminated.clone(),
+            terminated=terminated,
+        )
+
+    def render(self, tensordict: TensorDictBase) -> torch.Tensor:
+        """The package's colour frame of every row: ``[*B, 10, 10, 3]`` uint8.
+
+        Each cell takes the colour of its highest active channel (black when none is), from
+        the cubehelix palette the ``minatar`` package draws with (see :func:`cubehelix_palette`).
+
+        Args:
+            tensordict: data holding the ``"observation"`` of the rows (e.g. what ``reset`` or
+                ``step`` returned, or its ``"next"``).
+
+        Examples:
+            >>> from gpusim.envs.native.minatar import BreakoutEnv
+            >>> env = BreakoutEnv(batch_size=[3], seed=0)
+            >>> frame = env.render(env.reset())
+            >>> frame.shape, frame.dtype
+            (torch.Size([3, 10, 10, 3]), torch.uint8)
+        """
+        obs = tensordict.get("observation", None)
+        shape = (*self.batch_size, GRID, GRID, len(self.channels))
+        if obs is None or obs.shape != shape or obs.dtype != torch.bool:
+            got = None if obs is None else (tuple(obs.shape), obs.dtype)
+            raise ValueError(f"render needs 'observation' of shape {shape} and dtype torch.bool, got {got}")
+        index = (obs.to(torch.uint8) * self._channel_index).amax(-1)
+        return self._palette[index.long()]
