@@ -31,6 +31,7 @@ from gpusim.envs.native import (
     TicTacToeEnv,
 )
 from gpusim.envs.common import EnvBase
+from gpusim.envs.native.mpe import SCENARIOS as _MPE_SCENARIOS
 from gpusim.transforms import StepCounter, TransformedEnv
 
 __all__ = ["make", "registered_ids", "EnvEntry"]
@@ -57,6 +58,8 @@ _REGISTRY: dict[str, EnvEntry] = {
     "MountainCarContinuous-v0": EnvEntry(MountainCarContinuousEnv, 999),
     "Acrobot-v1": EnvEntry(AcrobotEnv, 500),
     "TicTacToe-v0": EnvEntry(TicTacToeEnv, None),
+    # the MPE scenarios (VMAS's horizon: ``max_steps=`` of the env, no time limit by default)
+    **{f"MPE/{name}-v0": EnvEntry(cls, None) for name, cls in _MPE_SCENARIOS.items()},
 }
 
 
@@ -64,8 +67,10 @@ def registered_ids() -> list[str]:
     """The ids :func:`make` knows.
 
     Examples:
-        >>> registered_ids()
+        >>> registered_ids()[:6]
         ['CartPole-v1', 'Pendulum-v1', 'MountainCar-v0', 'MountainCarContinuous-v0', 'Acrobot-v1', 'TicTacToe-v0']
+        >>> "MPE/simple_spread-v0" in registered_ids()
+        True
     """
     return list(_REGISTRY)
 
@@ -86,7 +91,9 @@ def make(
 
     Args:
         env_id: a gymnasium id: ``"CartPole-v1"``, ``"Pendulum-v1"``, ``"MountainCar-v0"``,
-            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; or ``"TicTacToe-v0"``.
+            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; ``"TicTacToe-v0"``; or an MPE
+            scenario ``"MPE/<scenario>-v0"`` (VMAS's keyword arguments: ``n_agents=3``,
+            ``continuous_actions=False``, ``max_steps=100``...).
         num_envs: the batch size (``None``: an unbatched env, ``batch_size=[]``).
         device: where the data lives (``None``: CPU).
         seed: seed of the env's reset noise.
@@ -107,6 +114,8 @@ def make(
         9.81
         >>> make("TicTacToe-v0", num_envs=2).batch_size
         torch.Size([2])
+        >>> make("MPE/simple_spread-v0", num_envs=4, n_agents=2).group_map
+        {'agents': ['agent_0', 'agent_1']}
     """
     entry = _REGISTRY.get(env_id)
     if entry is None:

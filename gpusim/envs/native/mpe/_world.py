@@ -1,0 +1,241 @@
+"""The particle world of the MPE scenarios: every entity, pair and row of a batch in one program.
+
+State layout: ``pos`` and ``vel`` are float32 ``[*B, n_entities, 2]`` with the agents first (in
+VMAS's agent order) and the landmarks after them; ``c`` (communication) is float32
+``[*B, n_agents, dim_c]`` when ``dim_c > 0``.
+
+The rules are VMAS 1.5's (``vmas.simulator.core.World.step`` for holonomic sphere entities),
+re-derived as batched tensor operations:
+
+* each physical substep (``substeps`` per step, ``sub_dt = dt / substeps``) the force on a movable
+  agent is its action ``u`` (the policy's action in ``[-u_range, u_range]``, times
+  ``u_multiplier``) plus the contact forces of every colliding pair;
+* a contact between spheres ``a`` and ``b`` at distance ``d`` (``delta = pos_a - pos_b``) pushes
+  ``a`` with ``collision_force * delta / d * k * softplus((r_a + r_b - d) / k)`` (``k`` is the
+  contact margin) and ``b`` with the opposite force; it is zero when ``d > r_a + r_b`` or
+  ``d < 1e-6``. A pair collides when both entities collide and one of them moves or rotates
+  (agents rotate, landmarks do not); only movable entities feel forces;
+* integration is semi-implicit Euler: at the first substep the velocity is damped by
+  ``1 - drag``; then ``vel += force / mass * sub_dt``, the velocity is rescaled to ``max_speed``
+  when its norm exceeds it, ``pos += vel * sub_dt`` and the position is clamped to the world's
+  semi-dimensions when it has them.
+
+Here every pair of the colliding entities is one ``[*B, n, n, 2]`` computation (each ordered
+pair's force computed once; the force on ``a`` is the sum over ``b``), so the sum of a row's
+contact forces is VMAS's up to float rounding.
+
+Examples:
+    >>> import torch
+    >>> world = ParticleWorld([Body("agent_0", movable=True, radius=0.15),
+    ...                        Body("agent_1", movable=True, radius=0.15)], [])
+    >>> pos = torch.tensor([[[0.0, 0.0], [0.2, 0.0]]])
+    >>> vel = torch.zeros(1, 2, 2)
+    >>> new_pos, new_vel = world.step(pos, vel, torch.zeros(1, 2, 2))
+    >>> bool(new_vel[0, 0, 0] < 0) and bool(new_vel[0, 1, 0] > 0)  # pushed apart
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["Body", "ParticleWorld", "DRAG", "COLLISION_FORCE"]
+
+#: VMAS's world defaults
+DRAG = 0.25
+COLLISION_FORCE = 100.0
+CONTACT_MARGIN = 1e-3
+_MIN_DIST = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class Body:
+    """One entity of a particle world (a sphere).
+
+    Args:
+        name: VMAS's name (``"agent_0"``, ``"landmark 0"``).
+        movable: whether forces move it (VMAS: agents yes, landmarks no).
+        radius: sphere radius.
+        collide: whether it takes part in contacts.
+        mass: its mass.
+        max_speed: velocity norm cap (``None``: none).
+        rotatable: whether it rotates (VMAS agents do; it matters only for which pairs collide).
+        u_multiplier: scale of the action force (agents).
+        silent: whether it does not communicate (agents).
+        color: RGB colour in ``[0, 1]`` for rendering.
+
+    Examples:
+        >>> Body("agent_0", movable=True).radius
+        0.05
+    """
+
+    name: str
+    movable: bool = False
+    radius: float = 0.05
+    collide: bool = True
+    mass: float = 1.0
+    max_speed: float | None = None
+    rotatable: bool = False
+    u_multiplier: float = 1.0
+    silent: bool = True
+    color: tuple[float, float, float] = (0.25, 0.25, 0.25)
+
+
+class ParticleWorld(torch.nn.Module):
+    """The batched physics of a set of agents and landmarks (see the module docstring).
+
+    Args:
+        agents: the agents, in VMAS's order.
+        landmarks: the landmarks, in VMAS's order.
+        dt: seconds per step.
+        substeps: physical substeps per step.
+        drag: velocity damping per step.
+        collision_force: contact stiffness.
+        contact_margin: softness of the contact penalty.
+        x_semidim: positions are clamped to ``[-x_semidim, x_semidim]`` (``None``: unbounded).
+        y_semidim: the same for ``y``.
+        dim_c: communication channels per agent.
+        device: where the constants live.
+
+    Examples:
+        >>> w = ParticleWorld([Body("agent_0", movable=True)], [Body("landmark 0", collide=False)])
+        >>> w.n_agents, w.n_entities, w.radius.tolist()
+        (1, 2, [0.05000000074505806, 0.05000000074505806])
+    """
+
+    def __init__(
+        self,
+        agents: list[Body],
+        landmarks: list[Body],
+        *,
+        dt: float = 0.1,
+        substeps: int = 1,
+        drag: float = DRAG,
+        collision_force: float = COLLISION_FORCE,
+        contact_margin: float = CONTACT_MARGIN,
+        x_semidim: float | None = None,
+        y_semidim: float | None = None,
+        dim_c: int = 0,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        bodies = [*agents, *landmarks]
+        self.agents, self.landmarks, self.bodies = list(agents), list(landmarks), bodies
+        self.n_agents, self.n_entities = len(agents), len(bodies)
+        self.dt, self.substeps, self.sub_dt = dt, substeps, dt / substeps
+        self.drag, self.collision_force, self.contact_margin = drag, collision_force, contact_margin
+        self.x_semidim, self.y_semidim, self.dim_c = x_semidim, y_semidim, dim_c
+
+        def buf(name, values, dtype=torch.float32):
+            self.register_buffer(name, torch.tensor(values, dtype=dtype, device=device), persistent=False)
+
+        buf("radius", [b.radius for b in bodies])
+        buf("movable", [[float(b.movable)] for b in bodies])
+        buf("inv_mass", [[1.0 / b.mass] for b in bodies])
+        speeds = [math.inf if b.max_speed is None else b.max_speed for b in bodies]
+        buf("max_speed", [[s] for s in speeds])
+        self.any_max_speed = any(b.max_speed is not None for b in bodies)
+        self.any_movable = any(b.movable for b in bodies)
+        buf("u_multiplier", [[a.u_multiplier] for a in agents])
+        buf("agent_movable", [[float(a.movable)] for a in agents])
+        buf("agent_silent", [[float(a.silent)] for a in agents])
+        buf("colors", [b.color for b in bodies])
+        # contacts: the entities that collide, and which of their ordered pairs interact
+        hit = [i for i, b in enumerate(bodies) if b.collide]
+        live = [bodies[i].movable or bodies[i].rotatable for i in hit]
+        pairs = [[float(i != j and (live[i] or live[j])) for j in range(len(hit))] for i in range(len(hit))]
+        self.has_contacts = any(any(row) for row in pairs) and any(bodies[i].movable for i in hit)
+        buf("contact_index", hit, torch.int64)
+        buf("contact_pairs", pairs)
+        radii = [bodies[i].radius for i in hit]
+        buf("contact_dist", [[ri + rj for rj in radii] for ri in radii])
+        self.contact_all = hit == list(range(self.n_entities))
+        self.contact_prefix = hit == list(range(len(hit)))
+
+    # ------------------------------------------------------------------ forces
+    def contact_forces(self, pos: torch.Tensor) -> torch.Tensor:
+        """Sum of the contact forces on each colliding entity, ``[*B, n_colliding, 2]``.
+
+        Args:
+            pos: float32 ``[*B, n_entities, 2]``.
+
+        Examples:
+            >>> w = ParticleWorld([Body("a", movable=True), Body("b", movable=True)], [])
+            >>> f = w.contact_forces(torch.tensor([[0.0, 0.0], [0.05, 0.0]]))
+            >>> torch.allclose(f[0], -f[1]) and bool(f[0, 0] < 0)
+            True
+        """
+        p = self._contact_pos(pos)
+        delta = p.unsqueeze(-2) - p.unsqueeze(-3)  # [*B, n, n, 2]: pos_a - pos_b
+        dist = torch.linalg.vector_norm(delta, dim=-1)
+        dmin = self.contact_dist
+        k = self.contact_margin
+        penetration = F.softplus((dmin - dist) / k) * k
+        scale = self.collision_force * penetration / torch.where(dist > 0, dist, 1e-8)
+        on = (dist >= _MIN_DIST) & (dist <= dmin)
+        scale = torch.where(on, scale, 0.0) * self.contact_pairs
+        return (delta * scale.unsqueeze(-1)).sum(-2)
+
+    def _contact_pos(self, pos: torch.Tensor) -> torch.Tensor:
+        if self.contact_all:
+            return pos
+        if self.contact_prefix:
+            return pos[..., : self.contact_index.numel(), :]
+        return pos.index_select(-2, self.contact_index)
+
+    def _add_contacts(self, force: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        contacts = self.contact_forces(pos)
+        if self.contact_all:
+            return force + contacts
+        if self.contact_prefix:
+            n = self.contact_index.numel()
+            return torch.cat([force[..., :n, :] + contacts, force[..., n:, :]], dim=-2)
+        return force.index_add(-2, self.contact_index, contacts)
+
+    # ------------------------------------------------------------------ integration
+    def step(self, pos: torch.Tensor, vel: torch.Tensor, agent_force: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One world step: ``substeps`` contact/integration substeps.
+
+        Args:
+            pos: float32 ``[*B, n_entities, 2]``.
+            vel: float32 ``[*B, n_entities, 2]``.
+            agent_force: the agents' action forces, float32 ``[*B, n_agents, 2]`` (ignored for
+                immovable agents).
+
+        Returns:
+            The new ``(pos, vel)``; immovable entities keep theirs.
+        """
+        if not self.any_movable:
+            return pos, vel
+        movable = self.movable
+        n_land = self.n_entities - self.n_agents
+        action_force = agent_force * self.agent_movable
+        if n_land:
+            action_force = torch.cat([action_force, action_force.new_zeros((*action_force.shape[:-2], n_land, 2))], -2)
+        vel = torch.where(movable > 0, vel * (1.0 - self.drag), vel)
+        for _ in range(self.substeps):
+            force = self._add_contacts(action_force, pos) if self.has_contacts else action_force
+            new_vel = vel + force * (self.inv_mass * self.sub_dt)
+            if self.any_max_speed:
+                speed = torch.linalg.vector_norm(new_vel, dim=-1, keepdim=True)
+                capped = new_vel / speed * self.max_speed
+                new_vel = torch.where(speed > self.max_speed, capped, new_vel)
+            new_pos = pos + new_vel * self.sub_dt
+            new_pos = self._clamp(new_pos)
+            vel = torch.where(movable > 0, new_vel, vel)
+            pos = torch.where(movable > 0, new_pos, pos)
+        return pos, vel
+
+    def _clamp(self, pos: torch.Tensor) -> torch.Tensor:
+        if self.x_semidim is None and self.y_semidim is None:
+            return pos
+        x, y = pos[..., 0], pos[..., 1]
+        if self.x_semidim is not None:
+            x = x.clamp(-self.x_semidim, self.x_semidim)
+        if self.y_semidim is not None:
+            y = y.clamp(-self.y_semidim, self.y_semidim)
+        return torch.stack([x, y], -1)

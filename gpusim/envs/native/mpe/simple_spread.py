@@ -1,0 +1,125 @@
+"""MPE ``simple_spread``: N agents cover N landmarks without colliding (cooperative).
+
+Environment card
+----------------
+Source:
+    VMAS 1.5 ``vmas/scenarios/mpe/simple_spread.py`` (MPE "cooperative navigation", Lowe et al.
+    2017); physics of :mod:`gpusim.envs.native.mpe._world`.
+Entities:
+    ``agent_0 .. agent_{N-1}`` (movable, radius 0.15, colliding with each other) and
+    ``landmark 0 .. landmark {N-1}`` (fixed, no contacts).
+Groups:
+    ``"agents"`` (all N).
+Observation (float32 ``[*B, N, 4 + 2N (+ 2(N-1))]``):
+    the agent's position and velocity, the landmarks' positions relative to it, and (with
+    ``obs_agents=True``) the other agents' relative positions, in agent order.
+Action:
+    continuous ``[*B, N, 2]`` in ``[-1, 1]`` or discrete ``Categorical(9)``.
+Reward (float32 ``[*B, N, 1]``, shared):
+    ``-N * sum_l min_a |a - l|`` minus one per ordered pair of overlapping agents
+    (``|a - b| < 0.3``). The factor N is VMAS's (its landmark sum sits inside its agent loop).
+Start state:
+    agents and landmarks uniform in ``[-1, 1]^2`` (16-bit noise); velocities zero.
+Episode end:
+    never terminated; ``truncated`` after ``max_steps`` steps when given.
+Arguments:
+    ``n_agents=3`` (also the number of landmarks), ``obs_agents=True``, and
+    ``continuous_actions=True``, ``categorical_actions=True``, ``max_steps=None``.
+
+Examples:
+    >>> env = SimpleSpreadEnv(batch_size=[8], seed=0)
+    >>> env.rollout(5)["next", "agents", "observation"].shape
+    torch.Size([8, 5, 3, 14])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gpusim.envs.native.mpe._env import MpeEnv, Team
+from gpusim.envs.native.mpe._world import Body, ParticleWorld
+
+__all__ = ["SimpleSpreadEnv"]
+
+
+class SimpleSpreadEnv(MpeEnv):
+    """VMAS's MPE ``simple_spread`` scenario, batched (see the module's card).
+
+    Args:
+        batch_size: the batch dims.
+        device: where the data lives.
+        seed: seed of the reset noise.
+
+    Keyword Args:
+        n_agents: number of agents and landmarks.
+        obs_agents: whether agents observe the others' relative positions.
+        continuous_actions: continuous or discrete actions.
+        categorical_actions: discrete actions as indices or one-hot.
+        max_steps: horizon (``None``: none).
+        auto_reset_mode: ``"sparse"`` or ``"masked"``.
+
+    Examples:
+        >>> env = SimpleSpreadEnv(batch_size=[2], n_agents=2, obs_agents=False)
+        >>> env.observation_spec["agents", "observation"].shape
+        torch.Size([2, 2, 8])
+    """
+
+    def __init__(
+        self,
+        batch_size: Any = (),
+        device: torch.device | str | None = None,
+        seed: int | None = None,
+        *,
+        n_agents: int = 3,
+        obs_agents: bool = True,
+        continuous_actions: bool = True,
+        categorical_actions: bool = True,
+        max_steps: int | None = None,
+        auto_reset_mode: str | None = None,
+    ) -> None:
+        if isinstance(n_agents, bool) or not isinstance(n_agents, int) or n_agents < 1:
+            raise ValueError(f"n_agents must be a positive int, got {n_agents!r}")
+        if not isinstance(obs_agents, bool):
+            raise TypeError(f"obs_agents must be a bool, got {obs_agents!r}")
+        self.obs_agents = obs_agents
+        n = n_agents
+        world = ParticleWorld(
+            [Body(f"agent_{i}", movable=True, rotatable=True, radius=0.15, color=(0.35, 0.35, 0.85)) for i in range(n)],
+            [Body(f"landmark {i}", collide=False, color=(0.15, 0.15, 0.15)) for i in range(n)],
+        )
+        obs_dim = 4 + 2 * n + (2 * (n - 1) if obs_agents else 0)
+        super().__init__(
+            batch_size, device, seed, world=world, teams=[Team("agent", n, obs_dim)], num_noise=4 * n,
+            continuous_actions=continuous_actions, categorical_actions=categorical_actions,
+            max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+        )
+        others = [[j for j in range(n) if j != i] for i in range(n)]
+        self.register_buffer("_others", torch.tensor(others, dtype=torch.int64, device=self.device).reshape(n, n - 1), persistent=False)
+        self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)
+
+    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"pos": self._uniform_positions(noise, -1.0, 1.0)}
+
+    def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        pos, vel = state["pos"], state["vel"]
+        n = self.n_agents
+        agents = pos[..., :n, :]
+        rel = pos.unsqueeze(-3) - agents.unsqueeze(-2)  # [*B, n, n_entities, 2]: entity - agent
+        parts = [agents, vel[..., :n, :], rel[..., n:, :].flatten(-2)]
+        if self.obs_agents:
+            parts.append(rel[..., self._rows, self._others, :].flatten(-2))
+        return [torch.cat(parts, -1)]
+
+    def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        pos = state["pos"]
+        n = self.n_agents
+        agents, landmarks = pos[..., :n, :], pos[..., n:, :]
+        dist = torch.linalg.vector_norm(landmarks.unsqueeze(-2) - agents.unsqueeze(-3), dim=-1)  # [*B, L, N]
+        cover = dist.amin(-1).sum(-1) * n
+        gap = torch.linalg.vector_norm(agents.unsqueeze(-2) - agents.unsqueeze(-3), dim=-1)
+        radius = self.world.bodies[0].radius
+        overlaps = ((gap - radius) - radius < 0).sum((-1, -2)) - n  # the diagonal always overlaps
+        shared = -cover - overlaps.to(torch.float32)
+        return [shared.unsqueeze(-1).expand(*shared.shape, n)]

@@ -1,0 +1,102 @@
+"""The native MPE envs have VmasEnv's multi-agent layout, pass check_env_specs, trace as one
+graph and are built by ``make`` with VMAS's keyword arguments."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gpusim import make
+from gpusim.envs import check_env_specs
+from gpusim.envs.libs.vmas import VmasEnv
+from gpusim.envs.native.mpe import SCENARIOS
+
+# (scenario, kwargs) pairs exercised for every test below
+CASES = [
+    ("simple", {}),
+    ("simple_spread", {}),
+    ("simple_spread", {"n_agents": 5, "obs_agents": False}),
+]
+_ids = [f"{s}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}" for s, kw in CASES]
+
+
+def _leaves(spec):
+    return {key: (type(leaf).__name__, tuple(leaf.shape), leaf.dtype) for key, leaf in spec.items(True, True)}
+
+
+@pytest.mark.parametrize(
+    ("continuous", "categorical"), [(True, True), (False, True), (False, False)], ids=["continuous", "categorical", "onehot"]
+)
+@pytest.mark.parametrize(("scenario", "kwargs"), CASES, ids=_ids)
+def test_specs_match_vmas_env(scenario, kwargs, continuous, categorical) -> None:
+    ref = VmasEnv(scenario, num_envs=3, continuous_actions=continuous, categorical_actions=categorical, seed=0, **kwargs)
+    env = make(f"MPE/{scenario}-v0", num_envs=3, seed=0, continuous_actions=continuous, categorical_actions=categorical, **kwargs)
+    assert env.group_map == ref.group_map
+    for name in ("full_observation_spec", "full_action_spec", "full_reward_spec", "full_done_spec"):
+        assert _leaves(getattr(env, name)) == _leaves(getattr(ref, name)), name
+    if continuous:
+        for key in env.full_action_spec.keys(True, True):
+            torch.testing.assert_close(env.full_action_spec[key].space.low, ref.full_action_spec[key].space.low)
+            torch.testing.assert_close(env.full_action_spec[key].space.high, ref.full_action_spec[key].space.high)
+
+
+@pytest.mark.parametrize(("scenario", "kwargs"), CASES, ids=_ids)
+def test_vmas_policy_runs_unchanged(scenario, kwargs) -> None:
+    ref = VmasEnv(scenario, num_envs=4, seed=0, **kwargs)
+
+    def policy(td):  # written against VmasEnv's keys: observation in, action out, per group
+        for group in ref.group_map:
+            obs = td[group, "observation"]
+            n = ref.full_action_spec[group, "action"].shape[-1]
+            td[group, "action"] = torch.tanh(obs[..., :n])
+        return td
+
+    ref_roll = ref.rollout(3, policy)
+    env = make(f"MPE/{scenario}-v0", num_envs=4, seed=0, **kwargs)
+    roll = env.rollout(3, policy)
+    for key in ref_roll.keys(True, True):
+        assert roll[key].shape == ref_roll[key].shape, key
+
+
+@pytest.mark.parametrize("batch_size", [[1], [7], [2, 3]], ids=str)
+@pytest.mark.parametrize("continuous", [True, False])
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_check_env_specs(scenario, continuous, batch_size) -> None:
+    env = SCENARIOS[scenario](batch_size=batch_size, seed=0, continuous_actions=continuous, max_steps=4)
+    check_env_specs(env, seed=1)
+    roll = env.rollout(10, break_when_any_done=False)
+    truncated = roll["next", "truncated"].reshape(-1, 10)
+    assert truncated[:, 3].all() and not truncated[:, :3].any() and not truncated[:, 4:7].any()
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_step_and_reset_trace_as_one_graph(scenario) -> None:
+    env = SCENARIOS[scenario](batch_size=[8], seed=0, continuous_actions=False)
+    td = env.rand_action(env.reset())
+    expected_step = env._step(td)
+    env.set_seed(3)
+    expected_reset = env._reset(None)
+    env.set_seed(3)
+    step = torch.compile(env._step, fullgraph=True, backend="eager")
+    reset = torch.compile(env._reset, fullgraph=True, backend="eager")
+    assert (step(td) == expected_step).all()
+    assert (reset(None) == expected_reset).all()
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_reset_is_seeded_and_varied(scenario) -> None:
+    a = SCENARIOS[scenario](batch_size=[16], seed=5).reset()
+    b = SCENARIOS[scenario](batch_size=[16], seed=5).reset()
+    c = SCENARIOS[scenario](batch_size=[16], seed=6).reset()
+    assert (a["state"] == b["state"]).all()
+    assert not torch.equal(a["state", "pos"], c["state", "pos"])
+    assert a["state", "pos"].std(0).gt(0.1).all()  # rows differ
+
+
+def test_make_rejects_unknown_kwargs() -> None:
+    with pytest.raises(TypeError, match="n_agent"):
+        make("MPE/simple_spread-v0", num_envs=2, n_agent=3)
+    with pytest.raises(ValueError, match="n_agents must be a positive int, got 0"):
+        make("MPE/simple_spread-v0", num_envs=2, n_agents=0)
+    with pytest.raises(ValueError, match="max_steps"):
+        make("MPE/simple-v0", num_envs=2, max_steps=0)
