@@ -9,17 +9,40 @@ Examples:
     >>> from gpusim.envs.native.mpe import SimpleSpreadEnv
     >>> env = SimpleSpreadEnv(batch_size=[16], n_agents=4, seed=0)
     >>> env.rollout(3)["next", "agents", "observation"].shape
-    torch.Size([16, 3, 4, 20])
+    torch.Size([16, 3, 4, 18])
 """
 
 from gpusim.envs.native.mpe._env import MpeEnv
 from gpusim.envs.native.mpe.simple import SimpleEnv
 from gpusim.envs.native.mpe.simple_spread import SimpleSpreadEnv
+from gpusim.envs.native.mpe.simple_adversary import SimpleAdversaryEnv
+from gpusim.envs.native.mpe.simple_crypto import SimpleCryptoEnv
+from gpusim.envs.native.mpe.simple_push import SimplePushEnv
+from gpusim.envs.native.mpe.simple_reference import SimpleReferenceEnv
+from gpusim.envs.native.mpe.simple_speaker_listener import SimpleSpeakerListenerEnv
+from gpusim.envs.native.mpe.simple_tag import SimpleTagEnv
 
 #: scenario name -> env class (the ``MPE/<name>-v0`` ids of :func:`gpusim.make`)
 SCENARIOS = {
     "simple": SimpleEnv,
     "simple_spread": SimpleSpreadEnv,
+    "simple_tag": SimpleTagEnv,
+    "simple_adversary": SimpleAdversaryEnv,
+    "simple_push": SimplePushEnv,
+    "simple_reference": SimpleReferenceEnv,
+    "simple_speaker_listener": SimpleSpeakerListenerEnv,
+    "simple_crypto": SimpleCryptoEnv,
 }
 
-__all__ = ["MpeEnv", "SCENARIOS", "SimpleEnv", "SimpleSpreadEnv"]
+__all__ = [
+    "MpeEnv",
+    "SCENARIOS",
+    "SimpleAdversaryEnv",
+    "SimpleCryptoEnv",
+    "SimpleEnv",
+    "SimplePushEnv",
+    "SimpleReferenceEnv",
+    "SimpleSpeakerListenerEnv",
+    "SimpleSpreadEnv",
+    "SimpleTagEnv",
+]

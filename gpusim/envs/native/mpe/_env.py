@@ -45,9 +45,46 @@ from gpusim.envs.native._base import NativeEnv
 from gpusim.envs.native.mpe._world import ParticleWorld
 from gpusim.specs import Bounded, Categorical, Composite, OneHot, Unbounded
 
-__all__ = ["MpeEnv", "Team"]
+__all__ = ["MpeEnv", "Team", "check_bool", "check_count", "others_index"]
 
 _RESERVED = {"done", "terminated", "truncated", "_reset", "state"}
+
+
+def check_bool(name: str, value: object) -> bool:
+    """``value`` if it is a bool, else ``TypeError`` naming ``name``.
+
+    Examples:
+        >>> check_bool("obs_agents", True)
+        True
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+def check_count(name: str, value: object, minimum: int) -> int:
+    """``value`` if it is an int ``>= minimum``, else ``ValueError`` naming ``name``.
+
+    Examples:
+        >>> check_count("n_agents", 0, 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_agents must be an int >= 1, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def others_index(n: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """``[n, n - 1]`` int64: row ``i`` lists ``0 .. n-1`` without ``i`` (the other agents, in order).
+
+    Examples:
+        >>> others_index(3).tolist()
+        [[1, 2], [0, 2], [0, 1]]
+    """
+    rows = [[j for j in range(n) if j != i] for i in range(n)]
+    return torch.tensor(rows, dtype=torch.int64, device=device).reshape(n, max(n - 1, 0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,6 +252,11 @@ class MpeEnv(NativeEnv):
         n = self.world.n_entities
         u = noise[..., : 2 * n].reshape(*noise.shape[:-1], n, 2)
         return low + (high - low) * u
+
+    @staticmethod
+    def _choice(u: torch.Tensor, n: int) -> torch.Tensor:
+        """Uniform indices in ``0 .. n-1`` (int64) from uniforms ``u`` in ``[0, 1)``."""
+        return (u * n).to(torch.int64).clamp_(max=n - 1)
 
     def _teams_split(self, x: torch.Tensor, dim: int = -2) -> list[torch.Tensor]:
         """Splits an agent-indexed tensor (agents along ``dim``) by team."""

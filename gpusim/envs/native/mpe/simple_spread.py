@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from gpusim.envs.native.mpe._env import MpeEnv, Team
+from gpusim.envs.native.mpe._env import MpeEnv, Team, check_bool, check_count, others_index
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 
 __all__ = ["SimpleSpreadEnv"]
@@ -79,12 +79,8 @@ class SimpleSpreadEnv(MpeEnv):
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
     ) -> None:
-        if isinstance(n_agents, bool) or not isinstance(n_agents, int) or n_agents < 1:
-            raise ValueError(f"n_agents must be a positive int, got {n_agents!r}")
-        if not isinstance(obs_agents, bool):
-            raise TypeError(f"obs_agents must be a bool, got {obs_agents!r}")
-        self.obs_agents = obs_agents
-        n = n_agents
+        n = check_count("n_agents", n_agents, 1)
+        self.obs_agents = check_bool("obs_agents", obs_agents)
         world = ParticleWorld(
             [Body(f"agent_{i}", movable=True, rotatable=True, radius=0.15, color=(0.35, 0.35, 0.85)) for i in range(n)],
             [Body(f"landmark {i}", collide=False, color=(0.15, 0.15, 0.15)) for i in range(n)],
@@ -95,8 +91,7 @@ class SimpleSpreadEnv(MpeEnv):
             continuous_actions=continuous_actions, categorical_actions=categorical_actions,
             max_steps=max_steps, auto_reset_mode=auto_reset_mode,
         )
-        others = [[j for j in range(n) if j != i] for i in range(n)]
-        self.register_buffer("_others", torch.tensor(others, dtype=torch.int64, device=self.device).reshape(n, n - 1), persistent=False)
+        self.register_buffer("_others", others_index(n, self.device), persistent=False)
         self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)
 
     def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:

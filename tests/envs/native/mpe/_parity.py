@@ -49,6 +49,8 @@ def make_pair(scenario: str, num_envs: int, continuous: bool, seed: int = 0, **k
 
 
 def inject(ours, theirs, state, extra: Callable | None = None) -> None:
+    if extra is not None:  # first: it may edit the native state (goals, positions)
+        extra(ours, theirs, state)
     world = theirs.world
     n_agents = len(world.agents)
     for i, agent in enumerate(world.agents):
@@ -59,8 +61,6 @@ def inject(ours, theirs, state, extra: Callable | None = None) -> None:
     for j, landmark in enumerate(world.landmarks):
         landmark.state.pos = state["pos"][:, n_agents + j].clone()
         landmark.state.vel = state["vel"][:, n_agents + j].clone()
-    if extra is not None:
-        extra(ours, theirs, state)
 
 
 def step_parity(
@@ -139,3 +139,54 @@ def assert_stats_match(stats, z: float = 4.0) -> None:
     m1, s1, m2, s2 = stats
     bound = z * (s1.square() + s2.square()).sqrt() + 1e-6
     assert ((m1 - m2).abs() <= bound).all(), f"native {m1.tolist()} ± {s1.tolist()} vs VMAS {m2.tolist()} ± {s2.tolist()}"
+
+
+# ---------------------------------------------------------------- scenario extras
+# VMAS draws goals once for all its envs: each step, every row of the native state gets the same
+# goal (cycling through the landmarks with the step count) and VMAS's world is set to it.
+def _step_index(state) -> int:
+    return int(state["steps"][0, 0])
+
+
+def goal_adversary(ours, theirs, state) -> None:
+    k = _step_index(state) % ours.num_landmarks
+    state["goal"].fill_(k)
+    for agent in theirs.world.agents:
+        agent.goal = theirs.world.landmarks[k]
+
+
+def goal_push(ours, theirs, state) -> None:
+    s = _step_index(state)
+    k = s % 2
+    state["goal"].fill_(k)
+    if s % 2 == 0:  # every other step the two agents start (nearly) touching: contacts exercised
+        offset = torch.rand(state["pos"].shape[0], 2, generator=torch.Generator().manual_seed(s)) * 0.16 - 0.08
+        state["pos"][:, 1] = state["pos"][:, 0] + offset
+    for agent in theirs.world.agents:
+        agent.goal = theirs.world.landmarks[k]
+        if not agent.adversary:
+            color = torch.full((3,), 0.25)
+            color[k + 1] += 0.5
+            agent.color = color
+
+
+def goal_reference(ours, theirs, state) -> None:
+    s = _step_index(state)
+    k0, k1 = s % 3, (s // 3) % 3
+    state["goal"][:, 0] = k0
+    state["goal"][:, 1] = k1
+    agents, landmarks = theirs.world.agents, theirs.world.landmarks
+    agents[0].goal_b, agents[1].goal_b = landmarks[k0], landmarks[k1]
+
+
+def goal_speaker_listener(ours, theirs, state) -> None:
+    k = _step_index(state) % 3
+    state["goal"].fill_(k)
+    theirs.world.agents[0].goal_b = theirs.world.landmarks[k]
+
+
+def key_crypto(ours, theirs, state) -> None:
+    for agent in theirs.world.agents:
+        agent.secret = state["secret"].clone()
+        if agent.speaker:
+            agent.key = state["key"].clone()

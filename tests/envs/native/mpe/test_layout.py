@@ -16,6 +16,13 @@ CASES = [
     ("simple", {}),
     ("simple_spread", {}),
     ("simple_spread", {"n_agents": 5, "obs_agents": False}),
+    ("simple_tag", {}),
+    ("simple_tag", {"num_good_agents": 3, "num_adversaries": 2, "observe_same_team": False, "observe_vel": False}),
+    ("simple_adversary", {"n_agents": 4, "n_adversaries": 2}),
+    ("simple_push", {}),
+    ("simple_reference", {}),
+    ("simple_speaker_listener", {}),
+    ("simple_crypto", {"dim_c": 3}),
 ]
 _ids = [f"{s}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}" for s, kw in CASES]
 
@@ -47,8 +54,9 @@ def test_vmas_policy_runs_unchanged(scenario, kwargs) -> None:
     def policy(td):  # written against VmasEnv's keys: observation in, action out, per group
         for group in ref.group_map:
             obs = td[group, "observation"]
-            n = ref.full_action_spec[group, "action"].shape[-1]
-            td[group, "action"] = torch.tanh(obs[..., :n])
+            space = ref.full_action_spec[group, "action"].space
+            gate = torch.sigmoid(obs.sum(-1, keepdim=True))  # in (0, 1): inside the action box
+            td[group, "action"] = space.low + (space.high - space.low) * gate
         return td
 
     ref_roll = ref.rollout(3, policy)
@@ -96,7 +104,7 @@ def test_reset_is_seeded_and_varied(scenario) -> None:
 def test_make_rejects_unknown_kwargs() -> None:
     with pytest.raises(TypeError, match="n_agent"):
         make("MPE/simple_spread-v0", num_envs=2, n_agent=3)
-    with pytest.raises(ValueError, match="n_agents must be a positive int, got 0"):
+    with pytest.raises(ValueError, match="n_agents must be an int >= 1, got 0"):
         make("MPE/simple_spread-v0", num_envs=2, n_agents=0)
     with pytest.raises(ValueError, match="max_steps"):
         make("MPE/simple-v0", num_envs=2, max_steps=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.envs.native.mpe import _parity as P
 from tests.envs.native.mpe._parity import assert_stats_match, reward_stats, step_parity
 
 # float32 tolerance of one step (different summation orders of the same forces)
@@ -14,6 +15,21 @@ CASES = [
     ("simple", {}, None),
     ("simple_spread", {}, None),
     ("simple_spread", {"n_agents": 4, "obs_agents": False}, None),
+    ("simple_tag", {}, None),
+    (
+        "simple_tag",
+        {"num_good_agents": 2, "num_adversaries": 2, "num_landmarks": 3, "shape_agent_rew": True,
+         "shape_adversary_rew": True, "agents_share_rew": True, "adversaries_share_rew": False},
+        None,
+    ),
+    ("simple_tag", {"observe_same_team": False, "observe_pos": False, "num_good_agents": 3, "bound": 0.6}, None),
+    ("simple_adversary", {}, P.goal_adversary),
+    ("simple_adversary", {"n_agents": 5, "n_adversaries": 2}, P.goal_adversary),
+    ("simple_push", {}, P.goal_push),
+    ("simple_reference", {}, P.goal_reference),
+    ("simple_speaker_listener", {}, P.goal_speaker_listener),
+    ("simple_crypto", {}, P.key_crypto),
+    ("simple_crypto", {"dim_c": 2}, P.key_crypto),
 ]
 _ids = [f"{s}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}" for s, kw, _ in CASES]
 
