@@ -20,9 +20,10 @@ re-derived as batched tensor operations:
   when its norm exceeds it, ``pos += vel * sub_dt`` and the position is clamped to the world's
   semi-dimensions when it has them.
 
-Here every pair of the colliding entities is one ``[*B, n, n, 2]`` computation (each ordered
-pair's force computed once; the force on ``a`` is the sum over ``b``), so the sum of a row's
-contact forces is VMAS's up to float rounding.
+Landmarks never move (no MPE scenario has a movable one), so only the agents are integrated, and
+the contacts are one ``[*B, n_agents, n_agents + n_colliding_landmarks, 2]`` computation (each
+ordered pair's force computed once; the force on an agent is the sum over its row), equal to
+VMAS's pairwise sums up to float rounding.
 
 Examples:
     >>> import torch
@@ -144,21 +145,27 @@ class ParticleWorld(torch.nn.Module):
         buf("agent_movable", [[float(a.movable)] for a in agents])
         buf("agent_silent", [[float(a.silent)] for a in agents])
         buf("colors", [b.color for b in bodies])
-        # contacts: the entities that collide, and which of their ordered pairs interact
-        hit = [i for i, b in enumerate(bodies) if b.collide]
-        live = [bodies[i].movable or bodies[i].rotatable for i in hit]
-        pairs = [[float(i != j and (live[i] or live[j])) for j in range(len(hit))] for i in range(len(hit))]
-        self.has_contacts = any(any(row) for row in pairs) and any(bodies[i].movable for i in hit)
-        buf("contact_index", hit, torch.int64)
+        if any(b.movable for b in landmarks):
+            raise ValueError("movable landmarks are not supported (no MPE scenario has one)")
+        # contacts act on the agents (landmarks never move): rows are the agents, columns the
+        # agents then the colliding landmarks; a pair interacts when both collide and one of
+        # them moves or rotates (VMAS's rule; agents rotate, landmarks do not)
+        hit_landmarks = [self.n_agents + j for j, b in enumerate(landmarks) if b.collide]
+        cols = [*range(self.n_agents), *hit_landmarks]
+        live = [b.movable or b.rotatable for b in bodies]
+        pairs = [
+            [float(i != j and a.collide and bodies[j].collide and (live[i] or live[j])) for j in cols]
+            for i, a in enumerate(agents)
+        ]
+        self.has_contacts = any(a.movable and any(row) for a, row in zip(agents, pairs))
+        buf("contact_landmarks", hit_landmarks, torch.int64)
         buf("contact_pairs", pairs)
-        radii = [bodies[i].radius for i in hit]
-        buf("contact_dist", [[ri + rj for rj in radii] for ri in radii])
-        self.contact_all = hit == list(range(self.n_entities))
-        self.contact_prefix = hit == list(range(len(hit)))
+        buf("contact_dist", [[a.radius + bodies[j].radius for j in cols] for a in agents])
+        self.hit_landmarks_prefix = hit_landmarks == list(range(self.n_agents, self.n_agents + len(hit_landmarks)))
 
     # ------------------------------------------------------------------ forces
     def contact_forces(self, pos: torch.Tensor) -> torch.Tensor:
-        """Sum of the contact forces on each colliding entity, ``[*B, n_colliding, 2]``.
+        """Sum of the contact forces on each agent, ``[*B, n_agents, 2]``.
 
         Args:
             pos: float32 ``[*B, n_entities, 2]``.
@@ -169,8 +176,18 @@ class ParticleWorld(torch.nn.Module):
             >>> torch.allclose(f[0], -f[1]) and bool(f[0, 0] < 0)
             True
         """
-        p = self._contact_pos(pos)
-        delta = p.unsqueeze(-2) - p.unsqueeze(-3)  # [*B, n, n, 2]: pos_a - pos_b
+        return self._contacts(pos[..., : self.n_agents, :], self._obstacles(pos))
+
+    def _obstacles(self, pos: torch.Tensor) -> torch.Tensor:
+        """The colliding landmarks' positions ``[*B, n_hit, 2]``."""
+        n = self.contact_landmarks.numel()
+        if self.hit_landmarks_prefix:
+            return pos[..., self.n_agents : self.n_agents + n, :]
+        return pos.index_select(-2, self.contact_landmarks)
+
+    def _contacts(self, agents: torch.Tensor, obstacles: torch.Tensor) -> torch.Tensor:
+        others = torch.cat([agents, obstacles], -2) if obstacles.shape[-2] else agents
+        delta = agents.unsqueeze(-2) - others.unsqueeze(-3)  # [*B, n_agents, n_cols, 2]: pos_a - pos_b
         dist = torch.linalg.vector_norm(delta, dim=-1)
         dmin = self.contact_dist
         k = self.contact_margin
@@ -179,22 +196,6 @@ class ParticleWorld(torch.nn.Module):
         on = (dist >= _MIN_DIST) & (dist <= dmin)
         scale = torch.where(on, scale, 0.0) * self.contact_pairs
         return (delta * scale.unsqueeze(-1)).sum(-2)
-
-    def _contact_pos(self, pos: torch.Tensor) -> torch.Tensor:
-        if self.contact_all:
-            return pos
-        if self.contact_prefix:
-            return pos[..., : self.contact_index.numel(), :]
-        return pos.index_select(-2, self.contact_index)
-
-    def _add_contacts(self, force: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-        contacts = self.contact_forces(pos)
-        if self.contact_all:
-            return force + contacts
-        if self.contact_prefix:
-            n = self.contact_index.numel()
-            return torch.cat([force[..., :n, :] + contacts, force[..., n:, :]], dim=-2)
-        return force.index_add(-2, self.contact_index, contacts)
 
     # ------------------------------------------------------------------ integration
     def step(self, pos: torch.Tensor, vel: torch.Tensor, agent_force: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -207,28 +208,28 @@ class ParticleWorld(torch.nn.Module):
                 immovable agents).
 
         Returns:
-            The new ``(pos, vel)``; immovable entities keep theirs.
+            The new ``(pos, vel)``; immovable entities (landmarks among them) keep theirs.
         """
         if not self.any_movable:
             return pos, vel
-        movable = self.movable
-        n_land = self.n_entities - self.n_agents
-        action_force = agent_force * self.agent_movable
-        if n_land:
-            action_force = torch.cat([action_force, action_force.new_zeros((*action_force.shape[:-2], n_land, 2))], -2)
-        vel = torch.where(movable > 0, vel * (1.0 - self.drag), vel)
+        n = self.n_agents
+        p, v = pos[..., :n, :], vel[..., :n, :]
+        obstacles = self._obstacles(pos) if self.has_contacts else None
+        v = v * (1.0 - self.drag)
+        step_v = self.inv_mass[:n] * self.sub_dt
         for _ in range(self.substeps):
-            force = self._add_contacts(action_force, pos) if self.has_contacts else action_force
-            new_vel = vel + force * (self.inv_mass * self.sub_dt)
+            force = agent_force + self._contacts(p, obstacles) if self.has_contacts else agent_force
+            v = v + force * step_v
             if self.any_max_speed:
-                speed = torch.linalg.vector_norm(new_vel, dim=-1, keepdim=True)
-                capped = new_vel / speed * self.max_speed
-                new_vel = torch.where(speed > self.max_speed, capped, new_vel)
-            new_pos = pos + new_vel * self.sub_dt
-            new_pos = self._clamp(new_pos)
-            vel = torch.where(movable > 0, new_vel, vel)
-            pos = torch.where(movable > 0, new_pos, pos)
-        return pos, vel
+                speed = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+                v = torch.where(speed > self.max_speed[:n], v / speed * self.max_speed[:n], v)
+            p = self._clamp(p + v * self.sub_dt)
+        movable = self.agent_movable > 0
+        p = torch.where(movable, p, pos[..., :n, :])
+        v = torch.where(movable, v, vel[..., :n, :])
+        if n == self.n_entities:
+            return p, v
+        return torch.cat([p, pos[..., n:, :]], -2), torch.cat([v, vel[..., n:, :]], -2)
 
     def _clamp(self, pos: torch.Tensor) -> torch.Tensor:
         if self.x_semidim is None and self.y_semidim is None:
