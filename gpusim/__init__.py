@@ -26,7 +26,7 @@ from gpusim.envs.libs import *  # noqa: F401,F403
 from gpusim.envs.native import *  # noqa: F401,F403
 from gpusim.envs.custom import *  # noqa: F401,F403
 from gpusim.interop import to_gymnasium, to_torchrl
-from gpusim.registry import EnvEntry, make, registered_ids
+from gpusim.registry import EnvEntry, make, register, registered_ids
 from gpusim.specs import *  # noqa: F401,F403
 from gpusim.transforms import *  # noqa: F401,F403
 
@@ -66,6 +66,7 @@ __all__ = sorted(
         *__import__("gpusim.envs.libs", fromlist=["__all__"]).__all__,
         *__import__("gpusim.envs.custom", fromlist=["__all__"]).__all__,
         "make",
+        "register",
         "registered_ids",
         "EnvEntry",
         "to_torchrl",

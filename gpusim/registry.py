@@ -1,9 +1,11 @@
-"""``make``: native envs by id, with gymnasium's time limits.
+"""``make`` and ``register``: envs by id, with gymnasium's time limits.
 
-Each registered id maps to a native env class and the ``max_episode_steps`` gymnasium registers
-for it; :func:`make` wraps the env in ``TransformedEnv(env, StepCounter(max_steps=limit))`` so
-that episodes are truncated exactly where gymnasium's ``TimeLimit`` would truncate them. Ids
-without a time limit (``TicTacToe-v0``: a game ends within nine moves) give the env itself.
+Each registered id maps to an entry point (an env class, a callable or ``"module:attr"``), the
+``max_episode_steps`` of its time limit (for the built-in native envs, the one gymnasium
+registers) and default keyword arguments; :func:`register` adds ids. :func:`make` wraps the
+env in ``TransformedEnv(env, StepCounter(max_steps=limit))`` so that episodes are truncated
+exactly where gymnasium's ``TimeLimit`` would truncate them. Ids without a time limit
+(``TicTacToe-v0``: a game ends within nine moves) give the env itself.
 
 It lives at the top of the package because it composes two subpackages (native envs and
 transforms); neither imports the other.
@@ -17,7 +19,9 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -34,21 +38,49 @@ from gpusim.envs.common import EnvBase
 from gpusim.envs.native.mpe import SCENARIOS as _MPE_SCENARIOS
 from gpusim.transforms import StepCounter, TransformedEnv
 
-__all__ = ["make", "registered_ids", "EnvEntry"]
+__all__ = ["make", "register", "registered_ids", "EnvEntry"]
+
+_UNSET: Any = object()  # make()'s max_episode_steps: the registered limit
 
 
 @dataclasses.dataclass(frozen=True)
 class EnvEntry:
-    """A registered id: the native class and gymnasium's ``max_episode_steps`` (``None``: no
-    time limit).
+    """A registered id: its entry point, the ``max_episode_steps`` of its time limit (``None``: no
+    time limit) and default keyword arguments.
+
+    Args:
+        entry_point: an env class, a callable returning an env, or ``"module:attr"`` (imported by
+            the first :func:`make` that needs it).
+        max_episode_steps: the ``StepCounter`` limit :func:`make` wraps the env in, or ``None``.
+        defaults: keyword arguments given to the entry point (a call's own keyword arguments
+            prevail).
 
     Examples:
         >>> EnvEntry(CartPoleEnv, 500).max_episode_steps
         500
+        >>> EnvEntry("gpusim.envs.native:PendulumEnv", 200).env_cls.__name__
+        'PendulumEnv'
     """
 
-    env_cls: type
+    entry_point: Any
     max_episode_steps: int | None
+    defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def env_cls(self) -> Callable[..., Any]:
+        """The entry point itself (a ``"module:attr"`` string imported)."""
+        if not isinstance(self.entry_point, str):
+            return self.entry_point
+        module, _, attr = self.entry_point.partition(":")
+        try:
+            target = importlib.import_module(module)
+            for part in attr.split("."):
+                target = getattr(target, part)
+        except (ImportError, AttributeError) as err:
+            raise ImportError(f"entry point {self.entry_point!r} could not be loaded: {err}") from err
+        if not callable(target):
+            raise TypeError(f"entry point {self.entry_point!r} is {target!r}, which is not callable")
+        return target
 
 
 _REGISTRY: dict[str, EnvEntry] = {
@@ -62,9 +94,12 @@ _REGISTRY: dict[str, EnvEntry] = {
     **{f"MPE/{name}-v0": EnvEntry(cls, None) for name, cls in _MPE_SCENARIOS.items()},
 }
 
+#: the arguments :func:`make` gives every entry point itself
+_MAKE_ARGS = ("batch_size", "device", "seed")
+
 
 def registered_ids() -> list[str]:
-    """The ids :func:`make` knows.
+    """The ids :func:`make` knows, in registration order (the built-in ones first).
 
     Examples:
         >>> registered_ids()[:6]
@@ -75,9 +110,94 @@ def registered_ids() -> list[str]:
     return list(_REGISTRY)
 
 
-def _env_kwargs(env_cls: type) -> set[str]:
-    params = inspect.signature(env_cls.__init__).parameters
-    return {name for name, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+def _check_limit(max_episode_steps: object) -> int | None:
+    if max_episode_steps is not None and (
+        isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, int) or max_episode_steps < 1
+    ):
+        raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
+    return max_episode_steps
+
+
+def _signature_kwargs(entry: Callable[..., Any]) -> tuple[set[str], bool]:
+    """The keyword arguments ``entry`` accepts besides ``batch_size``/``device``/``seed``, and
+    whether it takes ``**kwargs`` (then any name is accepted)."""
+    target = entry.__init__ if isinstance(entry, type) else entry
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: accept anything
+        return set(), True
+    names = {
+        name
+        for i, (name, p) in enumerate(params.items())
+        if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        and not (isinstance(entry, type) and i == 0)  # self
+    }
+    var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return names - set(_MAKE_ARGS), var_kw
+
+
+def _check_entry_kwargs(where: str, entry: Callable[..., Any], kwargs: Mapping[str, Any]) -> None:
+    """Raise ``TypeError`` naming the keyword arguments ``entry`` does not take."""
+    accepted, var_kw = _signature_kwargs(entry)
+    unknown = sorted(set(kwargs) - accepted)
+    if unknown and not var_kw:
+        name = getattr(entry, "__name__", repr(entry))
+        raise TypeError(
+            f"{where} got unexpected keyword argument(s) {unknown}; it accepts num_envs, device, seed, "
+            f"max_episode_steps and {name}'s keyword arguments {sorted(accepted)}"
+        )
+
+
+def register(env_id: str, entry_point: Any, *, max_episode_steps: int | None = None, **defaults: Any) -> None:
+    """Registers ``env_id`` for :func:`make`.
+
+    :func:`make` then calls ``entry_point(batch_size=..., device=..., seed=..., **defaults,
+    **kwargs)`` and wraps the env in ``TransformedEnv(env, StepCounter(max_episode_steps))``
+    when a time limit is given (truncation exactly where gymnasium's ``TimeLimit`` truncates).
+
+    Args:
+        env_id: the new id (e.g. ``"MyPendulum-v0"``).
+        entry_point: an env class (e.g. a :class:`~gpusim.envs.native.NativeEnv` subclass), a
+            callable taking ``batch_size``, ``device`` and ``seed`` keyword arguments and
+            returning an env, or ``"module:attr"`` (imported by the first :func:`make`).
+
+    Keyword Args:
+        max_episode_steps: the time limit (``None``: none); :func:`make` may override it.
+        **defaults: keyword arguments for the entry point (``make``'s own prevail).
+
+    Raises:
+        ValueError: ``env_id`` is already registered or not a non-empty string; a malformed
+            ``"module:attr"``; a bad ``max_episode_steps``.
+        TypeError: an entry point that is neither callable nor a string, or ``defaults`` it does
+            not accept (named in the message).
+
+    Examples:
+        >>> from gpusim.envs.native import PendulumEnv
+        >>> register("MoonPendulum-v0", PendulumEnv, max_episode_steps=100, g=1.62)
+        >>> env = make("MoonPendulum-v0", num_envs=2, seed=0)
+        >>> env.base_env.g, env.transform.max_steps
+        (1.62, 100)
+        >>> register("MoonPendulum-v0", PendulumEnv)
+        Traceback (most recent call last):
+        ...
+        ValueError: env id 'MoonPendulum-v0' is already registered (entry point PendulumEnv); pick another id
+        >>> _ = _REGISTRY.pop("MoonPendulum-v0")  # (keep the doctest's registry clean)
+    """
+    if not isinstance(env_id, str) or not env_id:
+        raise ValueError(f"env_id must be a non-empty str, got {env_id!r}")
+    if env_id in _REGISTRY:
+        old = _REGISTRY[env_id].entry_point
+        name = old if isinstance(old, str) else getattr(old, "__name__", repr(old))
+        raise ValueError(f"env id {env_id!r} is already registered (entry point {name}); pick another id")
+    if isinstance(entry_point, str):
+        module, sep, attr = entry_point.partition(":")
+        if not (sep and module and attr):
+            raise ValueError(f"a string entry point must be 'module:attr', got {entry_point!r}")
+    elif not callable(entry_point):
+        raise TypeError(f"entry_point must be an env class, a callable or 'module:attr', got {entry_point!r}")
+    else:
+        _check_entry_kwargs(f"register({env_id!r})", entry_point, defaults)
+    _REGISTRY[env_id] = EnvEntry(entry_point, _check_limit(max_episode_steps), dict(defaults))
 
 
 def make(
@@ -85,19 +205,25 @@ def make(
     num_envs: int | None = None,
     device: torch.device | str | None = None,
     seed: int | None = None,
+    *,
+    max_episode_steps: Any = _UNSET,
     **kwargs: Any,
 ) -> EnvBase:
-    """Build the native env registered as ``env_id``, with gymnasium's time limit.
+    """Build the env registered as ``env_id``, with its time limit.
 
     Args:
         env_id: a gymnasium id: ``"CartPole-v1"``, ``"Pendulum-v1"``, ``"MountainCar-v0"``,
-            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; ``"TicTacToe-v0"``; or an MPE
+            ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; ``"TicTacToe-v0"``; an MPE
             scenario ``"MPE/<scenario>-v0"`` (VMAS's keyword arguments: ``n_agents=3``,
-            ``continuous_actions=False``, ``max_steps=100``...).
+            ``continuous_actions=False``, ``max_steps=100``...); or an id added with
+            :func:`register`.
         num_envs: the batch size (``None``: an unbatched env, ``batch_size=[]``).
         device: where the data lives (``None``: CPU).
-        seed: seed of the env's reset noise.
-        **kwargs: the env's physical constants (e.g. ``g=9.81`` for Pendulum-v1).
+        seed: seed of the env's random numbers.
+        max_episode_steps: overrides the registered time limit (``None``: no time limit), as
+            gymnasium's ``make`` does.
+        **kwargs: the env's keyword arguments (e.g. ``g=9.81`` for Pendulum-v1); they prevail
+            over the defaults given to :func:`register`.
 
     Returns:
         ``TransformedEnv(env, StepCounter(max_steps=max_episode_steps))``, or the env itself for
@@ -106,7 +232,8 @@ def make(
     Raises:
         ValueError: if ``env_id`` is unknown (the message lists the known ids), or
             ``num_envs`` is not a positive int.
-        TypeError: if a keyword argument is not a parameter of the env (named in the message).
+        TypeError: if a keyword argument is not a parameter of the env (named in the message,
+            with the accepted ones).
 
     Examples:
         >>> env = make("Pendulum-v1", num_envs=8, g=9.81)
@@ -114,6 +241,8 @@ def make(
         9.81
         >>> make("TicTacToe-v0", num_envs=2).batch_size
         torch.Size([2])
+        >>> make("CartPole-v1", max_episode_steps=50).transform.max_steps
+        50
         >>> make("MPE/simple_spread-v0", num_envs=4, n_agents=2).group_map
         {'agents': ['agent_0', 'agent_1']}
     """
@@ -122,14 +251,14 @@ def make(
         raise ValueError(f"Unknown env id {env_id!r}; known ids: {registered_ids()}")
     if num_envs is not None and (isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1):
         raise ValueError(f"num_envs must be a positive int or None, got {num_envs!r}")
-    unknown = sorted(set(kwargs) - _env_kwargs(entry.env_cls))
-    if unknown:
-        raise TypeError(
-            f"make({env_id!r}) got unexpected keyword argument(s) {unknown}; "
-            f"{entry.env_cls.__name__} accepts {sorted(_env_kwargs(entry.env_cls))}"
-        )
+    limit = entry.max_episode_steps if max_episode_steps is _UNSET else _check_limit(max_episode_steps)
+    env_cls = entry.env_cls
+    kwargs = {**entry.defaults, **kwargs}
+    _check_entry_kwargs(f"make({env_id!r})", env_cls, kwargs)
     batch_size = [] if num_envs is None else [num_envs]
-    env = entry.env_cls(batch_size=batch_size, device=device, seed=seed, **kwargs)
-    if entry.max_episode_steps is None:
+    env = env_cls(batch_size=batch_size, device=device, seed=seed, **kwargs)
+    if not isinstance(env, EnvBase):
+        raise TypeError(f"the entry point of {env_id!r} returned {type(env).__name__}, not an env (EnvBase)")
+    if limit is None:
         return env
-    return TransformedEnv(env, StepCounter(max_steps=entry.max_episode_steps))
+    return TransformedEnv(env, StepCounter(max_steps=limit))

@@ -10,11 +10,14 @@ from gpusim.registry import _REGISTRY
 
 
 def test_registered_ids_and_limits_match_gymnasium() -> None:
+    from gpusim.envs.native.mpe import SCENARIOS
+
     assert registered_ids() == [
-        "CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1", "TicTacToe-v0"
+        "CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1", "TicTacToe-v0",
+        *(f"MPE/{name}-v0" for name in SCENARIOS),
     ]
     for env_id, entry in _REGISTRY.items():
-        if env_id == "TicTacToe-v0":  # not a gymnasium env: no time limit
+        if env_id == "TicTacToe-v0" or env_id.startswith("MPE/"):  # not gymnasium envs: no time limit
             assert entry.max_episode_steps is None
             continue
         assert entry.max_episode_steps == gym.spec(env_id).max_episode_steps, env_id
@@ -65,3 +68,71 @@ def test_unknown_kwargs_are_named() -> None:
 def test_bad_num_envs(num_envs) -> None:
     with pytest.raises(ValueError, match="num_envs must be a positive int or None"):
         make("CartPole-v1", num_envs=num_envs)
+
+
+# ---------------------------------------------------------------- register
+@pytest.fixture
+def scratch_ids():
+    """Ids registered by a test are removed afterwards (the registry is process-global)."""
+    before = set(_REGISTRY)
+    yield
+    for env_id in set(_REGISTRY) - before:
+        del _REGISTRY[env_id]
+
+
+def test_register_a_class_with_defaults_and_a_time_limit(scratch_ids) -> None:
+    from gpusim import PendulumEnv, register
+
+    register("Pend-test-v0", PendulumEnv, max_episode_steps=7, g=3.0, max_speed=4.0)
+    assert "Pend-test-v0" in registered_ids()
+    env = make("Pend-test-v0", num_envs=3, seed=1, max_speed=5.0)  # make's kwargs prevail
+    assert (env.base_env.g, env.base_env.max_speed, env.batch_size) == (3.0, 5.0, (3,))
+    td = env.rollout(10, break_when_any_done=False)
+    assert td["next", "truncated"][:, 6].all() and not td["next", "truncated"][:, :6].any()
+    assert make("Pend-test-v0", max_episode_steps=None).__class__ is PendulumEnv  # no limit
+    assert make("Pend-test-v0", max_episode_steps=3).transform.max_steps == 3
+
+
+def test_register_a_callable_and_a_module_string(scratch_ids) -> None:
+    from gpusim import CartPoleEnv, register
+
+    def short_pole(batch_size, device=None, seed=None, length=0.25):
+        return CartPoleEnv(batch_size, device, seed, length=length)
+
+    register("ShortPole-v0", short_pole, max_episode_steps=200)
+    assert make("ShortPole-v0", num_envs=2, seed=0).base_env.length == 0.25
+    assert make("ShortPole-v0", length=0.3).base_env.length == 0.3
+    register("StrAcrobot-v0", "gpusim.envs.native.acrobot:AcrobotEnv", dt=0.1)
+    env = make("StrAcrobot-v0", num_envs=2)
+    assert type(env).__name__ == "AcrobotEnv" and env.dt == 0.1
+
+
+def test_register_errors_are_clear(scratch_ids) -> None:
+    from gpusim import CartPoleEnv, register
+
+    with pytest.raises(ValueError, match=r"env id 'CartPole-v1' is already registered \(entry point CartPoleEnv\)"):
+        register("CartPole-v1", CartPoleEnv)
+    with pytest.raises(TypeError, match=r"register\('X-v0'\) got unexpected keyword argument\(s\) \['gravty'\]"):
+        register("X-v0", CartPoleEnv, gravty=1.0)
+    assert "X-v0" not in registered_ids()
+    with pytest.raises(ValueError, match="a string entry point must be 'module:attr', got 'gpusim.CartPoleEnv'"):
+        register("X-v0", "gpusim.CartPoleEnv")
+    with pytest.raises(TypeError, match="entry_point must be an env class, a callable or 'module:attr', got 3"):
+        register("X-v0", 3)
+    with pytest.raises(ValueError, match="max_episode_steps must be a positive int or None, got 0"):
+        register("X-v0", CartPoleEnv, max_episode_steps=0)
+    with pytest.raises(ValueError, match="env_id must be a non-empty str"):
+        register("", CartPoleEnv)
+    register("Missing-v0", "gpusim.envs.native:NoSuchEnv")
+    with pytest.raises(ImportError, match="entry point 'gpusim.envs.native:NoSuchEnv' could not be loaded"):
+        make("Missing-v0")
+    register("NotAnEnv-v0", lambda batch_size, device, seed: object())
+    with pytest.raises(TypeError, match="the entry point of 'NotAnEnv-v0' returned object, not an env"):
+        make("NotAnEnv-v0")
+
+
+def test_unknown_kwarg_message_lists_make_arguments() -> None:
+    """A typo of ``seed`` names the arguments ``make`` itself takes, not only the env's."""
+    with pytest.raises(TypeError, match=r"\['seeed'\]; it accepts num_envs, device, seed, max_episode_steps and "
+                                        r"CartPoleEnv's keyword arguments \['auto_reset_mode', "):
+        make("CartPole-v1", seeed=0)

@@ -189,7 +189,7 @@ def _graph_mask(mask: torch.Tensor) -> torch.Tensor:
     noise loop that reads it fuses poorly. Forcing the store onto a ``uint8`` node
     (:func:`gpusim.kernels._inductor.realized` makes Inductor realize its input) leaves the bool node
     a one-load ``!= 0`` that fuses into every reader. A/B in one process, 2 threads, with the
-    column-wise reset hash (``gpusim.envs.native._rng.COLHASH``): CartPole-v1 65536 106.2 ->
+    column-wise reset hash (``gpusim.envs.native.rng.COLHASH``): CartPole-v1 65536 106.2 ->
     117.1 M env-steps/s, 4096 38.3 -> 41.8 M, with 5 transforms 53.8 -> 58.2 M, MountainCar-v0
     51.5 -> 82.7 M.
     """

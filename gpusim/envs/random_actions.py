@@ -25,7 +25,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._keys import leaf_keys
-from gpusim.envs.native._rng import CounterRNG
+from gpusim.envs.native.rng import CounterRNG
 from gpusim.specs import Binary, Bounded, Categorical, Composite, OneHot
 
 __all__ = ["HashRandomPolicy"]

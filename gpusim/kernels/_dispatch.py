@@ -29,6 +29,7 @@ op (table key)         threshold   size unit                       backends
 ``sparse_reset``       256         env rows                        cpu, reference
 ``rollout_stack``      8 MiB       bytes of the stacked output     cpu, reference
 ``rollout_cache``      1 MiB       bytes of the buffer             cpu, reference
+``env_columns``        1           elements of the result          cpu, reference
 =====================  ==========  ==============================  ==============================
 
 Forcing a backend (tests, debugging): ``with force_backend("reference"): ...`` (optionally for
@@ -144,6 +145,11 @@ BACKEND_TABLE = MappingProxyType(
         "rollout_cache": OpEntry(
             1 << 20, "bytes of the buffer", _CPU,
             "below, torch.empty is served by the allocator without fresh page faults",
+        ),
+        "env_columns": OpEntry(
+            1, "elements of the result", _CPU,
+            "the native envs' column ops (gpusim.envs.native._ops): on eager CPU, writing each "
+            "column through a strided out= view beats a stack/interleave at every size",
         ),
     }
 )  # fmt: skip

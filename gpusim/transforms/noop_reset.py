@@ -39,7 +39,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs._seeding import next_seed
 from gpusim.envs.episode import merge_rows, reset_mask_for
-from gpusim.envs.native._rng import CounterRNG
+from gpusim.envs.native.rng import CounterRNG
 from gpusim.envs.random_actions import HashRandomPolicy
 from gpusim.transforms._levels import default_levels
 from gpusim.transforms.transform import Transform

@@ -282,10 +282,10 @@ def test_next_root_written_in_place_alternately_and_fresh_per_run():
 
 @pytest.mark.parametrize("num, bits", [(3, 16), (4, 16), (2, 24)])
 def test_compiled_reset_noise_by_columns_equals_eager(num, bits):
-    """Compiled graphs hash 16-bit reset noise one column per hash (``_rng.COLHASH``): the same
+    """Compiled graphs hash 16-bit reset noise one column per hash (``rng.COLHASH``): the same
     numbers and episode indices as the eager ``[*B, hashes]`` hash, also for a number of draws
     that leaves half a hash unused (24-bit draws keep the ``[*B, hashes]`` hash)."""
-    from gpusim.envs.native import _rng
+    from gpusim.envs.native import rng as _rng
 
     assert _rng.COLHASH
     torch._dynamo.reset()

@@ -1,4 +1,24 @@
-"""Shared plumbing of the native classic-control envs: reset noise, seeding, done specs.
+"""The native env contract: :class:`NativeEnv` (specs + ``_reset(td, rows)`` + ``_step(td)``).
+
+A native env is a tensor program written once in plain torch: the same ``_reset``/``_step``
+run eager, inside ``torch.compile`` graphs (``rollout(..., compile=True)``) and on CUDA, for any
+batch size. The contract (see ``docs/writing_an_env.md`` for a complete env in ~30 lines):
+
+* ``__init__``: call ``super().__init__(batch_size, device, seed)``, then set the specs
+  (``observation_spec``, ``action_spec``, ``reward_spec``, ``state_spec``, ``done_spec``) with
+  the env's batch dims ``self.batch_size`` and device ``self.device``.
+* ``_reset(tensordict, rows) -> TensorDict``: the start data of every row. ``rows`` is a
+  :class:`~gpusim.envs.native.rng.ResetRows`: which rows reset (``rows.mask``, ``rows.index``)
+  and their random numbers (``rows.uniform(low, high, n)``, ``rows.randint``,
+  ``rows.bernoulli``). Rows that do not reset are restored afterwards.
+* ``_step(tensordict) -> TensorDict``: the next observation, reward and done flags, a pure
+  function of the input (keep the physical state in the tensordict, e.g. under ``"state"``).
+  Randomness inside a step comes from ``self.rng`` (:class:`~gpusim.envs.native.rng.CounterRNG`:
+  ``self.rng.uniform(low, high, n)``, ``randint``, ``bernoulli``).
+* no host reads (``.item()``, ``bool(tensor)``), no ``torch.Generator``, no Python branch on
+  tensor values; shared eager-CPU speed tricks are in :mod:`gpusim.envs.native._ops`.
+
+``seed`` / ``env.set_seed(s)`` seed ``self.rng`` (both streams).
 
 Examples:
     >>> import torch
@@ -9,41 +29,22 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import abc
 from typing import Any
 
 import torch
-from tensordict import TensorDict
+from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._fasttd import fast_get, new_td
 from gpusim.envs.common import EnvBase
 from gpusim.envs.episode import ResetMasks
 from gpusim.envs.native._checks import random_seed
-from gpusim.envs.native._rng import CounterRNG
+from gpusim.envs.native._ops import stack_last
+from gpusim.envs.native.rng import CounterRNG, ResetRows
 from gpusim.kernels import select
 from gpusim.specs import Categorical, Composite
 
 __all__ = ["NativeEnv", "done_spec", "stack_last"]
-
-
-def stack_last(columns: Sequence[torch.Tensor]) -> torch.Tensor:
-    """``torch.stack(columns, -1)``, written column by column in eager mode on CPU.
-
-    On CPU, stacking along a small last dim costs about ten elementwise ops (a strided
-    interleave); copying each column into a strided view costs about one. Compiled graphs and
-    other devices use ``torch.stack`` (one fused kernel).
-
-    Examples:
-        >>> stack_last([torch.zeros(2), torch.ones(2)]).tolist()
-        [[0.0, 1.0], [0.0, 1.0]]
-    """
-    first = columns[0]
-    if torch.compiler.is_compiling() or first.device.type != "cpu":
-        return torch.stack(tuple(columns), -1)
-    out = torch.empty((*first.shape, len(columns)), dtype=first.dtype, device=first.device)
-    for i, column in enumerate(columns):
-        out[..., i] = column
-    return out
 
 
 def done_spec(batch_size: torch.Size, device: torch.device) -> Composite:
@@ -58,20 +59,33 @@ def done_spec(batch_size: torch.Size, device: torch.device) -> Composite:
 
 
 class NativeEnv(EnvBase):
-    """Base of the native envs: owns a :class:`CounterRNG` for reset noise and its seeding.
+    """Base of the native envs (see the module docstring for the contract).
 
-    Subclasses call ``super().__init__(batch_size, device, seed, num_noise=...)`` and draw their
-    start states from :meth:`_reset_noise` (``[*B, num_noise]`` uniforms in ``[low, high]``, keyed by
-    the episode index of each row, a device buffer advanced in place) and any step randomness
-    from :meth:`_noise`.
+    Subclasses implement ``_reset(tensordict, rows)`` and ``_step(tensordict)``. The base owns
+    the env's random numbers, :attr:`rng` (a :class:`~gpusim.envs.native.rng.CounterRNG` seeded
+    by ``seed`` and ``set_seed``), and builds the ``rows`` argument of ``_reset`` in its
+    ``_reset_rows`` hook.
 
     Args:
         batch_size: the env batch dims.
         device: the env device.
         seed: the initial seed; ``None`` draws one from torch's global generator.
-        num_noise: how many uniforms per env each reset needs (``0``: no generator).
-        noise_bits: resolution of the uniforms, 16 or 24 bits.
+
+    Keyword Args:
         auto_reset_mode: ``"sparse"`` or ``"masked"`` (see :class:`~gpusim.envs.common.EnvBase`).
+        num_noise: the default ``n`` of a draw (``rows.uniform(low, high)`` without ``n``); the
+            lane ids of draws of this size are cached.
+        noise_bits: the default resolution of uniform draws, 16 or 24 bits.
+
+    Attributes:
+        rng: the env's :class:`~gpusim.envs.native.rng.CounterRNG` (step stream:
+            ``self.rng.uniform(low, high, n)`` in ``_step``).
+
+    Examples:
+        >>> from gpusim.envs.native import CartPoleEnv
+        >>> env = CartPoleEnv(batch_size=[2], seed=0)
+        >>> isinstance(env.rng, CounterRNG), env.rng.batch_size
+        (True, torch.Size([2]))
     """
 
     functional_step = True
@@ -82,41 +96,35 @@ class NativeEnv(EnvBase):
         device: torch.device | str | None = None,
         seed: int | None = None,
         *,
-        num_noise: int = 0,
-        noise_bits: int = 16,
         auto_reset_mode: str | None = None,
+        num_noise: int = 1,
+        noise_bits: int = 24,
     ) -> None:
         super().__init__(batch_size=batch_size, device=device, auto_reset_mode=auto_reset_mode)
-        self._rng = (
-            CounterRNG(self.batch_size, num=num_noise, device=self.device, bits=noise_bits)
-            if num_noise > 0
-            else None
-        )
+        self.rng = CounterRNG(self.batch_size, num=num_noise, device=self.device, bits=noise_bits)
         self._set_seed(seed)
 
+    @abc.abstractmethod
+    def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
+        """The start data of every row (a new tensordict); ``rows`` tells which rows reset and
+        draws their random numbers (see the module docstring)."""
+
     def _reset_rows(self, tensordict, masks: ResetMasks, **kwargs):
-        # The reset noise of a row is keyed by its episode index (see CounterRNG): the rows of
-        # ``masks`` start their next episode. In SPARSE mode, on large batches, only those rows
-        # are hashed (their numbers are those of a full draw) when the input holds every entry a
-        # reset draws, so that the merge restores the other rows; the other rows are zero, never
-        # uninitialised.
-        rng = self._rng
-        if rng is None:
-            return super()._reset_rows(tensordict, masks, **kwargs)
-        env_rows = masks.env_rows()
-        rows = None
+        # The rows of ``masks`` start their next episode (the reset stream of a row is keyed by
+        # its episode index). In SPARSE mode, on large batches, only those rows are hashed (their
+        # numbers are those of a full draw) when the input holds every entry a reset writes, so
+        # that the merge restores the other rows; the other rows are zero, never uninitialised.
+        mask = masks.env_rows()
+        index = None
         if (
-            env_rows is not None
+            mask is not None
             and masks.sparse
             and select("sparse_reset", self.device, self.batch_size.numel()) == "cpu"
             and self._holds_noise_keys(tensordict)
         ):
-            rows = masks.rows()
-        self.__dict__["_reset_selection"] = (None if rows is not None else env_rows, rows)
-        try:
-            return super()._reset_rows(tensordict, masks, **kwargs)
-        finally:
-            self.__dict__["_reset_selection"] = (None, None)
+            index = masks.rows()
+        rows = ResetRows.start(self.rng, mask, index)
+        return super()._reset_rows(tensordict, masks, rows=rows, **kwargs)
 
     def _holds_noise_keys(self, tensordict) -> bool:
         """Whether ``tensordict`` has every entry a reset draws (observation and state keys)."""
@@ -129,20 +137,8 @@ class NativeEnv(EnvBase):
                 return False
         return True
 
-    def _reset_noise(self, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
-        """``[*B, num_noise]`` float32 uniforms in ``[low, high]`` for the start states of the rows
-        being reset (keyed by their episode index; call once per ``_reset``)."""
-        mask, rows = self.__dict__.get("_reset_selection", (None, None))
-        return self._rng.reset_uniform_range(low, high, mask=mask, rows=rows)
-
-    def _noise(self, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
-        """``[*B, num_noise]`` float32 uniforms in ``[low, high]`` from the step stream (advances
-        the counter): randomness of steps and actions, not of resets."""
-        return self._rng.uniform_range(low, high)
-
     def _set_seed(self, seed: int | None) -> None:
-        if self._rng is not None:
-            self._rng.manual_seed(random_seed() if seed is None else seed)
+        self.rng.manual_seed(random_seed() if seed is None else seed)
 
     def _flags(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Fresh ``(done, terminated)`` all-False tensors ``[*B, 1]``."""
@@ -156,4 +152,3 @@ class NativeEnv(EnvBase):
         """A flat tensordict of freshly computed tensors (already on the env device, with the
         env batch dims), built without per-key validation when tensordict allows it."""
         return new_td(entries, self.batch_size, self.device)
-

@@ -46,7 +46,9 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.native._base import NativeEnv, done_spec, stack_last
+from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._ops import stack_last
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native._checks import check_choice, check_number, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -127,7 +129,7 @@ class AcrobotEnv(NativeEnv):
         self.avail_torque = tuple(check_number(f"avail_torque[{i}]", t) for i, t in enumerate(avail_torque))
         self.gravity = check_number("gravity", gravity)
         self.book_or_nips = check_choice("book_or_nips", book_or_nips, ("book", "nips"))
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4, noise_bits=16)
         B, dev = self.batch_size, self.device
         high = torch.tensor(
             [1.0, 1.0, 1.0, 1.0, self.max_vel_1, self.max_vel_2], dtype=torch.float32, device=dev
@@ -148,8 +150,8 @@ class AcrobotEnv(NativeEnv):
             (torch.cos(theta1), torch.sin(theta1), torch.cos(theta2), torch.sin(theta2), dtheta1, dtheta2)
         )
 
-    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        state = self._reset_noise(-0.1, 0.1)
+    def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
+        state = rows.uniform(-0.1, 0.1, 4, bits=16)
         done, terminated = self._flags()
         return self._out(observation=self._obs(*state.unbind(-1)), state=state, done=done, terminated=terminated)
 

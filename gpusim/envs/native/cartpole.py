@@ -46,7 +46,9 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.native._base import NativeEnv, done_spec, stack_last
+from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._ops import advance, cos_sin, stack_last
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native._checks import check_choice, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -116,7 +118,7 @@ class CartPoleEnv(NativeEnv):
         if not isinstance(sutton_barto_reward, bool):
             raise TypeError(f"sutton_barto_reward must be a bool, got {sutton_barto_reward!r}")
         self.sutton_barto_reward = sutton_barto_reward
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4, noise_bits=16)
         B, dev = self.batch_size, self.device
         inf = float("inf")
         high = torch.tensor(
@@ -152,8 +154,8 @@ class CartPoleEnv(NativeEnv):
         """
         return self.masspole * self.length
 
-    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        state = self._reset_noise(-0.05, 0.05)
+    def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
+        state = rows.uniform(-0.05, 0.05, 4, bits=16)
         done, terminated = self._flags()
         return self._out(observation=state, state=state, done=done, terminated=terminated)
 
@@ -163,15 +165,8 @@ class CartPoleEnv(NativeEnv):
         x, x_dot, theta, theta_dot = state.unbind(-1)
         total_mass = self.total_mass
         pml = self.polemass_length
-        if torch.compiler.is_compiling() or state.device.type != "cpu":
-            force = torch.where(action == 1, self.force_mag, -self.force_mag)
-            cos, sin = torch.cos(theta), torch.sin(theta)
-        else:
-            # eager CPU: a scalar-operand ``where`` runs a scalar loop (~4x this arithmetic, exact
-            # for the {0, 1} test), and cos/sin of the strided theta column ~2x a contiguous copy
-            force = (action == 1).to(torch.float32).mul_(2.0 * self.force_mag).sub_(self.force_mag)
-            theta_c = theta.contiguous()
-            cos, sin = torch.cos(theta_c), torch.sin(theta_c)
+        force = torch.where(action == 1, self.force_mag, -self.force_mag)
+        cos, sin = cos_sin(theta)
         # gymnasium's equations, with fused multiply-adds (in place on fresh intermediates):
         # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass
         temp = torch.addcmul(force, theta_dot.square(), sin, value=pml).div_(total_mass)
@@ -182,19 +177,7 @@ class CartPoleEnv(NativeEnv):
         xacc = torch.addcmul(temp, thetaacc, cos, value=-pml / total_mass)
         tau = self.tau
         if self.kinematics_integrator == "euler":
-            pairs = ((x, x_dot), (x_dot, xacc), (theta, theta_dot), (theta_dot, thetaacc))
-            if torch.compiler.is_compiling():
-                # the new columns stacked once (the same sums as ``state + tau * rates``; a stack
-                # of the rates is a [B, 4] buffer of its own in Inductor's code, one column copied
-                # by a scalar loop); A/B in one process, 2 threads, CartPole-v1 at 65536 compiled:
-                # 114.9 -> 129.2 M env-steps/s
-                new_state = torch.stack([torch.add(value, rate, alpha=tau) for value, rate in pairs], -1)
-            elif state.device.type != "cpu":
-                new_state = torch.add(state, torch.stack([rate for _, rate in pairs], -1), alpha=tau)
-            else:  # eager CPU: write each column in place (see _base.stack_last)
-                new_state = torch.empty_like(state)
-                for i, (value, rate) in enumerate(pairs):
-                    torch.add(value, rate, alpha=tau, out=new_state[..., i])
+            new_state = advance(state, (x_dot, xacc, theta_dot, thetaacc), tau)
         else:
             x_dot = x_dot + tau * xacc
             theta_dot = theta_dot + tau * thetaacc

@@ -52,7 +52,9 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.native._base import NativeEnv, done_spec, stack_last
+from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._ops import stack_last
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native._checks import check_increasing, check_number, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -96,8 +98,8 @@ class _MountainCarBase(NativeEnv):
         self.reward_spec = Unbounded(shape=(*B, 1), dtype=torch.float32, device=dev)
         self.full_done_spec = done_spec(B, dev)
 
-    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        position = self._reset_noise(-0.6, -0.4)[..., 0]
+    def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
+        position = rows.uniform(-0.6, -0.4, 1, bits=24)[..., 0]
         state = stack_last((position, torch.zeros_like(position)))
         done, terminated = self._flags()
         return self._out(observation=state, state=state, done=done, terminated=terminated)

@@ -39,7 +39,9 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs.native._base import NativeEnv, done_spec, stack_last
+from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._ops import stack_last
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native._checks import check_positive
 from gpusim.specs import Bounded, Composite, Unbounded
 
@@ -120,8 +122,8 @@ class PendulumEnv(NativeEnv):
     def _obs(self, theta: torch.Tensor, theta_dot: torch.Tensor) -> torch.Tensor:
         return stack_last((torch.cos(theta), torch.sin(theta), theta_dot))
 
-    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
-        state = self._reset_noise(-1.0, 1.0) * self._reset_high
+    def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
+        state = rows.uniform(-1.0, 1.0, 2, bits=24) * self._reset_high
         done, terminated = self._flags()
         theta, theta_dot = state.unbind(-1)
         return self._out(observation=self._obs(theta, theta_dot), state=state, done=done, terminated=terminated)

@@ -44,6 +44,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv
+from gpusim.envs.native.rng import ResetRows
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
 __all__ = ["TicTacToeEnv"]
@@ -127,7 +128,7 @@ class TicTacToeEnv(NativeEnv):
     # ------------------------------------------------------------------ moves
     def _random_move(self, mask: torch.Tensor) -> torch.Tensor:
         """A uniformly random legal cell per row, ``[*B, 1]`` int64 (cell 0 when none is legal)."""
-        scores = torch.where(mask, self._noise(), -1.0)
+        scores = torch.where(mask, self.rng.uniform(n=9), -1.0)
         return scores.argmax(-1, keepdim=True)
 
     def _play(self, flat: torch.Tensor, action: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -172,7 +173,7 @@ class TicTacToeEnv(NativeEnv):
         tensordict.set("action", self._random_move(mask))
         return tensordict
 
-    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+    def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
         B, dev = self.batch_size, self.device
         done, terminated = self._flags()
         return self._out(

@@ -17,6 +17,7 @@ from gpusim.envs.native import (
     MountainCarContinuousEnv,
     MountainCarEnv,
     PendulumEnv,
+    ResetRows,
     TicTacToeEnv,
 )
 from gpusim.specs import Bounded, Categorical
@@ -202,17 +203,20 @@ def test_step_is_pure(env_cls) -> None:
 
 @pytest.mark.parametrize("env_cls", ALL_ENVS, ids=_ids)
 def test_step_and_reset_trace_without_graph_breaks(env_cls) -> None:
-    """``fullgraph=True`` tracing (no syncs, no Python branching on tensor values)."""
+    """``fullgraph=True`` tracing (no syncs, no Python branching on tensor values), the
+    ``ResetRows`` of a reset built inside the graph."""
     env = env_cls(batch_size=[8], seed=0, **({"single_player": True} if env_cls is TicTacToeEnv else {}))
     td = env.rand_action(env.reset())
+    mask = torch.tensor([True, False] * 4)
     env.set_seed(1)
     expected_step = env._step(td)
-    expected_reset = env._reset(None)
+    expected_reset = env._reset(None, ResetRows.start(env.rng, mask))
     env.set_seed(1)
     step = torch.compile(env._step, fullgraph=True, backend="eager")
-    reset = torch.compile(env._reset, fullgraph=True, backend="eager")
+    reset = torch.compile(lambda m: env._reset(None, ResetRows.start(env.rng, m)), fullgraph=True, backend="eager")
     assert (step(td) == expected_step).all()
-    assert (reset(None) == expected_reset).all()
+    assert (reset(mask) == expected_reset).all()
+    assert env.rng.episodes.tolist() == [1, 0] * 4
 
 
 def test_pendulum_reward_uses_clipped_torque_and_wrapped_angle() -> None:

@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from gpusim.envs.native._rng import CounterRNG, hash32, seed_to_key
+from gpusim.envs.native.rng import CounterRNG, hash32, seed_to_key
 
 
 def _reference_hash(x: int) -> int:
@@ -125,7 +125,7 @@ def test_compiled_fullgraph_matches_eager() -> None:
 
 def test_int32_lane_hash_equals_int64_reference() -> None:
     """The hot path hashes int32 bit patterns; the numbers must be those of ``hash32``."""
-    from gpusim.envs.native._rng import _GOLDEN, _MASK32
+    from gpusim.envs.native.rng import _GOLDEN, _MASK32
 
     rng = CounterRNG((257,), num=6, seed=12345)
     for _ in range(3):
@@ -239,3 +239,143 @@ def test_sparse_partial_resets_equal_masked_resets_every_env(name: str) -> None:
         assert set(a.keys(True, True)) == set(b.keys(True, True))
         for key in a.keys(True, True):
             assert torch.equal(a[key], b[key]), (name, key)
+
+
+# ---------------------------------------------------------------- the env author's API
+from gpusim.envs.native.rng import ResetRows  # noqa: E402
+
+
+def _draws(rows: ResetRows) -> list[torch.Tensor]:
+    """Four reset draws of every kind, in a fixed order."""
+    return [
+        rows.uniform(-1.0, 2.0, n=3, bits=16),
+        rows.uniform(0.0, 1.0, n=2, bits=24),
+        rows.randint(-3, 9, n=4),
+        rows.bernoulli(0.3, n=5),
+    ]
+
+
+def test_reset_rows_mask_index_and_full_draws_agree_on_reset_rows() -> None:
+    """Every kind of reset draw gives the reset rows the same numbers whether every row is
+    hashed (full, masked) or only the reset rows (index); later episodes differ."""
+    batch = 200
+    index = torch.tensor([0, 5, 77, 199])
+    mask = torch.zeros(batch, dtype=torch.bool)
+    mask[index] = True
+    full_rng, mask_rng, index_rng = (CounterRNG((batch,), seed=11) for _ in range(3))
+    full = _draws(ResetRows.start(full_rng))
+    masked = _draws(ResetRows.start(mask_rng, mask=mask))
+    sparse = _draws(ResetRows.start(index_rng, index=index))
+    for f, m, s in zip(full, masked, sparse):
+        assert torch.equal(f[index], m[index]) and torch.equal(f[index], s[index])
+    assert index_rng.episodes.tolist() == mask_rng.episodes.tolist() == mask.int().tolist()
+    second = _draws(ResetRows.start(full_rng))  # the next episode of every row
+    assert not torch.equal(second[0], full[0]) and not torch.equal(second[2], full[2])
+
+
+def test_reset_draw_index_separates_streams() -> None:
+    """The k-th draw of a reset reads its own stream: equal requests give different numbers,
+    and the first draw is the one-draw reset of ``reset_uniform_range``."""
+    rows = ResetRows.start(CounterRNG((500,), num=4, seed=3, bits=16))
+    a, b = rows.uniform(0.0, 1.0, n=4), rows.uniform(0.0, 1.0, n=4)
+    assert not torch.equal(a, b)
+    assert abs(float(torch.corrcoef(torch.stack([a.flatten(), b.flatten()]))[0, 1])) < 0.05
+    legacy = CounterRNG((500,), num=4, seed=3, bits=16).reset_uniform_range(0.0, 1.0)
+    assert torch.equal(a, legacy)
+
+
+def test_draw_width_does_not_depend_on_the_cached_lanes() -> None:
+    """A draw of ``n`` numbers is the same whether ``n`` is the generator's default (cached
+    lane ids) or not (lane ids computed), on both streams and on the sparse path."""
+    a, b = CounterRNG((7,), num=5, seed=1, bits=16), CounterRNG((7,), num=1, seed=1, bits=24)
+    assert torch.equal(a.uniform(), b.uniform(n=5, bits=16))
+    index = torch.tensor([2, 6])
+    ra, rb = ResetRows.start(a, index=index), ResetRows.start(b, index=index)
+    assert torch.equal(ra.uniform(-1.0, 1.0), rb.uniform(-1.0, 1.0, n=5, bits=16))
+
+
+@pytest.mark.parametrize("stream", ["step", "reset"])
+def test_randint_and_bernoulli_distributions(stream: str) -> None:
+    """``randint`` covers ``[low, high)`` uniformly; ``bernoulli`` has mean ``p``; per-row
+    tensor parameters broadcast (a row with ``p = 0`` never fires, ``p = 1`` always)."""
+    rng = CounterRNG((40000,), seed=9)
+    draw = rng if stream == "step" else ResetRows.start(rng)
+    x = draw.randint(2, 8, n=1)
+    counts = torch.bincount(x.flatten() - 2, minlength=6).double()
+    assert x.min() == 2 and x.max() == 7
+    chi2 = float(((counts - 40000 / 6) ** 2 / (40000 / 6)).sum())
+    assert chi2 < 25.0  # 5 degrees of freedom: p < 1e-4
+    p = torch.full((40000, 1), 0.2)
+    p[:10] = 0.0
+    p[10:20] = 1.0
+    fired = draw.bernoulli(p, n=3)
+    assert not fired[:10].any() and fired[10:20].all()
+    assert abs(float(fired[20:].float().mean()) - 0.2) < 0.01
+    high = torch.arange(1, 40001).unsqueeze(-1) % 5 + 1  # per-row ranges [0, 1..5)
+    y = draw.randint(0, high, n=2)
+    assert bool((y >= 0).all()) and bool((y < high).all())
+
+
+def test_per_row_parameters_on_the_sparse_path() -> None:
+    """Tensor parameters with ``index``: the reset rows get the numbers of a full draw."""
+    low = torch.linspace(-5.0, 0.0, 9).unsqueeze(-1)
+    index = torch.tensor([1, 4, 8])
+    full = ResetRows.start(CounterRNG((9,), seed=2)).uniform(low, low + 1.0, n=2)
+    part = ResetRows.start(CounterRNG((9,), seed=2), index=index).uniform(low, low + 1.0, n=2)
+    assert torch.equal(full[index], part[index])
+    assert bool(((full >= low) & (full < low + 1.0)).all())
+
+
+def test_draw_arguments_are_checked() -> None:
+    rng = CounterRNG((2,))
+    with pytest.raises(ValueError, match="n must be a positive int, got 0"):
+        rng.uniform(n=0)
+    with pytest.raises(ValueError, match="randint needs low < high"):
+        rng.randint(3, 3)
+    with pytest.raises(TypeError, match="randint bounds must be ints"):
+        rng.randint(0.0, 2)
+    with pytest.raises(ValueError, match=r"bernoulli p must be in \[0, 1\], got 1.5"):
+        ResetRows.start(rng).bernoulli(1.5)
+    with pytest.raises(ValueError, match="uniform needs low <= high"):
+        rng.uniform(1.0, 0.0)
+    with pytest.raises(ValueError, match="bits must be 16 or 24, got 8"):
+        rng.uniform(bits=8)
+
+
+def test_api_compiles_fullgraph_with_the_numbers_of_eager() -> None:
+    """Reset draws (a ResetRows built in the graph) and step draws of every kind, compiled with
+    Inductor: the numbers of eager mode, the buffers advanced in the graph."""
+    torch._dynamo.reset()
+    mask = torch.tensor([True, False, True, True, False, False, True])
+
+    def run(rng: CounterRNG, m: torch.Tensor) -> list[torch.Tensor]:
+        out = _draws(ResetRows.start(rng, mask=m))
+        return out + [rng.uniform(-2.0, 2.0, n=3), rng.randint(0, 4, n=2), rng.bernoulli(0.5, n=2)]
+
+    eager_rng, compiled_rng = CounterRNG((7,), seed=4), CounterRNG((7,), seed=4)
+    compiled = torch.compile(run, fullgraph=True)
+    for _ in range(2):
+        expected = run(eager_rng, mask)
+        got = compiled(compiled_rng, mask)
+        for e, g in zip(expected, got):
+            assert torch.equal(e, g)
+    assert torch.equal(eager_rng.episodes, compiled_rng.episodes) and int(compiled_rng.counter) == 6
+
+
+def test_env_column_ops_backends_agree() -> None:
+    """The eager-CPU column ops (``_ops``) give the reference's numbers exactly."""
+    from gpusim.envs.native import _ops
+    from gpusim.kernels import force_backend, record_backends
+
+    g = torch.Generator().manual_seed(0)
+    state = torch.randn(300, 4, generator=g)
+    rates = [torch.randn(300, generator=g) for _ in range(4)]
+    with record_backends() as calls:
+        fast = (_ops.advance(state, rates, 0.02), _ops.stack_last(rates), *_ops.cos_sin(state[:, 2]))
+    assert {b for _, b in calls} == {"cpu"}
+    with force_backend("reference", "env_columns"):
+        ref = (_ops.advance(state, rates, 0.02), _ops.stack_last(rates), *_ops.cos_sin(state[:, 2]))
+    for f, r in zip(fast, ref):
+        assert torch.equal(f, r)
+    with pytest.raises(ValueError, match="3 rates for a state of 4 columns"):
+        _ops.advance(state, rates[:3], 0.1)

@@ -2,7 +2,7 @@
 
 A scenario subclass builds a :class:`~gpusim.envs.native.mpe._world.ParticleWorld`, lists its
 :class:`Team` s (agents of one kind, in VMAS's agent order) and implements three pure functions
-of the state: ``_start(noise)`` (the start state), ``_observe(state)`` and ``_reward(state)``
+of the state: ``_start(rows)`` (the start state, from the reset draws of ``rows``), ``_observe(state)`` and ``_reward(state)``
 (one tensor per team). This class turns them into TorchRL's multi-agent layout exactly as
 :class:`~gpusim.envs.libs.vmas.VmasEnv` builds it from VMAS:
 
@@ -17,7 +17,8 @@ of the state: ``_start(noise)`` (the start state), ``_observe(state)`` and ``_re
 
 The physical state travels under ``"state"``: ``pos``/``vel`` ``[*B, n_entities, 2]``, ``c``
 ``[*B, n_agents, dim_c]`` when agents communicate, ``steps`` int64 ``[*B, 1]`` and the scenario's
-own entries (goals, keys).
+own entries (goals, keys). Start states are drawn from the reset stream of the env's counter-based
+generator (``rows`` of :meth:`_reset`, keyed by seed, row and episode).
 
 Discrete actions follow VMAS: the index ``a`` of ``9 * C`` choices (``C = dim_c`` for a speaking
 agent, else 1) splits into ``x = a // (3 C)``, ``y = (a // C) % 3`` and the message ``a % C``;
@@ -42,6 +43,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
 from gpusim.envs.native._base import NativeEnv
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import ParticleWorld
 from gpusim.specs import Bounded, Categorical, Composite, OneHot, Unbounded
 
@@ -122,12 +124,11 @@ class MpeEnv(NativeEnv):
     Args:
         batch_size: the env batch dims.
         device: where the data lives.
-        seed: seed of the reset noise.
+        seed: seed of the env's random numbers.
 
     Keyword Args:
         world: the scenario's particle world.
         teams: the scenario's teams, in agent order (their sizes add to ``world.n_agents``).
-        num_noise: uniforms per row that ``_start`` needs.
         continuous_actions: continuous (``Bounded``) or discrete actions.
         categorical_actions: discrete actions as indices (``True``) or one-hot vectors.
         max_steps: horizon: ``truncated`` is set once a row has taken that many steps (``None``:
@@ -143,7 +144,6 @@ class MpeEnv(NativeEnv):
         *,
         world: ParticleWorld,
         teams: list[Team],
-        num_noise: int,
         continuous_actions: bool = True,
         categorical_actions: bool = True,
         max_steps: int | None = None,
@@ -159,7 +159,7 @@ class MpeEnv(NativeEnv):
         self.continuous_actions = continuous_actions
         self.categorical_actions = categorical_actions
         self.max_steps = max_steps
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=num_noise)
+        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=2 * world.n_entities)
         self.world = world.to(self.device)
         self.teams = list(teams)
         self.register_buffer("_axis_u", torch.tensor([0.0, -1.0, 1.0], device=self.device), persistent=False)
@@ -234,8 +234,8 @@ class MpeEnv(NativeEnv):
         """Scenario state entries beyond pos/vel/c/steps: ``{name: (shape after *B, dtype)}``."""
         return {}
 
-    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The start state (``pos`` and the extra entries) from ``[*B, num_noise]`` uniforms in ``[0, 1)``."""
+    def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
+        """The start state (``pos`` and the extra entries), drawn from ``rows``."""
         raise NotImplementedError
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
@@ -247,16 +247,12 @@ class MpeEnv(NativeEnv):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ helpers for scenarios
-    def _uniform_positions(self, noise: torch.Tensor, low: torch.Tensor | float, high: torch.Tensor | float) -> torch.Tensor:
-        """``pos`` ``[*B, n_entities, 2]`` from the first ``2 * n_entities`` uniforms, scaled to ``[low, high]``."""
+    def _uniform_positions(self, rows: ResetRows, low: torch.Tensor | float, high: torch.Tensor | float) -> torch.Tensor:
+        """``pos`` ``[*B, n_entities, 2]`` uniform in ``[low, high)`` (``low``/``high``: numbers or
+        ``[n_entities, 1]`` tensors), one reset draw."""
         n = self.world.n_entities
-        u = noise[..., : 2 * n].reshape(*noise.shape[:-1], n, 2)
-        return low + (high - low) * u
-
-    @staticmethod
-    def _choice(u: torch.Tensor, n: int) -> torch.Tensor:
-        """Uniform indices in ``0 .. n-1`` (int64) from uniforms ``u`` in ``[0, 1)``."""
-        return (u * n).to(torch.int64).clamp_(max=n - 1)
+        u = rows.uniform(0.0, 1.0, 2 * n)
+        return low + (high - low) * u.reshape(*u.shape[:-1], n, 2)
 
     def _teams_split(self, x: torch.Tensor, dim: int = -2) -> list[torch.Tensor]:
         """Splits an agent-indexed tensor (agents along ``dim``) by team."""
@@ -298,9 +294,9 @@ class MpeEnv(NativeEnv):
         out.update(done=truncated.clone(), terminated=terminated, truncated=truncated)
         return new_td(out, B, dev)
 
-    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+    def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
         B, dev, world = self.batch_size, self.device, self.world
-        state = self._start(self._reset_noise(0.0, 1.0))
+        state = self._start(rows)
         state.setdefault("vel", torch.zeros((*B, world.n_entities, 2), device=dev))
         if world.dim_c:
             state.setdefault("c", torch.zeros((*B, world.n_agents, world.dim_c), device=dev))

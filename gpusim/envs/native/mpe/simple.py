@@ -18,7 +18,7 @@ Action:
 Reward (float32 ``[*B, 1, 1]``):
     minus the squared distance from the agent to the landmark.
 Start state:
-    agent and landmark uniform in ``[-1, 1]^2`` (16-bit noise); velocities zero.
+    agent and landmark uniform in ``[-1, 1]^2``; velocities zero.
 Episode end:
     never terminated; ``truncated`` after ``max_steps`` steps when given.
 Arguments:
@@ -37,6 +37,7 @@ from typing import Any
 import torch
 
 from gpusim.envs.native.mpe._env import MpeEnv, Team
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 
 __all__ = ["SimpleEnv"]
@@ -48,7 +49,7 @@ class SimpleEnv(MpeEnv):
     Args:
         batch_size: the batch dims.
         device: where the data lives.
-        seed: seed of the reset noise.
+        seed: seed of the env's random numbers.
 
     Keyword Args:
         continuous_actions: continuous or discrete actions.
@@ -77,13 +78,13 @@ class SimpleEnv(MpeEnv):
             [Body("landmark 0", collide=False, color=(0.75, 0.25, 0.25))],
         )
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("agent", 1, 4)], num_noise=4,
+            batch_size, device, seed, world=world, teams=[Team("agent", 1, 4)],
             continuous_actions=continuous_actions, categorical_actions=categorical_actions,
             max_steps=max_steps, auto_reset_mode=auto_reset_mode,
         )
 
-    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"pos": self._uniform_positions(noise, -1.0, 1.0)}
+    def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
+        return {"pos": self._uniform_positions(rows, -1.0, 1.0)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         pos, vel = state["pos"], state["vel"]

@@ -45,6 +45,7 @@ from typing import Any
 import torch
 
 from gpusim.envs.native.mpe._env import MpeEnv, Team, check_count, others_index
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 
 __all__ = ["SimpleAdversaryEnv"]
@@ -56,7 +57,7 @@ class SimpleAdversaryEnv(MpeEnv):
     Args:
         batch_size: the batch dims.
         device: where the data lives.
-        seed: seed of the reset noise.
+        seed: seed of the env's random numbers.
 
     Keyword Args:
         n_agents: all agents, adversaries included (``> n_adversaries``).
@@ -99,8 +100,7 @@ class SimpleAdversaryEnv(MpeEnv):
         adv_dim = 2 * L + 2 * (n - 1)
         super().__init__(
             batch_size, device, seed, world=world,
-            teams=[Team("adversary", A, adv_dim), Team("agent", n - A, adv_dim + 2)],
-            num_noise=2 * world.n_entities + 1, continuous_actions=continuous_actions,
+            teams=[Team("adversary", A, adv_dim), Team("agent", n - A, adv_dim + 2)], continuous_actions=continuous_actions,
             categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
         )
         self.register_buffer("_others", others_index(n, self.device), persistent=False)
@@ -109,9 +109,9 @@ class SimpleAdversaryEnv(MpeEnv):
     def _extra_state(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
         return {"goal": ((1,), torch.int64)}
 
-    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
-        pos = self._uniform_positions(noise, -1.0, 1.0)
-        return {"pos": pos, "goal": self._choice(noise[..., -1:], self.num_landmarks)}
+    def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
+        pos = self._uniform_positions(rows, -1.0, 1.0)
+        return {"pos": pos, "goal": rows.randint(0, self.num_landmarks, 1)}
 
     def _goal_pos(self, state: dict[str, torch.Tensor]) -> torch.Tensor:
         """``[*B, 1, 2]``: the goal landmark's position."""

@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from gpusim.envs.native.mpe._env import MpeEnv, Team, check_count
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 
 __all__ = ["SimpleCryptoEnv"]
@@ -52,7 +53,7 @@ class SimpleCryptoEnv(MpeEnv):
     Args:
         batch_size: the batch dims.
         device: where the data lives.
-        seed: seed of the reset noise.
+        seed: seed of the env's random numbers.
 
     Keyword Args:
         dim_c: message (and key, secret) length.
@@ -88,8 +89,7 @@ class SimpleCryptoEnv(MpeEnv):
         )
         super().__init__(
             batch_size, device, seed, world=world,
-            teams=[Team("eve", 1, C, silent=False), Team("bob", 1, 2 * C, silent=False), Team("alice", 1, 2 * C, silent=False)],
-            num_noise=2 * world.n_entities + 2 * C, continuous_actions=continuous_actions,
+            teams=[Team("eve", 1, C, silent=False), Team("bob", 1, 2 * C, silent=False), Team("alice", 1, 2 * C, silent=False)], continuous_actions=continuous_actions,
             categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
         )
 
@@ -97,10 +97,10 @@ class SimpleCryptoEnv(MpeEnv):
         C = self.world.dim_c
         return {"key": ((C,), torch.int64), "secret": ((C,), torch.int64)}
 
-    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
         C = self.world.dim_c
-        bits = (noise[..., -2 * C :] < 0.5).to(torch.int64)
-        return {"pos": self._uniform_positions(noise, -1.0, 1.0), "key": bits[..., :C], "secret": bits[..., C:]}
+        pos = self._uniform_positions(rows, -1.0, 1.0)
+        return {"pos": pos, "key": rows.randint(0, 2, C), "secret": rows.randint(0, 2, C)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         key, secret = state["key"].to(torch.float32), state["secret"].to(torch.float32)

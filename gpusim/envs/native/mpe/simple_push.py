@@ -44,6 +44,7 @@ from typing import Any
 import torch
 
 from gpusim.envs.native.mpe._env import MpeEnv, Team
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 
 __all__ = ["SimplePushEnv"]
@@ -57,7 +58,7 @@ class SimplePushEnv(MpeEnv):
     Args:
         batch_size: the batch dims.
         device: where the data lives.
-        seed: seed of the reset noise.
+        seed: seed of the env's random numbers.
 
     Keyword Args:
         continuous_actions: continuous or discrete actions.
@@ -87,8 +88,7 @@ class SimplePushEnv(MpeEnv):
             [Body(f"landmark {i}", collide=False, color=c) for i, c in enumerate(_LANDMARK_COLORS)],
         )
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("adversary", 1, 8), Team("agent", 1, 19)],
-            num_noise=2 * world.n_entities + 1, continuous_actions=continuous_actions,
+            batch_size, device, seed, world=world, teams=[Team("adversary", 1, 8), Team("agent", 1, 19)], continuous_actions=continuous_actions,
             categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
         )
         colors = torch.tensor(_LANDMARK_COLORS, device=self.device)
@@ -102,8 +102,8 @@ class SimplePushEnv(MpeEnv):
     def _extra_state(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
         return {"goal": ((1,), torch.int64)}
 
-    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"pos": self._uniform_positions(noise, -1.0, 1.0), "goal": self._choice(noise[..., -1:], 2)}
+    def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
+        return {"pos": self._uniform_positions(rows, -1.0, 1.0), "goal": rows.randint(0, 2, 1)}
 
     def _goal_pos(self, state: dict[str, torch.Tensor]) -> torch.Tensor:
         index = (state["goal"] + 2).unsqueeze(-1).expand(*state["goal"].shape[:-1], 1, 2)

@@ -43,6 +43,7 @@ from typing import Any
 import torch
 
 from gpusim.envs.native.mpe._env import MpeEnv, Team
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 
 __all__ = ["SimpleReferenceEnv"]
@@ -56,7 +57,7 @@ class SimpleReferenceEnv(MpeEnv):
     Args:
         batch_size: the batch dims.
         device: where the data lives.
-        seed: seed of the reset noise.
+        seed: seed of the env's random numbers.
 
     Keyword Args:
         continuous_actions: continuous or discrete actions.
@@ -86,8 +87,7 @@ class SimpleReferenceEnv(MpeEnv):
             dim_c=10,
         )
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("agent", 2, 21, silent=False)],
-            num_noise=2 * world.n_entities + 2, continuous_actions=continuous_actions,
+            batch_size, device, seed, world=world, teams=[Team("agent", 2, 21, silent=False)], continuous_actions=continuous_actions,
             categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
         )
         self.register_buffer("_landmark_colors", torch.tensor(_LANDMARK_COLORS, device=self.device), persistent=False)
@@ -95,8 +95,8 @@ class SimpleReferenceEnv(MpeEnv):
     def _extra_state(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
         return {"goal": ((2,), torch.int64)}
 
-    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"pos": self._uniform_positions(noise, -1.0, 1.0), "goal": self._choice(noise[..., -2:], 3)}
+    def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
+        return {"pos": self._uniform_positions(rows, -1.0, 1.0), "goal": rows.randint(0, 3, 2)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         pos, vel, c = state["pos"], state["vel"], state["c"]

@@ -45,6 +45,7 @@ from typing import Any
 import torch
 
 from gpusim.envs.native.mpe._env import MpeEnv, Team
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 
 __all__ = ["SimpleSpeakerListenerEnv"]
@@ -58,7 +59,7 @@ class SimpleSpeakerListenerEnv(MpeEnv):
     Args:
         batch_size: the batch dims.
         device: where the data lives.
-        seed: seed of the reset noise.
+        seed: seed of the env's random numbers.
 
     Keyword Args:
         continuous_actions: continuous or discrete actions.
@@ -91,8 +92,7 @@ class SimpleSpeakerListenerEnv(MpeEnv):
         )
         super().__init__(
             batch_size, device, seed, world=world,
-            teams=[Team("speaker", 1, 3, silent=False), Team("listener", 1, 11)],
-            num_noise=2 * world.n_entities + 1, continuous_actions=continuous_actions,
+            teams=[Team("speaker", 1, 3, silent=False), Team("listener", 1, 11)], continuous_actions=continuous_actions,
             categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
         )
         self.register_buffer("_landmark_colors", torch.tensor(_LANDMARK_COLORS, device=self.device), persistent=False)
@@ -100,8 +100,8 @@ class SimpleSpeakerListenerEnv(MpeEnv):
     def _extra_state(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
         return {"goal": ((1,), torch.int64)}
 
-    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"pos": self._uniform_positions(noise, -1.0, 1.0), "goal": self._choice(noise[..., -1:], 3)}
+    def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
+        return {"pos": self._uniform_positions(rows, -1.0, 1.0), "goal": rows.randint(0, 3, 1)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         pos, vel, c = state["pos"], state["vel"], state["c"]

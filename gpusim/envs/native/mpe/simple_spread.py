@@ -19,7 +19,7 @@ Reward (float32 ``[*B, N, 1]``, shared):
     ``-N * sum_l min_a |a - l|`` minus one per ordered pair of overlapping agents
     (``|a - b| < 0.3``). The factor N is VMAS's (its landmark sum sits inside its agent loop).
 Start state:
-    agents and landmarks uniform in ``[-1, 1]^2`` (16-bit noise); velocities zero.
+    agents and landmarks uniform in ``[-1, 1]^2``; velocities zero.
 Episode end:
     never terminated; ``truncated`` after ``max_steps`` steps when given.
 Arguments:
@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from gpusim.envs.native.mpe._env import MpeEnv, Team, check_bool, check_count, others_index
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 
 __all__ = ["SimpleSpreadEnv"]
@@ -50,7 +51,7 @@ class SimpleSpreadEnv(MpeEnv):
     Args:
         batch_size: the batch dims.
         device: where the data lives.
-        seed: seed of the reset noise.
+        seed: seed of the env's random numbers.
 
     Keyword Args:
         n_agents: number of agents and landmarks.
@@ -87,15 +88,15 @@ class SimpleSpreadEnv(MpeEnv):
         )
         obs_dim = 4 + 2 * n + (2 * (n - 1) if obs_agents else 0)
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("agent", n, obs_dim)], num_noise=4 * n,
+            batch_size, device, seed, world=world, teams=[Team("agent", n, obs_dim)],
             continuous_actions=continuous_actions, categorical_actions=categorical_actions,
             max_steps=max_steps, auto_reset_mode=auto_reset_mode,
         )
         self.register_buffer("_others", others_index(n, self.device), persistent=False)
         self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)
 
-    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"pos": self._uniform_positions(noise, -1.0, 1.0)}
+    def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
+        return {"pos": self._uniform_positions(rows, -1.0, 1.0)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         pos, vel = state["pos"], state["vel"]

@@ -56,6 +56,7 @@ import torch
 
 from gpusim.envs.native._checks import check_positive
 from gpusim.envs.native.mpe._env import MpeEnv, Team, check_bool, check_count, others_index
+from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 
 __all__ = ["SimpleTagEnv"]
@@ -67,7 +68,7 @@ class SimpleTagEnv(MpeEnv):
     Args:
         batch_size: the batch dims.
         device: where the data lives.
-        seed: seed of the reset noise.
+        seed: seed of the env's random numbers.
 
     Keyword Args:
         num_good_agents: good agents (prey).
@@ -146,8 +147,7 @@ class SimpleTagEnv(MpeEnv):
         adv_dim = own + 2 * (A - 1) * same + 4 * G
         good_dim = own + 2 * A + 4 * (G - 1) * same
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("adversary", A, adv_dim), Team("agent", G, good_dim)],
-            num_noise=2 * world.n_entities, continuous_actions=continuous_actions,
+            batch_size, device, seed, world=world, teams=[Team("adversary", A, adv_dim), Team("agent", G, good_dim)], continuous_actions=continuous_actions,
             categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
         )
         n_ag = A + G
@@ -160,8 +160,8 @@ class SimpleTagEnv(MpeEnv):
         radii = self.world.radius
         self.register_buffer("_touch", radii[:A].unsqueeze(-1) + radii[A:n_ag], persistent=False)  # [A, G]
 
-    def _start(self, noise: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"pos": self._uniform_positions(noise, -self._scale, self._scale)}
+    def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
+        return {"pos": self._uniform_positions(rows, -self._scale, self._scale)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         pos, vel = state["pos"], state["vel"]
@@ -208,7 +208,7 @@ class SimpleTagEnv(MpeEnv):
             good = good.sum(-1, keepdim=True).expand(good.shape)
         if self.respawn_at_catch:
             caught = (touch.sum(-2) > 0).unsqueeze(-1)  # [*B, G, 1]
-            fresh = self._noise(-self.bound, self.bound)[..., : 2 * G].reshape(*caught.shape[:-2], G, 2)
+            fresh = self.rng.uniform(-self.bound, self.bound, 2 * G).reshape(*caught.shape[:-2], G, 2)
             pos_good = torch.where(caught, fresh, pos[..., A:n, :])
             vel_good = torch.where(caught, 0.0, state["vel"][..., A:n, :])
             state["pos"] = torch.cat([pos[..., :A, :], pos_good, pos[..., n:, :]], -2)

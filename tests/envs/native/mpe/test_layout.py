@@ -10,6 +10,7 @@ from gpusim import make
 from gpusim.envs import check_env_specs
 from gpusim.envs.libs.vmas import VmasEnv
 from gpusim.envs.native.mpe import SCENARIOS
+from gpusim.envs.native.rng import ResetRows
 
 # (scenario, kwargs) pairs exercised for every test below
 CASES = [
@@ -79,16 +80,35 @@ def test_check_env_specs(scenario, continuous, batch_size) -> None:
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_step_and_reset_trace_as_one_graph(scenario) -> None:
+    """``fullgraph=True`` tracing: no host sync, no Python branch on tensor values."""
     env = SCENARIOS[scenario](batch_size=[8], seed=0, continuous_actions=False)
     td = env.rand_action(env.reset())
-    expected_step = env._step(td)
+    mask = torch.tensor([True, False] * 4)
     env.set_seed(3)
-    expected_reset = env._reset(None)
+    expected_step = env._step(td)
+    expected_reset = env._reset(None, ResetRows.start(env.rng, mask))
     env.set_seed(3)
     step = torch.compile(env._step, fullgraph=True, backend="eager")
-    reset = torch.compile(env._reset, fullgraph=True, backend="eager")
+    reset = torch.compile(lambda m: env._reset(None, ResetRows.start(env.rng, m)), fullgraph=True, backend="eager")
     assert (step(td) == expected_step).all()
-    assert (reset(None) == expected_reset).all()
+    assert (reset(mask) == expected_reset).all()
+
+
+def test_tag_respawn_at_catch_moves_caught_agents() -> None:
+    env = SCENARIOS["simple_tag"](batch_size=[2], seed=0, respawn_at_catch=True, num_landmarks=0)
+    td = env.reset()
+    pos = td["state", "pos"].clone()
+    pos[0, 3] = pos[0, 0]  # the good agent of row 0 sits on adversary 0 (coincident: no contact force)
+    pos[1, 3] = pos[1, 0] + 1.0
+    pos[1, 1:3] = pos[1, 0] + torch.tensor([[-1.0, 0.0], [0.0, -1.0]])  # nobody near row 1's agent
+    td["state", "pos"] = pos.clamp(-1, 1)
+    td["adversary", "action"] = torch.zeros(2, 3, 2)
+    td["agent", "action"] = torch.zeros(2, 1, 2)
+    nxt = env.step(td)["next"]
+    assert nxt["agent", "reward"][0].item() == -10.0 and nxt["agent", "reward"][1].item() == 0.0
+    moved = (nxt["state", "pos"][:, 3] - td["state", "pos"][:, 3]).norm(dim=-1)
+    assert moved[0] > 0.05 and moved[1] < 0.05  # row 0's agent respawned; row 1's barely moved
+    assert nxt["state", "vel"][0, 3].abs().sum() == 0
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
