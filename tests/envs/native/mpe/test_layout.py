@@ -67,7 +67,7 @@ def test_vmas_policy_runs_unchanged(scenario, kwargs) -> None:
         assert roll[key].shape == ref_roll[key].shape, key
 
 
-@pytest.mark.parametrize("batch_size", [[1], [7], [2, 3]], ids=str)
+@pytest.mark.parametrize("batch_size", [[], [1], [7], [2, 3]], ids=str)
 @pytest.mark.parametrize("continuous", [True, False])
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_check_env_specs(scenario, continuous, batch_size) -> None:
@@ -109,6 +109,26 @@ def test_tag_respawn_at_catch_moves_caught_agents() -> None:
     moved = (nxt["state", "pos"][:, 3] - td["state", "pos"][:, 3]).norm(dim=-1)
     assert moved[0] > 0.05 and moved[1] < 0.05  # row 0's agent respawned; row 1's barely moved
     assert nxt["state", "vel"][0, 3].abs().sum() == 0
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_sparse_and_masked_auto_resets_agree(scenario) -> None:
+    """Truncated rows restart with the same draws whether only they or all rows are reset."""
+    rolls = []
+    for mode in ("sparse", "masked"):
+        env = SCENARIOS[scenario](batch_size=[6], seed=2, max_steps=3, auto_reset_mode=mode, continuous_actions=False)
+        td = env.reset()
+        out = []
+        for t in range(8):
+            for group in env.group_map:
+                n = env.full_action_spec[group, "action"].space.n
+                td[group, "action"] = (torch.arange(6).unsqueeze(-1) * 7 + t * 3 + torch.arange(len(env.group_map[group]))) % n
+            step, td = env.step_and_maybe_reset(td)
+            out.append(td.clone())
+        rolls.append(torch.stack(out))
+    assert (rolls[0] == rolls[1]).all()
+    starts = rolls[0]["state", "pos"]
+    assert not torch.equal(starts[2], starts[5])  # each episode starts somewhere new
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
