@@ -42,7 +42,6 @@ import dataclasses
 import math
 
 import torch
-import torch.nn.functional as F
 
 __all__ = ["Body", "ParticleWorld", "DRAG", "COLLISION_FORCE"]
 
@@ -191,7 +190,13 @@ class ParticleWorld(torch.nn.Module):
         dist = torch.linalg.vector_norm(delta, dim=-1)
         dmin = self.contact_dist
         k = self.contact_margin
-        penetration = F.softplus((dmin - dist) / k) * k
+        # k * log(1 + exp(z)), z = (dmin - dist) / k, needed only where z >= 0 (touching pairs):
+        # z + log1p(exp(-z)) there, with exp's argument kept in [-30, 0] (the correction is below
+        # float32 resolution beyond). Compiled on CPU, 65536 rows x 9 pairs: 41 ms with
+        # ``softplus(z)`` over z's full range (|z| up to ~3000, exp under/overflowing), 14 ms so
+        # (one run, loaded 2-core machine)
+        z = ((dmin - dist) / k).clamp(min=0.0)
+        penetration = (z + torch.log1p(torch.exp(-z.clamp(max=30.0)))) * k
         scale = self.collision_force * penetration / torch.where(dist > 0, dist, 1e-8)
         on = (dist >= _MIN_DIST) & (dist <= dmin)
         scale = torch.where(on, scale, 0.0) * self.contact_pairs
