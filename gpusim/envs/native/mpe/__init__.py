@@ -21,6 +21,7 @@ from gpusim.envs.native.mpe.simple_push import SimplePushEnv
 from gpusim.envs.native.mpe.simple_reference import SimpleReferenceEnv
 from gpusim.envs.native.mpe.simple_speaker_listener import SimpleSpeakerListenerEnv
 from gpusim.envs.native.mpe.simple_tag import SimpleTagEnv
+from gpusim.envs.native.mpe.simple_world_comm import SimpleWorldCommEnv
 
 #: scenario name -> env class (the ``MPE/<name>-v0`` ids of :func:`gpusim.make`)
 SCENARIOS = {
@@ -32,6 +33,7 @@ SCENARIOS = {
     "simple_reference": SimpleReferenceEnv,
     "simple_speaker_listener": SimpleSpeakerListenerEnv,
     "simple_crypto": SimpleCryptoEnv,
+    "simple_world_comm": SimpleWorldCommEnv,
 }
 
 __all__ = [
@@ -45,4 +47,5 @@ __all__ = [
     "SimpleSpeakerListenerEnv",
     "SimpleSpreadEnv",
     "SimpleTagEnv",
+    "SimpleWorldCommEnv",
 ]

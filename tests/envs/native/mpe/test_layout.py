@@ -24,6 +24,8 @@ CASES = [
     ("simple_reference", {}),
     ("simple_speaker_listener", {}),
     ("simple_crypto", {"dim_c": 3}),
+    ("simple_world_comm", {}),
+    ("simple_world_comm", {"num_adversaries": 1, "num_forests": 3, "num_food": 1}),
 ]
 _ids = [f"{s}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}" for s, kw in CASES]
 
@@ -81,6 +83,7 @@ def test_check_env_specs(scenario, continuous, batch_size) -> None:
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_step_and_reset_trace_as_one_graph(scenario) -> None:
     """``fullgraph=True`` tracing: no host sync, no Python branch on tensor values."""
+    torch._dynamo.reset()  # every scenario shares MpeEnv._step's code object: a fresh recompile budget
     env = SCENARIOS[scenario](batch_size=[8], seed=0, continuous_actions=False)
     td = env.rand_action(env.reset())
     mask = torch.tensor([True, False] * 4)

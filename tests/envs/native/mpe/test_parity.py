@@ -30,6 +30,13 @@ CASES = [
     ("simple_speaker_listener", {}, P.goal_speaker_listener),
     ("simple_crypto", {}, P.key_crypto),
     ("simple_crypto", {"dim_c": 2}, P.key_crypto),
+    ("simple_world_comm", {}, None),
+    (
+        "simple_world_comm",
+        {"num_good_agents": 1, "num_adversaries": 2, "num_landmarks": 2, "num_food": 3, "num_forests": 1},
+        None,
+    ),
+    ("simple_world_comm", {"num_adversaries": 1}, None),
 ]
 _ids = [f"{s}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}" for s, kw, _ in CASES]
 
