@@ -144,6 +144,7 @@ class ParticleWorld(torch.nn.Module):
         buf("agent_movable", [[float(a.movable)] for a in agents])
         buf("agent_silent", [[float(a.silent)] for a in agents])
         buf("colors", [b.color for b in bodies])
+        buf("semidims", [[math.inf if x_semidim is None else x_semidim], [math.inf if y_semidim is None else y_semidim]])
         if any(b.movable for b in landmarks):
             raise ValueError("movable landmarks are not supported (no MPE scenario has one)")
         # contacts act on the agents (landmarks never move): rows are the agents, columns the
@@ -162,6 +163,33 @@ class ParticleWorld(torch.nn.Module):
         buf("contact_dist", [[a.radius + bodies[j].radius for j in cols] for a in agents])
         self.hit_landmarks_prefix = hit_landmarks == list(range(self.n_agents, self.n_agents + len(hit_landmarks)))
 
+    # ------------------------------------------------------------------ layout
+    @staticmethod
+    def to_columns(x: torch.Tensor) -> torch.Tensor:
+        """``[*B, n, 2]`` -> ``[n, 2, prod(B)]`` (contiguous): the batch innermost.
+
+        Pairwise arithmetic on ``[*B, n, m, 2]`` broadcasts over tiny inner dims, which eager CPU
+        kernels run ~6x slower than the same arithmetic with the batch innermost (measured on
+        8192 rows); the world computes in this layout and converts back once.
+
+        Examples:
+            >>> ParticleWorld.to_columns(torch.arange(8.0).reshape(2, 2, 2))[0].tolist()
+            [[0.0, 4.0], [1.0, 5.0]]
+        """
+        n, d = x.shape[-2], x.shape[-1]
+        return x.reshape(-1, n, d).permute(1, 2, 0).contiguous()
+
+    @staticmethod
+    def from_columns(x: torch.Tensor, batch_shape: torch.Size) -> torch.Tensor:
+        """Inverse of :meth:`to_columns`: ``[n, d, prod(B)]`` -> ``[*B, n, d]``.
+
+        Examples:
+            >>> x = torch.rand(3, 4, 2)
+            >>> torch.equal(ParticleWorld.from_columns(ParticleWorld.to_columns(x), x.shape[:-2]), x)
+            True
+        """
+        return x.permute(2, 0, 1).reshape(*batch_shape, x.shape[0], x.shape[1])
+
     # ------------------------------------------------------------------ forces
     def contact_forces(self, pos: torch.Tensor) -> torch.Tensor:
         """Sum of the contact forces on each agent, ``[*B, n_agents, 2]``.
@@ -175,20 +203,23 @@ class ParticleWorld(torch.nn.Module):
             >>> torch.allclose(f[0], -f[1]) and bool(f[0, 0] < 0)
             True
         """
-        return self._contacts(pos[..., : self.n_agents, :], self._obstacles(pos))
+        cols = self.to_columns(pos)
+        force = self._contacts(cols[: self.n_agents], self._obstacles(cols))
+        return self.from_columns(force, pos.shape[:-2])
 
-    def _obstacles(self, pos: torch.Tensor) -> torch.Tensor:
-        """The colliding landmarks' positions ``[*B, n_hit, 2]``."""
+    def _obstacles(self, cols: torch.Tensor) -> torch.Tensor:
+        """The colliding landmarks' positions ``[n_hit, 2, M]`` (from ``[n_entities, 2, M]``)."""
         n = self.contact_landmarks.numel()
         if self.hit_landmarks_prefix:
-            return pos[..., self.n_agents : self.n_agents + n, :]
-        return pos.index_select(-2, self.contact_landmarks)
+            return cols[self.n_agents : self.n_agents + n]
+        return cols.index_select(0, self.contact_landmarks)
 
     def _contacts(self, agents: torch.Tensor, obstacles: torch.Tensor) -> torch.Tensor:
-        others = torch.cat([agents, obstacles], -2) if obstacles.shape[-2] else agents
-        delta = agents.unsqueeze(-2) - others.unsqueeze(-3)  # [*B, n_agents, n_cols, 2]: pos_a - pos_b
-        dist = torch.linalg.vector_norm(delta, dim=-1)
-        dmin = self.contact_dist
+        """Contact forces on the agents, ``[n_agents, 2, M]``, from columns ``[n, 2, M]``."""
+        others = torch.cat([agents, obstacles], 0) if obstacles.shape[0] else agents
+        delta = agents.unsqueeze(1) - others.unsqueeze(0)  # [n_agents, n_cols, 2, M]: pos_a - pos_b
+        dist = (delta[:, :, 0].square() + delta[:, :, 1].square()).sqrt()  # [n_agents, n_cols, M]
+        dmin = self.contact_dist.unsqueeze(-1)
         k = self.contact_margin
         # k * log(1 + exp(z)), z = (dmin - dist) / k, needed only where z >= 0 (touching pairs):
         # z + log1p(exp(-z)) there, with exp's argument kept in [-30, 0] (the correction is below
@@ -199,8 +230,8 @@ class ParticleWorld(torch.nn.Module):
         penetration = (z + torch.log1p(torch.exp(-z.clamp(max=30.0)))) * k
         scale = self.collision_force * penetration / torch.where(dist > 0, dist, 1e-8)
         on = (dist >= _MIN_DIST) & (dist <= dmin)
-        scale = torch.where(on, scale, 0.0) * self.contact_pairs
-        return (delta * scale.unsqueeze(-1)).sum(-2)
+        scale = torch.where(on, scale, 0.0) * self.contact_pairs.unsqueeze(-1)
+        return (delta * scale.unsqueeze(2)).sum(1)
 
     # ------------------------------------------------------------------ integration
     def step(self, pos: torch.Tensor, vel: torch.Tensor, agent_force: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -218,30 +249,30 @@ class ParticleWorld(torch.nn.Module):
         if not self.any_movable:
             return pos, vel
         n = self.n_agents
-        p, v = pos[..., :n, :], vel[..., :n, :]
-        obstacles = self._obstacles(pos) if self.has_contacts else None
+        batch = pos.shape[:-2]
+        cols = self.to_columns(pos)
+        p, v = cols[:n], self.to_columns(vel[..., :n, :])
+        f = self.to_columns(agent_force)
+        obstacles = self._obstacles(cols) if self.has_contacts else None
         v = v * (1.0 - self.drag)
-        step_v = self.inv_mass[:n] * self.sub_dt
+        step_v = self.inv_mass[:n].unsqueeze(-1) * self.sub_dt
+        max_speed = self.max_speed[:n].unsqueeze(-1)
         for _ in range(self.substeps):
-            force = agent_force + self._contacts(p, obstacles) if self.has_contacts else agent_force
+            force = f + self._contacts(p, obstacles) if self.has_contacts else f
             v = v + force * step_v
             if self.any_max_speed:
-                speed = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
-                v = torch.where(speed > self.max_speed[:n], v / speed * self.max_speed[:n], v)
+                speed = (v[:, 0:1].square() + v[:, 1:2].square()).sqrt()
+                v = torch.where(speed > max_speed, v / speed * max_speed, v)
             p = self._clamp(p + v * self.sub_dt)
-        movable = self.agent_movable > 0
-        p = torch.where(movable, p, pos[..., :n, :])
-        v = torch.where(movable, v, vel[..., :n, :])
+        movable = self.agent_movable.unsqueeze(-1) > 0
+        p = torch.where(movable, p, cols[:n])
+        p, v = self.from_columns(p, batch), self.from_columns(v, batch)
+        v = torch.where(self.agent_movable > 0, v, vel[..., :n, :])
         if n == self.n_entities:
             return p, v
         return torch.cat([p, pos[..., n:, :]], -2), torch.cat([v, vel[..., n:, :]], -2)
 
-    def _clamp(self, pos: torch.Tensor) -> torch.Tensor:
+    def _clamp(self, cols: torch.Tensor) -> torch.Tensor:
         if self.x_semidim is None and self.y_semidim is None:
-            return pos
-        x, y = pos[..., 0], pos[..., 1]
-        if self.x_semidim is not None:
-            x = x.clamp(-self.x_semidim, self.x_semidim)
-        if self.y_semidim is not None:
-            y = y.clamp(-self.y_semidim, self.y_semidim)
-        return torch.stack([x, y], -1)
+            return cols
+        return torch.clamp(cols, -self.semidims, self.semidims)

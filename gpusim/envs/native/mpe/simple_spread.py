@@ -99,23 +99,27 @@ class SimpleSpreadEnv(MpeEnv):
         return {"pos": self._uniform_positions(rows, -1.0, 1.0)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos, vel = state["pos"], state["vel"]
-        n = self.n_agents
-        agents = pos[..., :n, :]
-        rel = pos.unsqueeze(-3) - agents.unsqueeze(-2)  # [*B, n, n_entities, 2]: entity - agent
-        parts = [agents, vel[..., :n, :], rel[..., n:, :].flatten(-2)]
+        # computed with the batch innermost (see ParticleWorld.to_columns), converted back once
+        n, world = self.n_agents, self.world
+        pos = world.to_columns(state["pos"])  # [n_entities, 2, M]
+        agents = pos[:n]
+        rel = pos.unsqueeze(0) - agents.unsqueeze(1)  # [n, n_entities, 2, M]: entity - agent
+        parts = [agents, world.to_columns(state["vel"][..., :n, :]), rel[:, n:].flatten(1, 2)]
         if self.obs_agents:
-            parts.append(rel[..., self._rows, self._others, :].flatten(-2))
-        return [torch.cat(parts, -1)]
+            parts.append(rel[self._rows, self._others].flatten(1, 2))
+        return [world.from_columns(torch.cat(parts, 1), state["pos"].shape[:-2])]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos = state["pos"]
         n = self.n_agents
-        agents, landmarks = pos[..., :n, :], pos[..., n:, :]
-        dist = torch.linalg.vector_norm(landmarks.unsqueeze(-2) - agents.unsqueeze(-3), dim=-1)  # [*B, L, N]
-        cover = dist.amin(-1).sum(-1) * n
-        gap = torch.linalg.vector_norm(agents.unsqueeze(-2) - agents.unsqueeze(-3), dim=-1)
+        pos = self.world.to_columns(state["pos"])
+        agents, landmarks = pos[:n], pos[n:]
+
+        def norm(d: torch.Tensor) -> torch.Tensor:
+            return (d[:, :, 0].square() + d[:, :, 1].square()).sqrt()
+
+        cover = norm(landmarks.unsqueeze(1) - agents.unsqueeze(0)).amin(1).sum(0) * n  # [M]
+        gap = norm(agents.unsqueeze(1) - agents.unsqueeze(0))  # [n, n, M]
         radius = self.world.bodies[0].radius
-        overlaps = ((gap - radius) - radius < 0).sum((-1, -2)) - n  # the diagonal always overlaps
-        shared = -cover - overlaps.to(torch.float32)
+        overlaps = ((gap - radius) - radius < 0).sum((0, 1)) - n  # the diagonal always overlaps
+        shared = (-cover - overlaps.to(torch.float32)).reshape(state["pos"].shape[:-2])
         return [shared.unsqueeze(-1).expand(*shared.shape, n)]
