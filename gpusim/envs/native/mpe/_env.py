@@ -254,6 +254,35 @@ class MpeEnv(NativeEnv):
         u = rows.uniform(0.0, 1.0, 2 * n)
         return low + (high - low) * u.reshape(*u.shape[:-1], n, 2)
 
+    # columns: ``[n, d, M]`` with the batch innermost (see ParticleWorld.to_columns); scenarios
+    # compute their observations and rewards in this layout and convert back once
+    def _cols(self, x: torch.Tensor) -> torch.Tensor:
+        """``[*B, n, d]`` -> columns ``[n, d, M]``."""
+        return self.world.to_columns(x)
+
+    def _rows_of(self, cols: torch.Tensor) -> torch.Tensor:
+        """Columns ``[n, d, M]`` -> ``[*B, n, d]``."""
+        return self.world.from_columns(cols, self.batch_size)
+
+    def _agents_of(self, x: torch.Tensor) -> torch.Tensor:
+        """Per-agent values ``[k, M]`` -> ``[*B, k]``."""
+        return x.transpose(0, 1).reshape(*self.batch_size, x.shape[0])
+
+    @staticmethod
+    def _pick(cols: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """Per-row picks: ``cols[index[row, j], :, row]`` as columns ``[j, d, M]`` (``index``:
+        int64 ``[*B, j]``)."""
+        j = index.shape[-1]
+        idx = index.reshape(-1, j).transpose(0, 1)  # [j, M]
+        return cols.gather(0, idx.unsqueeze(1).expand(j, cols.shape[1], idx.shape[-1]))
+
+    @staticmethod
+    def _norm(delta: torch.Tensor, dim: int) -> torch.Tensor:
+        """Euclidean norm over the size-2 axis ``dim`` (two squares and a root: cheaper than a
+        reduction kernel over a 2-long axis)."""
+        x, y = delta.unbind(dim)
+        return (x.square() + y.square()).sqrt()
+
     def _teams_split(self, x: torch.Tensor, dim: int = -2) -> list[torch.Tensor]:
         """Splits an agent-indexed tensor (agents along ``dim``) by team."""
         return list(torch.split(x, [t.size for t in self.teams], dim=dim))

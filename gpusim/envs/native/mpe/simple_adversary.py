@@ -113,23 +113,18 @@ class SimpleAdversaryEnv(MpeEnv):
         pos = self._uniform_positions(rows, -1.0, 1.0)
         return {"pos": pos, "goal": rows.randint(0, self.num_landmarks, 1)}
 
-    def _goal_pos(self, state: dict[str, torch.Tensor]) -> torch.Tensor:
-        """``[*B, 1, 2]``: the goal landmark's position."""
-        index = (state["goal"] + self.n_agents).unsqueeze(-1).expand(*state["goal"].shape[:-1], 1, 2)
-        return state["pos"].gather(-2, index)
-
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos = state["pos"]
         n, A = self.n_agents, self.n_adversaries
-        agents = pos[..., :n, :]
-        rel = pos.unsqueeze(-3) - agents.unsqueeze(-2)
-        seen = torch.cat([rel[..., n:, :].flatten(-2), rel[..., self._rows, self._others, :].flatten(-2)], -1)
-        goal = self._goal_pos(state) - agents[..., A:, :]
-        return [seen[..., :A, :], torch.cat([goal, seen[..., A:, :]], -1)]
+        pos = self._cols(state["pos"])  # [n_entities, 2, M]
+        agents = pos[:n]
+        rel = pos.unsqueeze(0) - agents.unsqueeze(1)  # [n, n_entities, 2, M]
+        seen = torch.cat([rel[:, n:].flatten(1, 2), rel[self._rows, self._others].flatten(1, 2)], 1)
+        goal = self._pick(pos[n:], state["goal"]) - agents[A:]  # [n - A, 2, M]
+        return [self._rows_of(seen[:A]), self._rows_of(torch.cat([goal, seen[A:]], 1))]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         n, A = self.n_agents, self.n_adversaries
-        dist = torch.linalg.vector_norm(state["pos"][..., :n, :] - self._goal_pos(state), dim=-1)  # [*B, n]
-        adv = -dist[..., :A]
-        good = dist[..., :A].sum(-1) - dist[..., A:].amin(-1)
-        return [adv, good.unsqueeze(-1).expand(*good.shape, n - A)]
+        pos = self._cols(state["pos"])
+        dist = self._norm(pos[:n] - self._pick(pos[n:], state["goal"]), 1)  # [n, M]
+        good = dist[:A].sum(0) - dist[A:].amin(0)  # [M]
+        return [self._agents_of(-dist[:A]), self._agents_of(good.unsqueeze(0).expand(n - A, -1))]

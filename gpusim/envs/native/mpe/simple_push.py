@@ -105,22 +105,19 @@ class SimplePushEnv(MpeEnv):
     def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
         return {"pos": self._uniform_positions(rows, -1.0, 1.0), "goal": rows.randint(0, 2, 1)}
 
-    def _goal_pos(self, state: dict[str, torch.Tensor]) -> torch.Tensor:
-        index = (state["goal"] + 2).unsqueeze(-1).expand(*state["goal"].shape[:-1], 1, 2)
-        return state["pos"].gather(-2, index)  # [*B, 1, 2]
-
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos, vel = state["pos"], state["vel"]
-        adv, agent, landmarks = pos[..., 0:1, :], pos[..., 1:2, :], pos[..., 2:, :]
-        color = self._agent_colors[state["goal"]]  # [*B, 1, 3]
-        lm_colors = self._landmark_colors.expand(*color.shape[:-1], 6)
+        pos, vel = self._cols(state["pos"]), self._cols(state["vel"][..., :2, :])  # [4, 2, M], [2, 2, M]
+        adv, agent, landmarks = pos[0:1], pos[1:2], pos[2:]
+        goal = self._pick(pos[2:], state["goal"])  # [1, 2, M]
+        color = self._agent_colors[state["goal"].reshape(-1)].transpose(0, 1).unsqueeze(0)  # [1, 3, M]
+        lm_colors = self._landmark_colors.reshape(1, 6, 1).expand(1, 6, color.shape[-1])
         agent_obs = torch.cat(
-            [vel[..., 1:2, :], self._goal_pos(state) - agent, color, (landmarks - agent).flatten(-2).unsqueeze(-2),
-             lm_colors, adv - agent], -1
+            [vel[1:2], goal - agent, color, (landmarks - agent).reshape(1, 4, -1), lm_colors, adv - agent], 1
         )
-        adv_obs = torch.cat([vel[..., 0:1, :], (landmarks - adv).flatten(-2).unsqueeze(-2), agent - adv], -1)
-        return [adv_obs, agent_obs]
+        adv_obs = torch.cat([vel[0:1], (landmarks - adv).reshape(1, 4, -1), agent - adv], 1)
+        return [self._rows_of(adv_obs), self._rows_of(agent_obs)]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        dist = torch.linalg.vector_norm(state["pos"][..., :2, :] - self._goal_pos(state), dim=-1)  # [*B, 2]
-        return [dist[..., 1:2] - dist[..., 0:1], -dist[..., 1:2]]
+        pos = self._cols(state["pos"])
+        dist = self._norm(pos[:2] - self._pick(pos[2:], state["goal"]), 1)  # [2, M]
+        return [self._agents_of(dist[1:2] - dist[0:1]), self._agents_of(-dist[1:2])]

@@ -99,15 +99,14 @@ class SimpleReferenceEnv(MpeEnv):
         return {"pos": self._uniform_positions(rows, -1.0, 1.0), "goal": rows.randint(0, 3, 2)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos, vel, c = state["pos"], state["vel"], state["c"]
-        agents = pos[..., :2, :]
-        rel = (pos[..., 2:, :].unsqueeze(-3) - agents.unsqueeze(-2)).flatten(-2)  # [*B, 2, 6]
-        return [torch.cat([vel[..., :2, :], rel, self._landmark_colors[state["goal"]], c.flip(-2)], -1)]
+        pos, vel, c = self._cols(state["pos"]), self._cols(state["vel"][..., :2, :]), self._cols(state["c"])
+        rel = (pos[2:].unsqueeze(0) - pos[:2].unsqueeze(1)).flatten(1, 2)  # [2, 6, M]
+        color = self._landmark_colors[state["goal"].reshape(-1, 2)].permute(1, 2, 0)  # [2, 3, M]
+        return [self._rows_of(torch.cat([vel, rel, color, c.flip(0)], 1))]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos = state["pos"]
-        goal = state["goal"]
-        target = pos.gather(-2, (goal + 2).unsqueeze(-1).expand(*goal.shape, 2))  # [*B, 2, 2]: goal of agent i
-        dist = torch.linalg.vector_norm(pos[..., :2, :].flip(-2) - target, dim=-1)  # other agent to my goal
-        shared = -dist.sum(-1, keepdim=True)
-        return [shared.expand(*shared.shape[:-1], 2)]
+        pos = self._cols(state["pos"])
+        target = self._pick(pos[2:], state["goal"])  # [2, 2, M]: the goal of agent i
+        dist = self._norm(pos[:2].flip(0) - target, 1)  # the other agent to my goal
+        shared = -dist.sum(0, keepdim=True)
+        return [self._agents_of(shared.expand(2, -1))]

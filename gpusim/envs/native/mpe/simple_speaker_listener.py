@@ -104,13 +104,13 @@ class SimpleSpeakerListenerEnv(MpeEnv):
         return {"pos": self._uniform_positions(rows, -1.0, 1.0), "goal": rows.randint(0, 3, 1)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos, vel, c = state["pos"], state["vel"], state["c"]
-        listener = pos[..., 1:2, :]
-        rel = (pos[..., 2:, :] - listener).flatten(-2).unsqueeze(-2)
-        return [self._landmark_colors[state["goal"]], torch.cat([vel[..., 1:2, :], rel, c[..., 0:1, :]], -1)]
+        pos, vel, c = self._cols(state["pos"]), self._cols(state["vel"][..., 1:2, :]), self._cols(state["c"][..., 0:1, :])
+        rel = (pos[2:] - pos[1:2]).reshape(1, 6, -1)
+        color = self._landmark_colors[state["goal"]]  # [*B, 1, 3]
+        return [color, self._rows_of(torch.cat([vel, rel, c], 1))]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos = state["pos"]
-        goal = pos.gather(-2, (state["goal"] + 2).unsqueeze(-1).expand(*state["goal"].shape, 2))
-        shared = -2.0 * torch.linalg.vector_norm(pos[..., 1:2, :] - goal, dim=-1)
+        pos = self._cols(state["pos"])
+        shared = -2.0 * self._norm(pos[1:2] - self._pick(pos[2:], state["goal"]), 1)  # [1, M]
+        shared = self._agents_of(shared)
         return [shared, shared.clone()]
