@@ -164,50 +164,52 @@ class SimpleTagEnv(MpeEnv):
         return {"pos": self._uniform_positions(rows, -self._scale, self._scale)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos, vel = state["pos"], state["vel"]
         A, G = self.num_adversaries, self.num_good_agents
         n = A + G
-        agents = pos[..., :n, :]
-        rel = pos.unsqueeze(-3) - agents.unsqueeze(-2)  # [*B, n, n_entities, 2]
+        pos, vel = self._cols(state["pos"]), self._cols(state["vel"][..., :n, :])  # columns [k, 2, M]
+        M = pos.shape[-1]
+        agents = pos[:n]
+        rel = pos.unsqueeze(0) - agents.unsqueeze(1)  # [n, n_entities, 2, M]
         own = []
         if self.observe_vel:
-            own.append(vel[..., :n, :])
+            own.append(vel)
         if self.observe_pos:
             own.append(agents)
-        own.append(rel[..., n:, :].flatten(-2))
-        own = torch.cat(own, -1) if len(own) > 1 else own[0]
-        good_vel = vel[..., A:n, :]
+        own.append(rel[:, n:].flatten(1, 2))
+        own = torch.cat(own, 1) if len(own) > 1 else own[0]
         # adversaries: other adversaries' and good agents' positions, good agents' velocities
-        adv = [own[..., :A, :]]
+        adv = [own[:A]]
         if self.observe_same_team:
-            adv.append(rel[..., self._adv_rows, self._adv_others, :].flatten(-2))
-        adv.append(rel[..., :A, A:n, :].flatten(-2))
-        adv.append(good_vel.flatten(-2).unsqueeze(-2).expand(*good_vel.shape[:-2], A, 2 * G))
+            adv.append(rel[self._adv_rows, self._adv_others].flatten(1, 2))
+        adv.append(rel[:A, A:n].flatten(1, 2))
+        adv.append(vel[A:n].reshape(1, 2 * G, M).expand(A, 2 * G, M))
         # good agents: adversaries' positions, other good agents' positions and velocities
-        good = [own[..., A:, :], rel[..., A:n, :A, :].flatten(-2)]
+        good = [own[A:], rel[A:n, :A].flatten(1, 2)]
         if self.observe_same_team and G > 1:
-            good.append(rel[..., self._good_rows, self._good_others, :].flatten(-2))
-            good.append(vel[..., self._good_others, :].flatten(-2))
-        return [torch.cat(adv, -1), torch.cat(good, -1)]
+            good.append(rel[self._good_rows, self._good_others].flatten(1, 2))
+            good.append(vel[self._good_others].flatten(1, 2))
+        return [self._rows_of(torch.cat(adv, 1)), self._rows_of(torch.cat(good, 1))]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos = state["pos"]
         A, G = self.num_adversaries, self.num_good_agents
         n = A + G
-        gap = torch.linalg.vector_norm(pos[..., :A, :].unsqueeze(-2) - pos[..., A:n, :].unsqueeze(-3), dim=-1)  # [*B, A, G]
-        touch = (gap < self._touch).to(torch.float32)
-        adv = touch.sum(-1) * 10.0
+        cols = self._cols(state["pos"][..., :n, :])
+        gap = self._norm(cols[:A].unsqueeze(1) - cols[A:].unsqueeze(0), 2)  # [A, G, M]
+        touch = (gap < self._touch.unsqueeze(-1)).to(torch.float32)
+        adv = touch.sum(1) * 10.0  # [A, M]
         if self.shape_adversary_rew:
-            adv = adv - 0.1 * gap.amin(-1)
-        good = touch.sum(-2) * -10.0
+            adv = adv - 0.1 * gap.amin(1)
+        good = touch.sum(0) * -10.0  # [G, M]
         if self.shape_agent_rew:
-            good = good + 0.1 * gap.sum(-2)
+            good = good + 0.1 * gap.sum(0)
         if self.adversaries_share_rew:
-            adv = adv.sum(-1, keepdim=True).expand(adv.shape)
+            adv = adv.sum(0, keepdim=True).expand(adv.shape)
         if self.agents_share_rew:
-            good = good.sum(-1, keepdim=True).expand(good.shape)
+            good = good.sum(0, keepdim=True).expand(good.shape)
+        adv, good = self._agents_of(adv), self._agents_of(good)
         if self.respawn_at_catch:
-            caught = (touch.sum(-2) > 0).unsqueeze(-1)  # [*B, G, 1]
+            caught = (self._agents_of(touch.sum(0)) > 0).unsqueeze(-1)  # [*B, G, 1]
+            pos = state["pos"]
             fresh = self.rng.uniform(-self.bound, self.bound, 2 * G).reshape(*caught.shape[:-2], G, 2)
             pos_good = torch.where(caught, fresh, pos[..., A:n, :])
             vel_good = torch.where(caught, 0.0, state["vel"][..., A:n, :])

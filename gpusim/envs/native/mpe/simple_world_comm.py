@@ -152,37 +152,39 @@ class SimpleWorldCommEnv(MpeEnv):
         return {"pos": self._uniform_positions(rows, -self._scale, self._scale)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos, vel, c = state["pos"], state["vel"], state["c"]
         A, n, Fo = self.num_adversaries, self.n_agents, self.num_forests
-        agents = pos[..., :n, :]
-        rel = pos.unsqueeze(-3) - agents.unsqueeze(-2)  # [*B, n, n_entities, 2]
-        lead = self._leader  # only the leader sees the others
-        other_pos = rel[..., self._rows, self._others, :] * lead  # [*B, n, n-1, 2]
-        other_vel = (vel[..., :n, :] * self._good)[..., self._others, :] * lead
+        pos, vel = self._cols(state["pos"]), self._cols(state["vel"][..., :n, :])  # columns [k, 2, M]
+        M = pos.shape[-1]
+        agents = pos[:n]
+        rel = pos.unsqueeze(0) - agents.unsqueeze(1)  # [n, n_entities, 2, M]
+        lead = self._leader.unsqueeze(-1)  # [n, 1, 1, 1]: only the leader sees the others
+        other_pos = rel[self._rows, self._others] * lead  # [n, n-1, 2, M]
+        other_vel = (vel * self._good.unsqueeze(-1))[self._others] * lead
         # each other agent's block is repeated once per forest
-        other_pos = other_pos.unsqueeze(-2).expand(*other_pos.shape[:-1], Fo, 2).flatten(-3)
-        other_vel = other_vel.unsqueeze(-2).expand(*other_vel.shape[:-1], Fo, 2).flatten(-3)
-        in_forest = pos.new_full((*pos.shape[:-2], n, Fo), -1.0)
-        common = torch.cat([vel[..., :n, :], agents, rel[..., n:, :].flatten(-2), other_pos, other_vel, in_forest], -1)
-        comm = c[..., :1, :].expand(*c.shape[:-2], A, c.shape[-1])
-        adversaries = torch.cat([common[..., :A, :], comm], -1)
-        out = [adversaries[..., :1, :]]
+        other_pos = other_pos.unsqueeze(2).expand(n, n - 1, Fo, 2, M).reshape(n, -1, M)
+        other_vel = other_vel.unsqueeze(2).expand(n, n - 1, Fo, 2, M).reshape(n, -1, M)
+        in_forest = pos.new_full((n, Fo, M), -1.0)
+        common = torch.cat([vel, agents, rel[:, n:].flatten(1, 2), other_pos, other_vel, in_forest], 1)
+        comm = self._cols(state["c"][..., :1, :]).expand(A, -1, M)
+        adversaries = torch.cat([common[:A], comm], 1)
+        out = [self._rows_of(adversaries[:1])]
         if A > 1:
-            out.append(adversaries[..., 1:, :])
-        out.append(common[..., A:, :])
+            out.append(self._rows_of(adversaries[1:]))
+        out.append(self._rows_of(common[A:]))
         return out
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos = state["pos"]
-        A, G, n, L, Fd = self.num_adversaries, self.num_good_agents, self.n_agents, self.num_landmarks, self.num_food
-        gap = torch.linalg.vector_norm(pos[..., :A, :].unsqueeze(-2) - pos[..., A:n, :].unsqueeze(-3), dim=-1)  # [*B, A, G]
-        touch = (gap < self._touch).to(torch.float32)
-        food = pos[..., n + L : n + L + Fd, :]
-        food_gap = torch.linalg.vector_norm(pos[..., A:n, :].unsqueeze(-2) - food.unsqueeze(-3), dim=-1)  # [*B, G, Fd]
-        good = -5.0 * touch.sum(-2) + 2.0 * (food_gap < self._food_touch).to(torch.float32).sum(-1) - 0.05 * food_gap.amin(-1)
-        adv = (5.0 * touch.sum((-1, -2))).unsqueeze(-1).expand(*touch.shape[:-2], A)
+        A, n, L, Fd = self.num_adversaries, self.n_agents, self.num_landmarks, self.num_food
+        pos = self._cols(state["pos"])
+        gap = self._norm(pos[:A].unsqueeze(1) - pos[A:n].unsqueeze(0), 2)  # [A, G, M]
+        touch = (gap < self._touch.unsqueeze(-1)).to(torch.float32)
+        food = pos[n + L : n + L + Fd]
+        food_gap = self._norm(pos[A:n].unsqueeze(1) - food.unsqueeze(0), 2)  # [G, Fd, M]
+        eats = (food_gap < self._food_touch.unsqueeze(-1)).to(torch.float32).sum(1)
+        good = -5.0 * touch.sum(0) + 2.0 * eats - 0.05 * food_gap.amin(1)  # [G, M]
+        adv = self._agents_of((5.0 * touch.sum((0, 1))).unsqueeze(0).expand(A, -1))
         out = [adv[..., :1]]
         if A > 1:
             out.append(adv[..., 1:])
-        out.append(good)
+        out.append(self._agents_of(good))
         return out
