@@ -14,12 +14,12 @@ Examples:
 
 from gpusim.envs.native.mpe._env import MpeEnv
 from gpusim.envs.native.mpe.simple import SimpleEnv
-from gpusim.envs.native.mpe.simple_spread import SimpleSpreadEnv
 from gpusim.envs.native.mpe.simple_adversary import SimpleAdversaryEnv
 from gpusim.envs.native.mpe.simple_crypto import SimpleCryptoEnv
 from gpusim.envs.native.mpe.simple_push import SimplePushEnv
 from gpusim.envs.native.mpe.simple_reference import SimpleReferenceEnv
 from gpusim.envs.native.mpe.simple_speaker_listener import SimpleSpeakerListenerEnv
+from gpusim.envs.native.mpe.simple_spread import SimpleSpreadEnv
 from gpusim.envs.native.mpe.simple_tag import SimpleTagEnv
 from gpusim.envs.native.mpe.simple_world_comm import SimpleWorldCommEnv
 
@@ -37,8 +37,8 @@ SCENARIOS = {
 }
 
 __all__ = [
-    "MpeEnv",
     "SCENARIOS",
+    "MpeEnv",
     "SimpleAdversaryEnv",
     "SimpleCryptoEnv",
     "SimpleEnv",

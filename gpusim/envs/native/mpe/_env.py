@@ -43,8 +43,8 @@ from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
 from gpusim.envs.native._base import NativeEnv
-from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import ParticleWorld
+from gpusim.envs.native.rng import ResetRows
 from gpusim.specs import Bounded, Categorical, Composite, OneHot, Unbounded
 
 __all__ = ["MpeEnv", "Team", "check_bool", "check_count", "others_index"]

@@ -43,7 +43,7 @@ import math
 
 import torch
 
-__all__ = ["Body", "ParticleWorld", "DRAG", "COLLISION_FORCE"]
+__all__ = ["COLLISION_FORCE", "DRAG", "Body", "ParticleWorld"]
 
 #: VMAS's world defaults
 DRAG = 0.25

@@ -43,8 +43,8 @@ from typing import Any
 import torch
 
 from gpusim.envs.native.mpe._env import MpeEnv, Team
-from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
+from gpusim.envs.native.rng import ResetRows
 
 __all__ = ["SimpleReferenceEnv"]
 

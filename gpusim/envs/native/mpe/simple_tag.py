@@ -56,8 +56,8 @@ import torch
 
 from gpusim.envs.native._checks import check_positive
 from gpusim.envs.native.mpe._env import MpeEnv, Team, check_bool, check_count, others_index
-from gpusim.envs.native.rng import ResetRows
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
+from gpusim.envs.native.rng import ResetRows
 
 __all__ = ["SimpleTagEnv"]
 

@@ -131,7 +131,7 @@ def reward_stats(scenario: str, *, num_envs: int = 512, steps: int = 25, continu
         ref += torch.stack(rews, -1)
         td = nxt
     mine, ref = mine / steps, ref / steps
-    se = lambda x: x.std(0) / num_envs**0.5  # noqa: E731
+    se = lambda x: x.std(0) / num_envs**0.5
     return mine.mean(0), se(mine), ref.mean(0), se(ref)
 
 

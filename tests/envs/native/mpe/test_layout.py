@@ -126,7 +126,7 @@ def test_sparse_and_masked_auto_resets_agree(scenario) -> None:
             for group in env.group_map:
                 n = env.full_action_spec[group, "action"].space.n
                 td[group, "action"] = (torch.arange(6).unsqueeze(-1) * 7 + t * 3 + torch.arange(len(env.group_map[group]))) % n
-            step, td = env.step_and_maybe_reset(td)
+            _, td = env.step_and_maybe_reset(td)
             out.append(td.clone())
         rolls.append(torch.stack(out))
     assert (rolls[0] == rolls[1]).all()
