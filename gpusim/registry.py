@@ -36,6 +36,7 @@ from gpusim.envs.native import (
 )
 from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SeaquestEnv, SpaceInvadersEnv
 from gpusim.envs.common import EnvBase
+from gpusim.envs.native.mpe import SCENARIOS as _MPE_SCENARIOS
 from gpusim.transforms import Compose, PixelRenderTransform, StepCounter, TransformedEnv
 
 __all__ = ["make", "register", "registered_ids", "EnvEntry"]
@@ -90,6 +91,8 @@ _REGISTRY: dict[str, EnvEntry] = {
     "MountainCarContinuous-v0": EnvEntry(MountainCarContinuousEnv, 999),
     "Acrobot-v1": EnvEntry(AcrobotEnv, 500),
     "TicTacToe-v0": EnvEntry(TicTacToeEnv, None),
+    # the MPE scenarios (VMAS's horizon: ``max_steps=`` of the env, no time limit by default)
+    **{f"MPE/{name}-v0": EnvEntry(cls, None) for name, cls in _MPE_SCENARIOS.items()},
 }
 # the ``minatar`` package's gymnasium ids (no time limit): -v0 the 6 actions, -v1 the minimal set
 _MINATAR = {
@@ -113,8 +116,8 @@ def registered_ids() -> list[str]:
     Examples:
         >>> registered_ids()[:6]
         ['CartPole-v1', 'Pendulum-v1', 'MountainCar-v0', 'MountainCarContinuous-v0', 'Acrobot-v1', 'TicTacToe-v0']
-        >>> "MinAtar/Breakout-v1" in registered_ids()
-        True
+        >>> "MinAtar/Breakout-v1" in registered_ids(), "MPE/simple_spread-v0" in registered_ids()
+        (True, True)
     """
     return list(_REGISTRY)
 
@@ -225,8 +228,10 @@ def make(
     Args:
         env_id: a gymnasium id: ``"CartPole-v1"``, ``"Pendulum-v1"``, ``"MountainCar-v0"``,
             ``"MountainCarContinuous-v0"`` or ``"Acrobot-v1"``; ``"TicTacToe-v0"``; a MinAtar
-            id, ``"MinAtar/<Game>-v0"`` (6 actions) or ``"MinAtar/<Game>-v1"`` (minimal set); or
-            an id added with :func:`register`.
+            id, ``"MinAtar/<Game>-v0"`` (6 actions) or ``"MinAtar/<Game>-v1"`` (minimal set); an
+            MPE scenario ``"MPE/<scenario>-v0"`` (VMAS's keyword arguments: ``n_agents=3``,
+            ``continuous_actions=False``, ``max_steps=100``...); or an id added with
+            :func:`register`.
         num_envs: the batch size (``None``: an unbatched env, ``batch_size=[]``).
         device: where the data lives (``None``: CPU).
         seed: seed of the env's random numbers.
@@ -263,6 +268,8 @@ def make(
         (['pixels', 'step_count'], torch.Size([4, 400, 600, 3]))
         >>> make("MinAtar/Breakout-v1", num_envs=2, sticky_action_prob=0.0).action_spec.n
         3
+        >>> make("MPE/simple_spread-v0", num_envs=4, n_agents=2).group_map
+        {'agents': ['agent_0', 'agent_1']}
     """
     entry = _REGISTRY.get(env_id)
     if entry is None:

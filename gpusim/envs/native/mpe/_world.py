@@ -1,0 +1,278 @@
+"""The particle world of the MPE scenarios: every entity, pair and row of a batch in one program.
+
+State layout: ``pos`` and ``vel`` are float32 ``[*B, n_entities, 2]`` with the agents first (in
+VMAS's agent order) and the landmarks after them; ``c`` (communication) is float32
+``[*B, n_agents, dim_c]`` when ``dim_c > 0``.
+
+The rules are VMAS 1.5's (``vmas.simulator.core.World.step`` for holonomic sphere entities),
+re-derived as batched tensor operations:
+
+* each physical substep (``substeps`` per step, ``sub_dt = dt / substeps``) the force on a movable
+  agent is its action ``u`` (the policy's action in ``[-u_range, u_range]``, times
+  ``u_multiplier``) plus the contact forces of every colliding pair;
+* a contact between spheres ``a`` and ``b`` at distance ``d`` (``delta = pos_a - pos_b``) pushes
+  ``a`` with ``collision_force * delta / d * k * softplus((r_a + r_b - d) / k)`` (``k`` is the
+  contact margin) and ``b`` with the opposite force; it is zero when ``d > r_a + r_b`` or
+  ``d < 1e-6``. A pair collides when both entities collide and one of them moves or rotates
+  (agents rotate, landmarks do not); only movable entities feel forces;
+* integration is semi-implicit Euler: at the first substep the velocity is damped by
+  ``1 - drag``; then ``vel += force / mass * sub_dt``, the velocity is rescaled to ``max_speed``
+  when its norm exceeds it, ``pos += vel * sub_dt`` and the position is clamped to the world's
+  semi-dimensions when it has them.
+
+Landmarks never move (no MPE scenario has a movable one), so only the agents are integrated, and
+the contacts are one ``[*B, n_agents, n_agents + n_colliding_landmarks, 2]`` computation (each
+ordered pair's force computed once; the force on an agent is the sum over its row), equal to
+VMAS's pairwise sums up to float rounding.
+
+Examples:
+    >>> import torch
+    >>> world = ParticleWorld([Body("agent_0", movable=True, radius=0.15),
+    ...                        Body("agent_1", movable=True, radius=0.15)], [])
+    >>> pos = torch.tensor([[[0.0, 0.0], [0.2, 0.0]]])
+    >>> vel = torch.zeros(1, 2, 2)
+    >>> new_pos, new_vel = world.step(pos, vel, torch.zeros(1, 2, 2))
+    >>> bool(new_vel[0, 0, 0] < 0) and bool(new_vel[0, 1, 0] > 0)  # pushed apart
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+__all__ = ["COLLISION_FORCE", "DRAG", "Body", "ParticleWorld"]
+
+#: VMAS's world defaults
+DRAG = 0.25
+COLLISION_FORCE = 100.0
+CONTACT_MARGIN = 1e-3
+_MIN_DIST = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class Body:
+    """One entity of a particle world (a sphere).
+
+    Args:
+        name: VMAS's name (``"agent_0"``, ``"landmark 0"``).
+        movable: whether forces move it (VMAS: agents yes, landmarks no).
+        radius: sphere radius.
+        collide: whether it takes part in contacts.
+        mass: its mass.
+        max_speed: velocity norm cap (``None``: none).
+        rotatable: whether it rotates (VMAS agents do; it matters only for which pairs collide).
+        u_multiplier: scale of the action force (agents).
+        silent: whether it does not communicate (agents).
+        color: RGB colour in ``[0, 1]`` for rendering.
+
+    Examples:
+        >>> Body("agent_0", movable=True).radius
+        0.05
+    """
+
+    name: str
+    movable: bool = False
+    radius: float = 0.05
+    collide: bool = True
+    mass: float = 1.0
+    max_speed: float | None = None
+    rotatable: bool = False
+    u_multiplier: float = 1.0
+    silent: bool = True
+    color: tuple[float, float, float] = (0.25, 0.25, 0.25)
+
+
+class ParticleWorld(torch.nn.Module):
+    """The batched physics of a set of agents and landmarks (see the module docstring).
+
+    Args:
+        agents: the agents, in VMAS's order.
+        landmarks: the landmarks, in VMAS's order.
+        dt: seconds per step.
+        substeps: physical substeps per step.
+        drag: velocity damping per step.
+        collision_force: contact stiffness.
+        contact_margin: softness of the contact penalty.
+        x_semidim: positions are clamped to ``[-x_semidim, x_semidim]`` (``None``: unbounded).
+        y_semidim: the same for ``y``.
+        dim_c: communication channels per agent.
+        device: where the constants live.
+
+    Examples:
+        >>> w = ParticleWorld([Body("agent_0", movable=True)], [Body("landmark 0", collide=False)])
+        >>> w.n_agents, w.n_entities, w.radius.tolist()
+        (1, 2, [0.05000000074505806, 0.05000000074505806])
+    """
+
+    def __init__(
+        self,
+        agents: list[Body],
+        landmarks: list[Body],
+        *,
+        dt: float = 0.1,
+        substeps: int = 1,
+        drag: float = DRAG,
+        collision_force: float = COLLISION_FORCE,
+        contact_margin: float = CONTACT_MARGIN,
+        x_semidim: float | None = None,
+        y_semidim: float | None = None,
+        dim_c: int = 0,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        bodies = [*agents, *landmarks]
+        self.agents, self.landmarks, self.bodies = list(agents), list(landmarks), bodies
+        self.n_agents, self.n_entities = len(agents), len(bodies)
+        self.dt, self.substeps, self.sub_dt = dt, substeps, dt / substeps
+        self.drag, self.collision_force, self.contact_margin = drag, collision_force, contact_margin
+        self.x_semidim, self.y_semidim, self.dim_c = x_semidim, y_semidim, dim_c
+
+        def buf(name, values, dtype=torch.float32):
+            self.register_buffer(name, torch.tensor(values, dtype=dtype, device=device), persistent=False)
+
+        buf("radius", [b.radius for b in bodies])
+        buf("movable", [[float(b.movable)] for b in bodies])
+        buf("inv_mass", [[1.0 / b.mass] for b in bodies])
+        speeds = [math.inf if b.max_speed is None else b.max_speed for b in bodies]
+        buf("max_speed", [[s] for s in speeds])
+        self.any_max_speed = any(b.max_speed is not None for b in bodies)
+        self.any_movable = any(b.movable for b in bodies)
+        buf("u_multiplier", [[a.u_multiplier] for a in agents])
+        buf("agent_movable", [[float(a.movable)] for a in agents])
+        buf("agent_silent", [[float(a.silent)] for a in agents])
+        buf("colors", [b.color for b in bodies])
+        buf("semidims", [[math.inf if x_semidim is None else x_semidim], [math.inf if y_semidim is None else y_semidim]])
+        if any(b.movable for b in landmarks):
+            raise ValueError("movable landmarks are not supported (no MPE scenario has one)")
+        # contacts act on the agents (landmarks never move): rows are the agents, columns the
+        # agents then the colliding landmarks; a pair interacts when both collide and one of
+        # them moves or rotates (VMAS's rule; agents rotate, landmarks do not)
+        hit_landmarks = [self.n_agents + j for j, b in enumerate(landmarks) if b.collide]
+        cols = [*range(self.n_agents), *hit_landmarks]
+        live = [b.movable or b.rotatable for b in bodies]
+        pairs = [
+            [float(i != j and a.collide and bodies[j].collide and (live[i] or live[j])) for j in cols]
+            for i, a in enumerate(agents)
+        ]
+        self.has_contacts = any(a.movable and any(row) for a, row in zip(agents, pairs))
+        buf("contact_landmarks", hit_landmarks, torch.int64)
+        buf("contact_pairs", pairs)
+        buf("contact_dist", [[a.radius + bodies[j].radius for j in cols] for a in agents])
+        self.hit_landmarks_prefix = hit_landmarks == list(range(self.n_agents, self.n_agents + len(hit_landmarks)))
+
+    # ------------------------------------------------------------------ layout
+    @staticmethod
+    def to_columns(x: torch.Tensor) -> torch.Tensor:
+        """``[*B, n, 2]`` -> ``[n, 2, prod(B)]`` (contiguous): the batch innermost.
+
+        Pairwise arithmetic on ``[*B, n, m, 2]`` broadcasts over tiny inner dims, which eager CPU
+        kernels run ~6x slower than the same arithmetic with the batch innermost (measured on
+        8192 rows); the world computes in this layout and converts back once.
+
+        Examples:
+            >>> ParticleWorld.to_columns(torch.arange(8.0).reshape(2, 2, 2))[0].tolist()
+            [[0.0, 4.0], [1.0, 5.0]]
+        """
+        n, d = x.shape[-2], x.shape[-1]
+        return x.reshape(-1, n, d).permute(1, 2, 0).contiguous()
+
+    @staticmethod
+    def from_columns(x: torch.Tensor, batch_shape: torch.Size) -> torch.Tensor:
+        """Inverse of :meth:`to_columns`: ``[n, d, prod(B)]`` -> ``[*B, n, d]``.
+
+        Examples:
+            >>> x = torch.rand(3, 4, 2)
+            >>> torch.equal(ParticleWorld.from_columns(ParticleWorld.to_columns(x), x.shape[:-2]), x)
+            True
+        """
+        return x.permute(2, 0, 1).reshape(*batch_shape, x.shape[0], x.shape[1])
+
+    # ------------------------------------------------------------------ forces
+    def contact_forces(self, pos: torch.Tensor) -> torch.Tensor:
+        """Sum of the contact forces on each agent, ``[*B, n_agents, 2]``.
+
+        Args:
+            pos: float32 ``[*B, n_entities, 2]``.
+
+        Examples:
+            >>> w = ParticleWorld([Body("a", movable=True), Body("b", movable=True)], [])
+            >>> f = w.contact_forces(torch.tensor([[0.0, 0.0], [0.05, 0.0]]))
+            >>> torch.allclose(f[0], -f[1]) and bool(f[0, 0] < 0)
+            True
+        """
+        cols = self.to_columns(pos)
+        force = self._contacts(cols[: self.n_agents], self._obstacles(cols))
+        return self.from_columns(force, pos.shape[:-2])
+
+    def _obstacles(self, cols: torch.Tensor) -> torch.Tensor:
+        """The colliding landmarks' positions ``[n_hit, 2, M]`` (from ``[n_entities, 2, M]``)."""
+        n = self.contact_landmarks.numel()
+        if self.hit_landmarks_prefix:
+            return cols[self.n_agents : self.n_agents + n]
+        return cols.index_select(0, self.contact_landmarks)
+
+    def _contacts(self, agents: torch.Tensor, obstacles: torch.Tensor) -> torch.Tensor:
+        """Contact forces on the agents, ``[n_agents, 2, M]``, from columns ``[n, 2, M]``."""
+        others = torch.cat([agents, obstacles], 0) if obstacles.shape[0] else agents
+        delta = agents.unsqueeze(1) - others.unsqueeze(0)  # [n_agents, n_cols, 2, M]: pos_a - pos_b
+        dist = (delta[:, :, 0].square() + delta[:, :, 1].square()).sqrt()  # [n_agents, n_cols, M]
+        dmin = self.contact_dist.unsqueeze(-1)
+        k = self.contact_margin
+        # k * log(1 + exp(z)), z = (dmin - dist) / k, needed only where z >= 0 (touching pairs):
+        # z + log1p(exp(-z)) there, with exp's argument kept in [-30, 0] (the correction is below
+        # float32 resolution beyond). Compiled on CPU, 65536 rows x 9 pairs: 41 ms with
+        # ``softplus(z)`` over z's full range (|z| up to ~3000, exp under/overflowing), 14 ms so
+        # (one run, loaded 2-core machine)
+        z = ((dmin - dist) / k).clamp(min=0.0)
+        penetration = (z + torch.log1p(torch.exp(-z.clamp(max=30.0)))) * k
+        scale = self.collision_force * penetration / torch.where(dist > 0, dist, 1e-8)
+        on = (dist >= _MIN_DIST) & (dist <= dmin)
+        scale = torch.where(on, scale, 0.0) * self.contact_pairs.unsqueeze(-1)
+        return (delta * scale.unsqueeze(2)).sum(1)
+
+    # ------------------------------------------------------------------ integration
+    def step(self, pos: torch.Tensor, vel: torch.Tensor, agent_force: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One world step: ``substeps`` contact/integration substeps.
+
+        Args:
+            pos: float32 ``[*B, n_entities, 2]``.
+            vel: float32 ``[*B, n_entities, 2]``.
+            agent_force: the agents' action forces, float32 ``[*B, n_agents, 2]`` (ignored for
+                immovable agents).
+
+        Returns:
+            The new ``(pos, vel)``; immovable entities (landmarks among them) keep theirs.
+        """
+        if not self.any_movable:
+            return pos, vel
+        n = self.n_agents
+        batch = pos.shape[:-2]
+        cols = self.to_columns(pos)
+        p, v = cols[:n], self.to_columns(vel[..., :n, :])
+        f = self.to_columns(agent_force)
+        obstacles = self._obstacles(cols) if self.has_contacts else None
+        v = v * (1.0 - self.drag)
+        step_v = self.inv_mass[:n].unsqueeze(-1) * self.sub_dt
+        max_speed = self.max_speed[:n].unsqueeze(-1)
+        for _ in range(self.substeps):
+            force = f + self._contacts(p, obstacles) if self.has_contacts else f
+            v = v + force * step_v
+            if self.any_max_speed:
+                speed = (v[:, 0:1].square() + v[:, 1:2].square()).sqrt()
+                v = torch.where(speed > max_speed, v / speed * max_speed, v)
+            p = self._clamp(p + v * self.sub_dt)
+        movable = self.agent_movable.unsqueeze(-1) > 0
+        p = torch.where(movable, p, cols[:n])
+        p, v = self.from_columns(p, batch), self.from_columns(v, batch)
+        v = torch.where(self.agent_movable > 0, v, vel[..., :n, :])
+        if n == self.n_entities:
+            return p, v
+        return torch.cat([p, pos[..., n:, :]], -2), torch.cat([v, vel[..., n:, :]], -2)
+
+    def _clamp(self, cols: torch.Tensor) -> torch.Tensor:
+        if self.x_semidim is None and self.y_semidim is None:
+            return cols
+        return torch.clamp(cols, -self.semidims, self.semidims)
