@@ -30,6 +30,7 @@ from gpusim.envs import _keys
 from gpusim.envs import _partial, _policy
 from gpusim.envs._fasttd import fast_get, fast_get_path, fast_pop, fast_set, get_via, inner, is_plain
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
+from gpusim.envs._args import positive_int
 from gpusim.envs._seeding import next_seed
 from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, native_autoreset_step, resolve_set_state
 from gpusim.envs._rollout_stack import stack_steps
@@ -138,6 +139,33 @@ class _ActionCheck(NamedTuple):
     #: ``((shape, dtype), ...)`` of the parts of a heterogeneous (lazy-stacked) leaf, or ``None``
     parts: tuple | None = None
     stack_dim: int = 0
+    #: the spec's device (``None``: not checked)
+    device: torch.device | None = None
+
+
+def _same_device(value: torch.device, spec: torch.device) -> bool:
+    """Whether a tensor on ``value`` lives where a spec on ``spec`` says (``cuda`` is any index)."""
+    return value.type == spec.type and (spec.index is None or value.index == spec.index)
+
+
+def _not_a_tensordict(env: "EnvBase", value: Any, where: str) -> str:
+    """The message of a ``step``/``reset`` given something that is not a tensordict."""
+    name = type(env).__name__
+    got = f"{type(value).__module__}.{type(value).__qualname__}".replace("builtins.", "")
+    if where == "reset":
+        return (
+            f"{name}.reset expects None or a TensorDict of batch_size {list(env.batch_size)} (e.g. the previous "
+            f"step's data with a '_reset' entry), got {got}"
+        )
+    spec = env.full_action_spec
+    actions = ", ".join(
+        f"{_keys.fmt(k)} (shape {list(spec[k].shape)}, dtype {spec[k].dtype})" for k in env.action_keys
+    )
+    return (
+        f"{name}.step expects a TensorDict of batch_size {list(env.batch_size)} holding the action entry "
+        f"{actions} and the state from reset(), got {got}: write the action into the reset output, e.g. "
+        f"td = env.reset(); td['action'] = torch.as_tensor(action); env.step(td)"
+    )
 
 
 def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
@@ -1162,10 +1190,14 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             if _keys.as_tuple(key)[-1] in names:
                 data.set(key, spec[key].zero(lead))
 
-    def _check_batch(self, tensordict: TensorDictBase) -> None:
+    def _check_batch(self, tensordict: TensorDictBase, where: str = "step") -> None:
         """A batch-locked env, or any env with batch dims, takes tensordicts of its own batch
         size only; a batch-unlocked env without batch dims takes any batch size."""
-        if tensordict.batch_size != self.batch_size and (self.batch_locked or self.batch_size):
+        try:
+            batch_size = tensordict.batch_size
+        except AttributeError:  # not a tensordict (an array, a tensor, a dict): say what was expected
+            raise TypeError(_not_a_tensordict(self, tensordict, where)) from None
+        if batch_size != self.batch_size and (self.batch_locked or self.batch_size):
             raise BatchSizeError(
                 f"Expected a tensordict with shape==env.batch_size, i.e. {list(self.batch_size)} "
                 f"({type(self).__name__}.batch_size), got batch_size {list(tensordict.batch_size)}"
@@ -1231,7 +1263,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             [False, True, False]
         """
         if tensordict is not None:
-            self._check_batch(tensordict)
+            self._check_batch(tensordict, "reset")
         self.__dict__["_was_reset"] = True
         supported = self._supports_set_state
         if supported or set_state is not None:
@@ -1410,7 +1442,8 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 continue
             squeezes = getattr(leaf, "_squeezes", None)
             squeezed = leaf.shape[:-1] if squeezes is not None and squeezes() else None
-            out.append(_ActionCheck(k, leaf.shape, leaf.dtype, squeezed))
+            device = leaf.device if self.device is not None else None  # None: a mixed-device env
+            out.append(_ActionCheck(k, leaf.shape, leaf.dtype, squeezed, device=device))
         return out
 
     def _check_stacked_action(self, tensordict: TensorDictBase, check: _ActionCheck) -> None:
@@ -1468,6 +1501,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                 raise TypeError(
                     f"{name}.step: the action {_keys.fmt(key)} has dtype {value.dtype}, expected {dtype} "
                     "(the action spec's dtype)"
+                )
+            device = check.device
+            if device is not None and value.device != device and not _same_device(value.device, device):
+                raise ValueError(
+                    f"{name}.step: the action {_keys.fmt(key)} is on device {value.device}, expected {device} "
+                    f"(the env's device): move it first, e.g. action.to({str(device)!r})"
                 )
         for key in states:
             value = get_via(data, tensordict, key)
@@ -2056,8 +2095,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
             >>> env.rollout(20, break_when_any_done=False, compile=True).shape  # doctest: +SKIP
             torch.Size([4, 20])
         """
-        if not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        max_steps = positive_int(max_steps, "max_steps")
         if return_contiguous is None:
             return_contiguous = not self._has_dynamic_specs
         elif return_contiguous and self._has_dynamic_specs:

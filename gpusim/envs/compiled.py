@@ -50,6 +50,7 @@ import torch
 import torch.utils._pytree as pytree
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim.envs._args import positive_int
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._inductor import pack_bool, unpack_bool
 
@@ -666,8 +667,7 @@ class CompiledRollout:
             >>> data, root = runner.run(5, env.reset())                 # doctest: +SKIP
             >>> data, root = runner.run(5, root)                        # doctest: +SKIP
         """
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        max_steps = positive_int(max_steps, "max_steps")
         if not isinstance(root, TensorDictBase):
             raise TypeError(f"root must be a TensorDict (e.g. env.reset()), got {type(root).__name__}")
         if tuple(root.batch_size[: len(self.env.batch_size)]) != tuple(self.env.batch_size):

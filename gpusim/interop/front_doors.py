@@ -79,12 +79,16 @@ def to_gymnasium(
     ``reset(seed=, options=)``, ``step``, ``render`` and ``close`` follow gymnasium's vector API,
     and gymnasium's vector wrappers work on it (``NormalizeObservation`` and the other
     observation wrappers need ``autoreset_mode="next_step"``). Numpy arrays by default; tensors
-    on the env's device with ``as_torch=True``. See
+    on the env's device with ``as_torch=True``. For gymnasium's ``RecordEpisodeStatistics``,
+    use ``autoreset_mode="next_step"`` (gymnasium releases before 1.4 miscount ``SAME_STEP``
+    episodes). ``state_dict()``/``load_state_dict()`` reach the env's transform state (a
+    ``VecNorm``'s statistics). See
     :class:`~gpusim.interop.gymnasium_env.GymnasiumVectorEnv` for the arguments.
 
     Args:
         env: the gpusim env (one batch dim: ``num_envs``).
-        observation_keys: the observation entries returned (default: all; several give a ``Dict``).
+        observation_keys: the observation entries returned (default: all but the ``step_count``
+            time-limit counters; several give a ``Dict``).
         autoreset_mode: ``"same_step"``, ``"next_step"`` or ``"disabled"`` (or a
             ``gymnasium.vector.AutoresetMode``).
         as_torch: return tensors on the env's device instead of numpy arrays.

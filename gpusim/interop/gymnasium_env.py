@@ -19,13 +19,27 @@ construction:
   the other rows are stepped in the same call and the reset rows' step is discarded.
 * ``DISABLED``: no auto-reset; reset rows with ``reset(options={"reset_mask": mask})``.
 
+Episode statistics: gymnasium's vector ``RecordEpisodeStatistics`` reads the mode from
+``metadata["autoreset_mode"]``. Its ``NEXT_STEP`` bookkeeping is right in every gymnasium 1.x;
+its ``SAME_STEP`` bookkeeping is right only in releases that carry gymnasium's fix for it
+(1.4.0 does): older ones skip the first step of every episode after a row's first, so those
+episodes come out one step and one reward short. Pair it with ``autoreset_mode="next_step"``
+(as the examples do) unless your gymnasium has that fix.
+
+Observations: every observation entry of the env except ``step_count`` entries (the time-limit
+counter of ``StepCounter``, bookkeeping rather than an observation of the task); name the
+entries with ``observation_keys`` to choose others.
+
+Transform state: ``state_dict()``/``load_state_dict()`` reach the gpusim env's (a
+``VecNorm``'s statistics, for instance), also through gymnasium wrappers via ``unwrapped``.
+
 This module imports gymnasium: use it through :func:`gpusim.to_gymnasium`, which says what to
 install when gymnasium is missing.
 
 Examples:
     >>> import numpy as np
     >>> import gpusim as gs
-    >>> envs = GymnasiumVectorEnv(gs.make("CartPole-v1", num_envs=3, seed=0), observation_keys="observation")
+    >>> envs = GymnasiumVectorEnv(gs.make("CartPole-v1", num_envs=3, seed=0))  # observes "observation"
     >>> obs, infos = envs.reset(seed=0)
     >>> obs.shape, envs.single_action_space, envs.metadata["autoreset_mode"].name
     ((3, 4), Discrete(2), 'SAME_STEP')
@@ -134,7 +148,8 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             ``(num_envs, 1)`` or ``(num_envs,)`` and root ``done``/``terminated`` flags
             (``truncated`` when present).
         observation_keys: the entries returned as observations (default: every observation
-            entry of the env). One key gives its space directly; several give a ``Dict``.
+            entry of the env but ``step_count`` entries, the time-limit counter). One key gives
+            its space directly; several give a ``Dict``.
         autoreset_mode: ``"same_step"`` (default), ``"next_step"`` or ``"disabled"`` (or a
             ``gymnasium.vector.AutoresetMode``); see the module docstring.
         as_torch: return tensors on the env's device (the env's own tensors where no conversion
@@ -153,16 +168,35 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             ``next_step`` on an env whose step is not functional; each names the value.
 
     Examples:
+        Episode statistics with gymnasium's wrapper, in the mode it counts right in every
+        gymnasium 1.x (``NEXT_STEP``: the step after an episode's end returns the reset
+        observation, reward 0, and is not counted):
+
         >>> import numpy as np
         >>> import gpusim as gs
         >>> from gymnasium.wrappers.vector import ClipAction, RecordEpisodeStatistics
-        >>> envs = GymnasiumVectorEnv(gs.make("Pendulum-v1", num_envs=2, seed=0), observation_keys="observation")
+        >>> envs = GymnasiumVectorEnv(gs.make("Pendulum-v1", num_envs=2, seed=0), autoreset_mode="next_step")
         >>> envs = RecordEpisodeStatistics(ClipAction(envs))
         >>> obs, _ = envs.reset(seed=1)
-        >>> for _ in range(200):
+        >>> lengths = []
+        >>> for _ in range(401):  # two episodes of 200 steps, and the reset step between them
         ...     obs, rewards, terminations, truncations, infos = envs.step(np.full((2, 1), 5.0))
-        >>> truncations, infos["episode"]["l"]
-        (array([ True,  True]), array([200, 200]))
+        ...     if "episode" in infos:
+        ...         lengths.append(infos["episode"]["l"].tolist())
+        >>> lengths
+        [[200, 200], [200, 200]]
+
+        The statistics of a ``VecNorm`` (any transform state) through the wrappers:
+
+        >>> from gpusim.transforms import TransformedEnv, VecNorm
+        >>> normed = TransformedEnv(gs.make("CartPole-v1", num_envs=2, seed=0), VecNorm(in_keys=["observation"]))
+        >>> envs = RecordEpisodeStatistics(GymnasiumVectorEnv(normed, autoreset_mode="next_step"))
+        >>> _ = envs.reset(seed=0)
+        >>> _ = envs.step(np.array([0, 1]))
+        >>> stats = envs.unwrapped.state_dict()  # the VecNorm follows make's StepCounter
+        >>> count = stats["transform.transforms.1._extra_state"]["stats"]["observation_count"]
+        >>> list(stats), round(count.item(), 2)  # 2 reset rows + 2 stepped rows (decayed)
+        (['transform.transforms.1._extra_state'], 4.0)
     """
 
     def __init__(
@@ -233,7 +267,9 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
     def _observation_keys(env: EnvBase, keys: Any) -> list:
         available = list(env.observation_keys)
         if keys is None:
-            return available
+            # the time-limit counters are bookkeeping, not observations of the task
+            chosen = [k for k in available if _keys.as_tuple(k)[-1] != "step_count"]
+            return chosen or available
         if isinstance(keys, (str, tuple)):
             keys = [keys]
         chosen = [_keys.unravel(k) for k in keys]
@@ -473,6 +509,41 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             return None
         frames = self._td.get(self._render_key).detach().cpu().numpy()
         return tuple(frames[i].copy() for i in range(self.num_envs))
+
+    def state_dict(self) -> dict[str, Any]:
+        """The gpusim env's state (``EnvBase.state_dict``): a ``VecNorm``'s statistics, the
+        buffers of the other transforms. Through gymnasium wrappers: ``envs.unwrapped.state_dict()``.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> from gpusim.transforms import ObservationNorm, TransformedEnv
+            >>> norm = ObservationNorm(loc=0.0, scale=2.0, in_keys=["observation"])
+            >>> envs = GymnasiumVectorEnv(TransformedEnv(gs.make("CartPole-v1", num_envs=2), norm))
+            >>> sorted(envs.state_dict())
+            ['transform.transforms.1.loc', 'transform.transforms.1.scale']
+        """
+        return self.gpusim_env.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> Any:
+        """Loads ``state_dict`` (from :meth:`state_dict`) into the gpusim env, e.g. the ``VecNorm``
+        statistics of a training env into an evaluation env.
+
+        Args:
+            state_dict: the state, as :meth:`state_dict` returns it.
+            strict: as ``torch.nn.Module.load_state_dict``.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> from gpusim.transforms import ObservationNorm, TransformedEnv
+            >>> def view(scale):
+            ...     norm = ObservationNorm(loc=0.0, scale=scale, in_keys=["observation"])
+            ...     return GymnasiumVectorEnv(TransformedEnv(gs.make("CartPole-v1", num_envs=2), norm))
+            >>> train, evaluation = view(2.0), view(1.0)
+            >>> _ = evaluation.load_state_dict(train.state_dict())
+            >>> evaluation.state_dict()["transform.transforms.1.scale"].item()
+            2.0
+        """
+        return self.gpusim_env.load_state_dict(state_dict, strict=strict)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Closes the gpusim env (``close()`` calls it).

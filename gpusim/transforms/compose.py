@@ -474,6 +474,15 @@ class Compose(Transform):
         """
         return Compose(*[t.clone() for t in self.transforms])
 
+    def __setstate__(self, state: dict) -> None:
+        """Restores a pickled or deep-copied ``Compose``: its members belong to it again (a
+        pickled transform keeps no container; the copy's chain is rebuilt here, the outer
+        container links the ``Compose`` itself)."""
+        super().__setstate__(state)
+        for t in self.transforms:
+            t.__dict__["_container"] = self
+            t.reset_parent()
+
     def _set_seed(self, seed: int | None) -> int | None:
         for t in self.transforms:
             seed = t.set_seed(seed)

@@ -709,6 +709,25 @@ class TransformedEnv(EnvBase):
         """
         return super().state_dict(*args, **kwargs)
 
+    def __setstate__(self, state: dict) -> None:
+        """Restores a pickled or deep-copied env: its transform belongs to it again, so the
+        transforms find their parent env (``RewardSum``'s reset keys, ``VecNorm``'s specs...).
+
+        Examples:
+            >>> import copy, pickle
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.transforms import RewardSum
+            >>> env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), RewardSum())
+            >>> for twin in (copy.deepcopy(env), pickle.loads(pickle.dumps(env))):
+            ...     print(twin.transform.container is twin, twin.rollout(3).shape)
+            True torch.Size([2, 3])
+            True torch.Size([2, 3])
+        """
+        super().__setstate__(state)
+        transform = self.__dict__["_modules"]["transform"]
+        transform.__dict__["_container"] = self
+        transform.reset_parent()
+
     def __repr__(self) -> str:
         env = "\n        ".join(repr(self.base_env).split("\n"))
         transform = "\n    ".join(repr(self.transform).split("\n"))

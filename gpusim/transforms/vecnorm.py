@@ -577,5 +577,21 @@ class VecNorm(Transform):
         out.__dict__["_stats"] = dict(self.__dict__["_stats"])
         return out
 
+    def __setstate__(self, state: dict) -> None:
+        """After a deep copy or unpickling, the statistics the updates write (``_stats``) are
+        the very tensors ``stats`` reads again (a deep copy of the TensorDict makes new leaves).
+
+        Examples:
+            >>> import copy
+            >>> vn = VecNorm(in_keys=["obs"], decay=1.0)
+            >>> _ = vn(TensorDict({"obs": torch.ones(4, 2)}, [4]))
+            >>> twin = copy.deepcopy(vn)
+            >>> _ = twin(TensorDict({"obs": torch.ones(4, 2)}, [4]))
+            >>> vn.stats["obs_count"].item(), twin.stats["obs_count"].item()
+            (4.0, 8.0)
+        """
+        super().__setstate__(state)
+        self._set_td(self.__dict__["_td"])
+
     def __repr__(self) -> str:
         return f"VecNorm(in_keys={self.in_keys}, decay={self.decay}, eps={self.eps}, frozen={self.frozen})"

@@ -45,7 +45,13 @@ def view(env, **kwargs):
 def test_spaces_hold_the_data(env_id):
     envs = to_gymnasium(gs.make(env_id, num_envs=3, seed=0))
     assert envs.num_envs == 3 and envs.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
-    assert isinstance(envs.single_observation_space, gym.spaces.Dict)  # observation + step_count
+    # the observations of the task only: make's time-limit counter (step_count) is not one
+    spec = envs.gpusim_env.full_observation_spec
+    task = [k for k in envs.gpusim_env.observation_keys if k != "step_count"]
+    if len(task) == 1:
+        assert envs.single_observation_space.shape == spec[task[0]].shape[1:]
+    else:
+        assert sorted(envs.single_observation_space.spaces) == sorted(task)
     assert envs.observation_space == gym.vector.utils.batch_space(envs.single_observation_space, 3)
     obs, infos = envs.reset(seed=0)
     assert envs.observation_space.contains(obs) and infos == {}

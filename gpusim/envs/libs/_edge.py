@@ -69,6 +69,11 @@ class EdgeTransfer:
         self.device = torch.device(device)
         self.pin = self.device.type == "cuda" if pin is None else pin
         self._layouts: dict[tuple, _Layout] = {}
+        self.host_device = self.device if self.device.type == "cpu" else None
+
+    # ``host_device``: the device label of the tensordicts a wrapper builds on the host: the target
+    # itself when it is the CPU (the data stays there, so every output reports the env's device),
+    # else ``None`` (the transfer labels its output).
 
     def __call__(self, td: TensorDictBase) -> TensorDictBase:
         leaves = list(td.items(True, True))

@@ -71,8 +71,9 @@ def import_jax(what: str, extra: str) -> Any:
     return import_optional("jax", "jax", extra=extra, what=what)
 
 
-def nested_td(source: dict, batch_size: torch.Size) -> Any:
-    """A nested dict of tensors as nested tensordicts, every level with ``batch_size``.
+def nested_td(source: dict, batch_size: torch.Size, device: torch.device | None = None) -> Any:
+    """A nested dict of tensors as nested tensordicts, every level with ``batch_size`` (and the
+    device label ``device``, for tensors already there).
 
     Examples:
         >>> nested_td({"a": {"b": torch.zeros(2, 3)}}, torch.Size([2]))["a"].batch_size
@@ -80,7 +81,9 @@ def nested_td(source: dict, batch_size: torch.Size) -> Any:
     """
     from gpusim.envs._fasttd import new_td
 
-    return new_td({k: nested_td(v, batch_size) if isinstance(v, dict) else v for k, v in source.items()}, batch_size)
+    return new_td(
+        {k: nested_td(v, batch_size, device) if isinstance(v, dict) else v for k, v in source.items()}, batch_size, device
+    )
 
 
 def _path_name(entry: Any) -> str:

@@ -163,11 +163,11 @@ class BraxWrapper(JaxWrapper):
             "observation": state["obs"],
             "done": done,
             "terminated": done.clone(),
-            "state": nested_td(state, self.batch_size),
+            "state": nested_td(state, self.batch_size, self._edge.host_device),
         }
         if reward:
             src["reward"] = state["reward"].reshape(shape)
-        td = new_td(src, self.batch_size)
+        td = new_td(src, self.batch_size, self._edge.host_device)
         return self._to_device(td)
 
     # ------------------------------------------------------------------ EnvBase hooks

@@ -198,7 +198,7 @@ class DMControlWrapper(LibraryWrapper):
         return src
 
     def _finish(self, src: dict) -> TensorDictBase:
-        td = new_td(src, torch.Size([]))
+        td = new_td(src, torch.Size([]), self._edge.host_device)
         return self._to_device(td)
 
     # ------------------------------------------------------------------ EnvBase hooks

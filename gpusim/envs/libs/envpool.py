@@ -177,7 +177,7 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
         return full
 
     def _finish(self, src: dict) -> TensorDictBase:
-        td = new_td(src, self.batch_size)
+        td = new_td(src, self.batch_size, self._edge.host_device)
         return self._to_device(td)
 
     # ------------------------------------------------------------------ EnvBase hooks

@@ -425,7 +425,7 @@ class GymWrapper(EnvBase):
         return None, None
 
     def _finish(self, src: dict, info: dict) -> TensorDictBase:
-        td = _new_td(src, self.batch_size, None)
+        td = _new_td(src, self.batch_size, self._edge.host_device)
         for reader in self._info_readers:
             reader(info, td)
         return td if self._on_cpu else self._to_device(td)

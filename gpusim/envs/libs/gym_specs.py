@@ -36,6 +36,7 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -172,6 +173,24 @@ def _torch_dtype(np_dtype: Any) -> torch.dtype:
         raise TypeError(f"the numpy dtype {np_dtype} has no torch equivalent") from err
 
 
+# The converters are module-level functions bound with ``functools.partial`` (not closures), so
+# the leaf plans, and the envs holding them, pickle (``pickle.dumps(GymEnv(...))``).
+
+
+def _box_to_torch(np_dtype: Any, shape: tuple, torch_shape: torch.Size, copy: bool, value: Any) -> torch.Tensor:
+    arr = np.asarray(value, dtype=np_dtype)
+    if copy:
+        arr = arr.copy()
+    t = torch.from_numpy(arr)
+    # ``view`` of a same-shape (often column-major) array still costs a stride computation
+    return t if arr.shape == shape else t.view(torch_shape)
+
+
+def _box_to_numpy(np_dtype: Any, value: torch.Tensor) -> np.ndarray:
+    arr = _numpy(value)
+    return arr if arr.dtype == np_dtype else arr.astype(np_dtype)
+
+
 def _box(space, B, device, copy):
     shape = (*B, *space.shape)
     dtype = _torch_dtype(space.dtype)
@@ -186,21 +205,24 @@ def _box(space, B, device, copy):
         high_t = torch.as_tensor(np.array(high, dtype=np.float64 if dtype.is_floating_point else space.dtype))
         spec = Bounded(low_t.to(dtype).expand(shape), high_t.to(dtype).expand(shape), shape=shape, device=device, dtype=dtype)
     np_dtype = space.dtype
-    torch_shape = torch.Size(shape)
+    return spec, partial(_box_to_torch, np_dtype, shape, torch.Size(shape), copy), partial(_box_to_numpy, np_dtype)
 
-    def to_torch(value):
-        arr = np.asarray(value, dtype=np_dtype)
-        if copy:
-            arr = arr.copy()
-        t = torch.from_numpy(arr)
-        # ``view`` of a same-shape (often column-major) array still costs a stride computation
-        return t if arr.shape == shape else t.view(torch_shape)
 
-    def to_numpy(value: torch.Tensor):
-        arr = _numpy(value)
-        return arr if arr.dtype == np_dtype else arr.astype(np_dtype)
+def _index_to_torch(torch_shape: torch.Size, start: int, value: Any) -> torch.Tensor:
+    t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
+    return t - start if start else t
 
-    return spec, to_torch, to_numpy
+
+def _index_to_numpy(start: int, value: torch.Tensor) -> Any:
+    return _index_action(_numpy(value), start)
+
+
+def _one_hot_to_torch(torch_shape: torch.Size, start: int, n: int, value: Any) -> torch.Tensor:
+    return torch.nn.functional.one_hot(_index_to_torch(torch_shape, start, value), n)
+
+
+def _one_hot_to_numpy(index: _OneHotIndex, start: int, value: torch.Tensor) -> Any:
+    return _index_action(_numpy(index(value)), start)
 
 
 def _discrete(space, B, device, categorical):
@@ -209,68 +231,69 @@ def _discrete(space, B, device, categorical):
     torch_shape = torch.Size(B)
     if categorical:
         spec = Categorical(n, shape=B, device=device, dtype=torch.int64)
+        return spec, partial(_index_to_torch, torch_shape, start), partial(_index_to_numpy, start)
+    spec = OneHot(n, shape=(*B, n), device=device, dtype=torch.int64)
+    return spec, partial(_one_hot_to_torch, torch_shape, start, n), partial(_one_hot_to_numpy, _OneHotIndex(n), start)
 
-        def to_torch(value):
-            t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
-            return t - start if start else t
 
-        def to_numpy(value: torch.Tensor):
-            return _index_action(_numpy(value), start)
+def _multi_index_to_torch(torch_shape: torch.Size, start_t: torch.Tensor | None, value: Any) -> torch.Tensor:
+    t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
+    return t if start_t is None else t - start_t
 
-    else:
-        spec = OneHot(n, shape=(*B, n), device=device, dtype=torch.int64)
 
-        def to_torch(value):
-            t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
-            if start:
-                t = t - start
-            return torch.nn.functional.one_hot(t, n)
+def _multi_index_to_numpy(start: np.ndarray | None, value: torch.Tensor) -> np.ndarray:
+    arr = value.detach().cpu().numpy()
+    return arr if start is None else arr + start
 
-        index = _OneHotIndex(n)
 
-        def to_numpy(value: torch.Tensor):
-            return _index_action(_numpy(index(value)), start)
+def _multi_one_hot_to_torch(torch_shape: torch.Size, start_t: torch.Tensor | None, sizes: list, value: Any) -> torch.Tensor:
+    t = _multi_index_to_torch(torch_shape, start_t, value)
+    return torch.cat([torch.nn.functional.one_hot(t[..., i], n) for i, n in enumerate(sizes)], -1)
 
-    return spec, to_torch, to_numpy
+
+def _multi_one_hot_to_numpy(sizes: list, start: np.ndarray | None, value: torch.Tensor) -> np.ndarray:
+    index = torch.stack([chunk.argmax(-1) for chunk in value.split(sizes, -1)], -1)
+    return _multi_index_to_numpy(start, index)
 
 
 def _multi_discrete(space, B, device, categorical):
     nvec = np.asarray(space.nvec)
     start = np.asarray(space.start)
-    shifted = bool(np.any(start != 0))
     if nvec.ndim != 1:
         raise ValueError(
             f"MultiDiscrete spaces with a multi-dimensional nvec (shape {nvec.shape}) are not supported; "
             "flatten the space in the gym env"
         )
     torch_shape = torch.Size((*B, len(nvec)))
-    start_t = torch.as_tensor(start, dtype=torch.int64)
+    shifted = bool(np.any(start != 0))
+    start_t = torch.as_tensor(start, dtype=torch.int64) if shifted else None
+    start = start if shifted else None
     if categorical:
         spec = MultiCategorical(nvec.tolist(), shape=torch_shape, device=device, dtype=torch.int64)
+        return spec, partial(_multi_index_to_torch, torch_shape, start_t), partial(_multi_index_to_numpy, start)
+    spec = MultiOneHot(nvec.tolist(), shape=(*B, int(nvec.sum())), device=device, dtype=torch.int64)
+    sizes = nvec.tolist()
+    return (
+        spec,
+        partial(_multi_one_hot_to_torch, torch_shape, start_t, sizes),
+        partial(_multi_one_hot_to_numpy, sizes, start),
+    )
 
-        def to_torch(value):
-            t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
-            return t - start_t if shifted else t
 
-        def to_numpy(value: torch.Tensor):
-            arr = value.detach().cpu().numpy()
-            return arr + start if shifted else arr
+def _flat_to_torch(
+    start: np.ndarray, strides_t: torch.Tensor, torch_shape: torch.Size, n: int | None, value: Any
+) -> torch.Tensor:
+    """Multi-index -> flat index (``n``: one-hot of ``n`` choices, bool; ``None``: the index)."""
+    multi = torch.as_tensor(np.asarray(value, dtype=np.int64) - start)
+    flat = (multi * strides_t).sum(-1).view(torch_shape)
+    return flat if n is None else torch.nn.functional.one_hot(flat, n).bool()
 
-    else:
-        spec = MultiOneHot(nvec.tolist(), shape=(*B, int(nvec.sum())), device=device, dtype=torch.int64)
-        sizes = nvec.tolist()
 
-        def to_torch(value):
-            t = torch.as_tensor(np.asarray(value, dtype=np.int64)).view(torch_shape)
-            if shifted:
-                t = t - start_t
-            return torch.cat([torch.nn.functional.one_hot(t[..., i], n) for i, n in enumerate(sizes)], -1)
-
-        def to_numpy(value: torch.Tensor):
-            arr = torch.stack([chunk.argmax(-1) for chunk in value.split(sizes, -1)], -1).detach().cpu().numpy()
-            return arr + start if shifted else arr
-
-    return spec, to_torch, to_numpy
+def _flat_to_numpy(
+    index: _OneHotIndex | None, strides: np.ndarray, nvec: np.ndarray, start: np.ndarray, value: torch.Tensor
+) -> np.ndarray:
+    flat = _numpy(value if index is None else index(value)).astype(np.int64, copy=False)
+    return (flat[..., None] // strides) % nvec + start
 
 
 def flat_multi_discrete(space: Any, batch_size: Sequence[int], device: Any, categorical: bool, key: Key) -> GymLeaf:
@@ -306,60 +329,53 @@ def flat_multi_discrete(space: Any, batch_size: Sequence[int], device: Any, cate
     n = int(nvec.prod())
     # row-major strides: flat = sum(index * stride)
     strides = np.concatenate([np.cumprod(nvec[::-1])[::-1][1:], [1]]).astype(np.int64)
-    strides_t = torch.as_tensor(strides)
     if categorical:
         spec = Categorical(n, shape=B, device=device, dtype=torch.int64)
         index = None
     else:
         spec = OneHot(n, shape=(*B, n), device=device, dtype=torch.bool)
         index = _OneHotIndex(n)
-    torch_shape = torch.Size(B)
-
-    def to_torch(value):
-        multi = torch.as_tensor(np.asarray(value, dtype=np.int64) - start)
-        flat = (multi * strides_t).sum(-1).view(torch_shape)
-        return flat if categorical else torch.nn.functional.one_hot(flat, n).bool()
-
-    def to_numpy(value: torch.Tensor):
-        flat = _numpy(value if index is None else index(value)).astype(np.int64, copy=False)
-        return (flat[..., None] // strides) % nvec + start
-
+    to_torch = partial(_flat_to_torch, start, torch.as_tensor(strides), torch.Size(B), None if categorical else n)
+    to_numpy = partial(_flat_to_numpy, index, strides, nvec, start)
     return GymLeaf(tuple(key), (), to_torch, to_numpy, spec)
+
+
+def _binary_to_torch(torch_shape: torch.Size, copy: bool, value: Any) -> torch.Tensor:
+    arr = np.asarray(value, dtype=np.int8)
+    if copy:
+        arr = arr.copy()
+    return torch.from_numpy(arr).view(torch_shape)
+
+
+def _binary_to_numpy(value: torch.Tensor) -> np.ndarray:
+    return value.detach().cpu().numpy().astype(np.int8, copy=False)
 
 
 def _multi_binary(space, B, device, copy):
     shape = (*B, *np.atleast_1d(space.n).tolist())
     spec = Binary(shape=shape, device=device, dtype=torch.int8)
-    torch_shape = torch.Size(shape)
+    return spec, partial(_binary_to_torch, torch.Size(shape), copy), _binary_to_numpy
 
-    def to_torch(value):
-        arr = np.asarray(value, dtype=np.int8)
-        if copy:
-            arr = arr.copy()
-        return torch.from_numpy(arr).view(torch_shape)
 
-    def to_numpy(value: torch.Tensor):
-        return value.detach().cpu().numpy().astype(np.int8, copy=False)
+def _text_to_torch(batched: bool, device: torch.device | None, value: Any) -> Any:
+    if batched:
+        return NonTensorStack(*[_text_to_torch(False, device, v) for v in value], stack_dim=0)
+    return NonTensorData(data=str(value), batch_size=torch.Size([]), device=device)
 
-    return spec, to_torch, to_numpy
+
+def _text_to_numpy(value: Any) -> Any:
+    if isinstance(value, NonTensorStack):
+        return tuple(value.tolist())
+    return getattr(value, "data", value)
 
 
 def _text(space, B, device):
     example = "".join(sorted(space.character_set))[: max(space.min_length, 1)] if space.min_length else ""
     spec = NonTensor(shape=B, device=device, example_data=example)
-    batched = len(B) > 0
-
-    def to_torch(value):
-        if batched:
-            return NonTensorStack.from_list(list(value))
-        return NonTensorData(data=str(value), batch_size=torch.Size([]))
-
-    def to_numpy(value):
-        if isinstance(value, NonTensorStack):
-            return tuple(value.tolist())
-        return getattr(value, "data", value)
-
-    return spec, to_torch, to_numpy
+    # labelled with the device on the CPU (as the tensor leaves' tensordict); elsewhere the
+    # device edge moves (and labels) the output
+    host = spec.device if spec.device is not None and spec.device.type == "cpu" else None
+    return spec, partial(_text_to_torch, len(B) > 0, host), _text_to_numpy
 
 
 def space_to_spec(

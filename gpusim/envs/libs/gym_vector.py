@@ -205,7 +205,9 @@ class VectorAdapter:
         count = self.num_envs if mask is None else np.count_nonzero(mask)
         if count == self.num_envs:
             obs, info = self.env.reset(seed=seed)
-            self.pending[:] = False
+            # a new array, never ``[:] = False``: ``pending`` may be the array of the last step's
+            # done flags, which that step's output tensors view (``torch.from_numpy``)
+            self.pending = np.zeros(self.num_envs, dtype=bool)
             self._reset_obs = None
         elif not count:
             return self.last_obs, {}
@@ -250,8 +252,10 @@ class VectorAdapter:
             self.reset(self.pending.copy())
         obs, reward, terminated, truncated, info = self.env.step(action)
         reward = np.asarray(reward)
-        terminated = np.asarray(terminated, dtype=bool)
-        truncated = np.asarray(truncated, dtype=bool)
+        # copies (N bools): the wrapper's outputs view these arrays, and a vector env may refill
+        # the arrays it returned on its next call
+        terminated = np.array(terminated, dtype=bool)
+        truncated = np.array(truncated, dtype=bool)
         done = terminated | truncated
         self.has_pending = bool(np.count_nonzero(done))
         if self._same_step and self.has_pending:
@@ -262,6 +266,9 @@ class VectorAdapter:
                 finals = info["final_obs"]
                 for i in np.flatnonzero(final_mask):
                     _set_row(obs, int(i), finals[i])
-        self.pending = self.last_done = done
+        # ``last_done`` is read by the wrapper (its output's ``"done"`` views it): the adapter
+        # never writes into it, and ``pending`` starts as its own copy
+        self.last_done = done
+        self.pending = done.copy()
         self.last_obs = obs
         return obs, reward, terminated, truncated, info

@@ -238,7 +238,7 @@ class JumanjiWrapper(JaxWrapper):
             src["reward"] = reward.reshape(shape)
         src["done"] = flag
         src["terminated"] = flag.clone()
-        td = nested_td(src, B)
+        td = nested_td(src, B, self._edge.host_device)
         return self._to_device(td)
 
     # ------------------------------------------------------------------ EnvBase hooks

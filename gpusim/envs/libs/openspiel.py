@@ -230,8 +230,8 @@ class OpenSpielWrapper(LibraryWrapper):
                     np.array([state.information_state_tensor(i) for i in idx], dtype=np.float32)).reshape(len(idx), *shape)
             if before is not None:
                 node["reward"] = torch.from_numpy((returns[idx] - before[idx]).reshape(len(idx), 1))
-            src[group] = new_td(node, torch.Size([len(idx)]))
-        td = new_td(src, torch.Size([]))
+            src[group] = new_td(node, torch.Size([len(idx)]), self._edge.host_device)
+        td = new_td(src, torch.Size([]), self._edge.host_device)
         if self.return_state:
             td.set_non_tensor("state", state.serialize())
         self._masks()

@@ -346,7 +346,7 @@ class PettingZooWrapper(LibraryWrapper):
             node["done"] = torch.from_numpy(term | trunc)
             for k, v in (("terminated", term), ("truncated", trunc), ("done", term | trunc)):
                 flags[k].append(v)
-            src[g.name] = new_td(node, torch.Size([g.n]))
+            src[g.name] = new_td(node, torch.Size([g.n]), self._edge.host_device)
         if rewards is None:
             root = torch.zeros(len(_FLAGS), 1, dtype=torch.bool)
         elif self.done_on_any:
@@ -359,7 +359,7 @@ class PettingZooWrapper(LibraryWrapper):
             state = np.asarray(self._env.state())
             leaf = self._state_leaf
             src["state"] = leaf.to_torch(state) if leaf is not None else torch.from_numpy(state.copy())
-        td = new_td(src, torch.Size([]))
+        td = new_td(src, torch.Size([]), self._edge.host_device)
         self._update_action_masks(td)
         return self._to_device(td)
 
