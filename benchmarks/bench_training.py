@@ -17,6 +17,13 @@ hit: ``cold_compiles``), which is also reported apart.
   0.14.1's ``GymWrapper`` cannot wrap gymnasium's numpy ``CartPoleVectorEnv``: it reads an
   ``autoreset_mode`` attribute that env lacks).
 
+* sb3-gpusim: Stable-Baselines3's ``PPO`` (``MlpPolicy``: the same 64-64 tanh networks with
+  orthogonal init; the same steps, minibatches, epochs, clip, gamma, lambda, coefficients and
+  annealed learning rate) on ``VecMonitor(gs.to_sb3(gs.make("CartPole-v1", num_envs=N)))``.
+* sb3-dummy: the same SB3 PPO on SB3's ``DummyVecEnv`` of gymnasium's ``CartPole-v1`` (the
+  reference for SB3 users). Both stop at the end of the rollout whose last 100 monitored
+  episodes average 475 (``ep_info_buffer``), as the others check after each batch.
+
 Throughput (``--throughput``): env-steps/s of collecting ``[N, T]`` batches with the actor
 sampling actions in the loop (no training), after a warm-up batch (and the compilation).
 
@@ -24,8 +31,10 @@ Run it where torchrl is installed (it needs tensordict 0.14.3, which gpusim supp
 
     .venv-compare/bin/python benchmarks/bench_training.py --envs 64 4096 --rounds 1
 
-Options: ``--only gpusim-eager,gpusim-compiled,gymnasium,torchrl``, ``--max-frames``,
-``--no-train`` (throughput only), ``--threads``.
+Options: ``--only gpusim-eager,gpusim-compiled,gymnasium,torchrl,sb3-gpusim,sb3-dummy``,
+``--max-frames``, ``--no-train`` (throughput only), ``--threads``, ``--quick`` (16 envs, at most
+60 k frames, one round, every contender but the compiled one unless ``--only`` names it: checks
+that the benchmark runs, in about a minute).
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import importlib.util
 import os
 import statistics
 import sys
@@ -54,7 +64,9 @@ import gpusim as gs  # noqa: E402
 from gpusim.collectors._episodes import EpisodeTracker  # noqa: E402
 
 BAR = 475.0
-CONTENDERS = ("gpusim-eager", "gpusim-compiled", "gymnasium", "torchrl")
+CONTENDERS = ("gpusim-eager", "gpusim-compiled", "gymnasium", "torchrl", "sb3-gpusim", "sb3-dummy")
+#: The contenders of the throughput table (SB3 collects inside ``learn``: time to 475 only).
+THROUGHPUT = ("gpusim-eager", "gpusim-compiled", "gymnasium", "torchrl")
 
 
 class Window:
@@ -247,6 +259,64 @@ def train_torchrl(num_envs, seed, max_frames) -> Result:
     return result
 
 
+# ---------------------------------------------------------------------------- stable-baselines3
+def sb3_venv(kind: str, num_envs: int, seed: int):
+    """``VecMonitor`` over ``gs.to_sb3`` (``kind="gpusim"``) or SB3's ``DummyVecEnv`` of
+    gymnasium's CartPole-v1 (``kind="dummy"``)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+    if kind == "gpusim":
+        venv = gs.to_sb3(gs.make("CartPole-v1", num_envs=num_envs, seed=seed))
+    else:
+        import gymnasium as gym
+
+        venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * num_envs)
+    venv.seed(seed)
+    return VecMonitor(venv)
+
+
+def sb3_ppo(venv, num_envs: int, seed: int):
+    """SB3's PPO with the hyperparameters of every other contender (``_config``)."""
+    from stable_baselines3 import PPO
+
+    cfg = _config(num_envs)
+    return PPO(
+        "MlpPolicy", venv, n_steps=cfg.steps, batch_size=num_envs * cfg.steps // cfg.minibatches,
+        n_epochs=cfg.epochs, learning_rate=lambda remaining: cfg.lr * max(0.05, remaining),
+        gamma=cfg.gamma, gae_lambda=cfg.lam, clip_range=cfg.clip, ent_coef=cfg.ent_coef,
+        vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm,
+        policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}, "activation_fn": torch.nn.Tanh},
+        seed=seed, device="cpu",
+    )
+
+
+def train_sb3(kind: str, num_envs: int, seed: int, max_frames: int) -> Result:
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    steps = _config(num_envs).steps
+
+    class StopAtBar(BaseCallback):
+        """Stops after the rollout whose last 100 episodes average ``BAR`` (checked on the
+        rollout's last step, before its update: as the other contenders check each batch)."""
+
+        mean = float("-inf")
+
+        def _on_step(self) -> bool:
+            if self.n_calls % steps:
+                return True
+            returns = [info["r"] for info in self.model.ep_info_buffer]
+            self.mean = statistics.fmean(returns) if len(returns) >= 20 else float("-inf")
+            return self.mean < BAR
+
+    model = sb3_ppo(sb3_venv(kind, num_envs, seed), num_envs, seed)
+    callback = StopAtBar()
+    start = time.perf_counter()
+    model.learn(total_timesteps=max_frames, callback=callback)
+    seconds = time.perf_counter() - start
+    model.get_env().close()
+    return Result(seconds, model.num_timesteps, callback.mean >= BAR, final=callback.mean)
+
+
 # ---------------------------------------------------------------------------- throughput
 def throughput(name, num_envs, steps, batches=3, seed=0) -> tuple[float, float]:
     """(env-steps/s, seconds to the first batch) collecting with the actor in the loop."""
@@ -272,36 +342,53 @@ def _rate(x: float) -> str:
 
 
 def _available(name: str) -> bool:
-    if name == "torchrl":
-        try:
-            import torchrl  # noqa: F401
-        except ImportError:
-            print("torchrl is not installed: skipping the torchrl contender", file=sys.stderr)
-            return False
+    module = {"torchrl": "torchrl", "sb3-gpusim": "stable_baselines3", "sb3-dummy": "stable_baselines3"}.get(name)
+    if module is not None and importlib.util.find_spec(module) is None:
+        print(f"{module} is not installed: skipping the {name} contender", file=sys.stderr)
+        return False
     return True
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", type=int, nargs="+", default=[64, 4096])
+    parser.add_argument("--envs", type=int, nargs="+", default=None, help="default: 16 64 4096")
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--max-frames", type=int, default=3_000_000)
-    parser.add_argument("--only", default=",".join(CONTENDERS))
+    parser.add_argument("--max-frames", type=int, default=None, help="default: 3 M (60 k with --quick)")
+    parser.add_argument("--only", default=None, help="comma-separated contenders (default: all)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-train", action="store_true")
     parser.add_argument("--throughput-steps", type=int, default=32)
+    parser.add_argument("--quick", action="store_true", help="16 envs, 60 k frames at most, no compiled contender")
     args = parser.parse_args(argv)
+    if args.only is None:
+        args.only = ",".join(c for c in CONTENDERS if not (args.quick and c == "gpusim-compiled"))
+    unknown = [c for c in args.only.split(",") if c not in CONTENDERS]
+    if unknown:
+        parser.error(f"--only: unknown contender(s) {unknown}; expected some of {', '.join(CONTENDERS)}")
+    if args.envs is None:
+        args.envs = [16] if args.quick else [16, 64, 4096]
+    if args.max_frames is None:
+        args.max_frames = 60_000 if args.quick else 3_000_000
+    if min(args.envs) < 1 or args.max_frames < 1 or args.rounds < 1:
+        parser.error("--envs, --max-frames and --rounds must be positive")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    names = [n for n in args.only.split(",") if n in CONTENDERS and _available(n)]
+    names = [n for n in args.only.split(",") if _available(n)]
     os.environ.setdefault("GPUSIM_COMPILE_VERBOSE", "0")
     print(f"# bench_training: torch {torch.__version__}, {args.threads} threads, load {os.getloadavg()[0]:.1f}")
-    print("\n## Collection with the policy in the loop (env-steps/s)\n")
-    print("| envs | " + " | ".join(names) + " | compiled / gymnasium |")
-    print("| ---: |" + " ---: |" * (len(names) + 1))
-    for n in args.envs:
-        rates = {name: throughput(name, n, args.throughput_steps)[0] for name in names}
-        ratio = rates.get("gpusim-compiled", float("nan")) / rates.get("gymnasium", float("nan")) if "gymnasium" in rates else float("nan")
-        print(f"| {n} | " + " | ".join(_rate(rates[x]) for x in names) + f" | {ratio:.2f}x |", flush=True)
+    collecting = [n for n in names if n in THROUGHPUT]
+    if collecting:
+        print("\n## Collection with the policy in the loop (env-steps/s)\n")
+        print("| envs | " + " | ".join(collecting) + " | compiled / gymnasium |")
+        print("| ---: |" + " ---: |" * (len(collecting) + 1))
+        for n in args.envs:
+            rates = {name: throughput(name, n, args.throughput_steps)[0] for name in collecting}
+            ratio = rates.get("gpusim-compiled", float("nan")) / rates.get("gymnasium", float("nan")) if "gymnasium" in rates else float("nan")
+            print(f"| {n} | " + " | ".join(_rate(rates[x]) for x in collecting) + f" | {ratio:.2f}x |", flush=True)
     if args.no_train:
         return
     print(f"\n## Time to CartPole return {BAR:.0f} (seconds; frames; compile included and apart)\n")
@@ -317,6 +404,8 @@ def main(argv=None) -> None:
                     res = train_gpusim(n, r, args.max_frames, compile=True)
                 elif name == "gymnasium":
                     res = train_gymnasium(n, r, args.max_frames)
+                elif name.startswith("sb3-"):
+                    res = train_sb3(name[4:], n, r, args.max_frames)
                 else:
                     res = train_torchrl(n, r, args.max_frames)
                 mark = "" if res.reached else f" (not reached: {res.final:.0f})"

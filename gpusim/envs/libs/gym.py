@@ -29,6 +29,8 @@ Examples:
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import sys
 import warnings
 from typing import Any, Callable
@@ -589,6 +591,21 @@ class GymWrapper(EnvBase):
         super().close(raise_if_closed=raise_if_closed)
 
 
+def _accepts_autoreset_mode(gym: Any, env_name: str) -> bool:
+    """Whether the vector entry point of ``env_name`` takes an ``autoreset_mode`` keyword."""
+    entry = gym.spec(env_name).vector_entry_point
+    if isinstance(entry, str):
+        module, _, attr = entry.partition(":")
+        try:
+            entry = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            return False
+    try:
+        return "autoreset_mode" in inspect.signature(entry).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+
+
 class GymEnv(GymWrapper):
     """Builds a gymnasium env by id and wraps it (``gymnasium.make`` / ``gymnasium.make_vec``).
 
@@ -684,6 +701,11 @@ class GymEnv(GymWrapper):
             vector_kwargs.setdefault("autoreset_mode", gym.vector.AutoresetMode.DISABLED)
         elif mode != "vector_entry_point":
             raise ValueError(f"vectorization_mode must be 'vector_entry_point', 'sync' or 'async', got {mode!r}")
+        elif "autoreset_mode" not in kwargs and _accepts_autoreset_mode(gym, env_name):
+            # an env's own vector class (ale-py's AtariVectorEnv) takes its keywords through
+            # ``kwargs``; SAME_STEP returns the final observations with the step that ends an
+            # episode, so the adapter needs no masked reset (NEXT_STEP ones are accepted too)
+            kwargs = {**kwargs, "autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
         return gym.make_vec(env_name, num_envs=num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, **kwargs)
 
     def __repr__(self) -> str:

@@ -10,12 +10,16 @@ the next root. Gymnasium 1.x vector envs follow one of three ``AutoresetMode``s:
 * ``SAME_STEP``: the step that ends an episode returns the reset observation and puts the final
   one in ``info["final_obs"]``. The adapter swaps the final observation back in (Python work on
   the done rows only) and keeps the reset observation for the following ``reset``.
+  The final observations come either per row (``info["final_obs"]`` an object array with the
+  ``info["_final_obs"]`` mask: gymnasium's sync/async envs) or as one batched array whose done
+  rows hold them (ale-py's ``AtariVectorEnv``).
 * ``NEXT_STEP``: the step after the one that ended an episode resets it and ignores its action.
   That cannot be mapped exactly without a masked reset (a reset observation is needed *before*
   the next action), so NEXT_STEP is accepted only when a masked reset exists: gymnasium's
-  ``SyncVectorEnv``/``AsyncVectorEnv`` (their ``reset_mask`` also clears the pending autoreset),
-  or an adapter registered in :data:`MASKED_RESETS` (gymnasium's numpy ``CartPoleVectorEnv``,
-  whose masked reset redraws the selected rows the way its own autoreset does).
+  ``SyncVectorEnv``/``AsyncVectorEnv`` and ale-py's ``AtariVectorEnv`` (their ``reset_mask``
+  also clears the pending autoreset), or an adapter registered in :data:`MASKED_RESETS`
+  (gymnasium's numpy ``CartPoleVectorEnv``, whose masked reset redraws the selected rows the
+  way its own autoreset does).
 
 Stepping a vector env whose done rows were not reset (a plain ``step`` loop) first resets those
 rows, like gymnasium's autoreset: the action then applies to the new episode. Use
@@ -33,6 +37,7 @@ Examples:
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -79,12 +84,23 @@ def _cartpole_vector_masked_reset(env: Any, mask: np.ndarray) -> tuple[np.ndarra
     return env.state.T.astype(np.float32), {}
 
 
+def _native_masked_reset(env: Any, mask: np.ndarray) -> tuple[Any, dict]:
+    # vector envs whose own ``reset(options={"reset_mask": ...})`` resets the rows of the mask and
+    # clears their pending NEXT_STEP autoreset (ale-py's AtariVectorEnv)
+    return env.reset(options={"reset_mask": mask})
+
+
 def _register_builtin() -> None:
     try:
         from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
     except ImportError:  # pragma: no cover - older gymnasium
-        return
-    MASKED_RESETS.setdefault(CartPoleVectorEnv, _cartpole_vector_masked_reset)
+        pass
+    else:
+        MASKED_RESETS.setdefault(CartPoleVectorEnv, _cartpole_vector_masked_reset)
+    # ale-py is looked up, never imported here: an AtariVectorEnv exists only once it is imported
+    ale_vector = sys.modules.get("ale_py.vector_env")
+    if ale_vector is not None and hasattr(ale_vector, "AtariVectorEnv"):
+        MASKED_RESETS.setdefault(ale_vector.AtariVectorEnv, _native_masked_reset)
 
 
 def autoreset_mode_of(env: Any) -> Any:
@@ -115,6 +131,18 @@ def _set_row(batched: Any, index: int, single: Any) -> None:
             _set_row(b, index, s)
     else:
         batched[index] = single
+
+
+def _set_rows(batched: Any, mask: np.ndarray, source: Any) -> None:
+    """Writes the rows of ``mask`` of the batched ``source`` into ``batched``, in place."""
+    if isinstance(batched, dict):
+        for k in batched:
+            _set_rows(batched[k], mask, source[k])
+    elif isinstance(batched, tuple):
+        for b, s in zip(batched, source):
+            _set_rows(b, mask, s)
+    else:
+        batched[mask] = source[mask]
 
 
 def _copy_obs(obs: Any) -> Any:
@@ -203,7 +231,10 @@ class VectorAdapter:
             [False, True, False]
         """
         count = self.num_envs if mask is None else np.count_nonzero(mask)
-        if count == self.num_envs:
+        # a SAME_STEP env has already reset the rows that ended: a mask of every row after a step
+        # on which all rows ended takes the reset observations it returned (no second reset)
+        same_step_rows = self._same_step and mask is not None and seed is None and self.has_pending
+        if count == self.num_envs and not same_step_rows:
             obs, info = self.env.reset(seed=seed)
             # a new array, never ``[:] = False``: ``pending`` may be the array of the last step's
             # done flags, which that step's output tensors view (``torch.from_numpy``)
@@ -258,12 +289,16 @@ class VectorAdapter:
         truncated = np.array(truncated, dtype=bool)
         done = terminated | truncated
         self.has_pending = bool(np.count_nonzero(done))
-        if self._same_step and self.has_pending:
+        if self._same_step and self.has_pending and "final_obs" in info:
+            finals = info["final_obs"]
             final_mask = info.get("_final_obs", None)
-            if final_mask is not None and np.any(final_mask):
+            if final_mask is None:  # one batched array (ale-py): its done rows hold the final observations
                 self._reset_obs = obs
                 obs = _copy_obs(obs)
-                finals = info["final_obs"]
+                _set_rows(obs, done, finals)
+            elif np.any(final_mask):  # an object array of per-row observations (gymnasium)
+                self._reset_obs = obs
+                obs = _copy_obs(obs)
                 for i in np.flatnonzero(final_mask):
                     _set_row(obs, int(i), finals[i])
         # ``last_done`` is read by the wrapper (its output's ``"done"`` views it): the adapter
