@@ -7,8 +7,8 @@ when the specs are locked, never per step.
 
 The class is assembled by concept: this module holds construction, ``reset``/``step`` and the
 hooks; :mod:`~gpusim.envs.pipeline` runs ``step_and_maybe_reset`` and the eager loop;
-:mod:`~gpusim.envs.env_specs` the specs and key plans; :mod:`~gpusim.envs._boundary` the step
-boundary checks; :mod:`~gpusim.envs.sampling` seeding and random actions;
+:mod:`~gpusim.envs.env_specs` the specs; :mod:`~gpusim.envs.key_plans` the key lists and the
+episode plan; :mod:`~gpusim.envs._boundary` the step boundary checks; :mod:`~gpusim.envs.sampling` seeding and random actions;
 :mod:`~gpusim.envs.rollout` rollouts and compiled loops.
 
 ``nn.Module`` routes attribute writes through its ``__setattr__`` (slow, and it files tensors and
@@ -45,6 +45,7 @@ from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import NestedKey
 from gpusim.envs.env_specs import EnvSpecs, _as_size, _cached_plan
 from gpusim.envs.episode import AutoResetMode, ResetMasks, resolve_set_state
+from gpusim.envs.key_plans import KeyPlans
 from gpusim.envs.pipeline import StepPipeline
 from gpusim.envs.rollout import RolloutMixin
 from gpusim.envs._step_inputs import not_a_tensordict
@@ -129,7 +130,7 @@ def _as_device(device) -> torch.device:
     return device
 
 
-class EnvBase(EnvSpecs, StepBoundary, EnvSampling, RolloutMixin, nn.Module, metaclass=_EnvPostInit):
+class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Module, metaclass=_EnvPostInit):
     """Abstract batched environment with the TorchRL ``EnvBase`` interface.
 
     Subclasses set ``observation_spec``, ``action_spec``, ``reward_spec``, ``done_spec`` and

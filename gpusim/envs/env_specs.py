@@ -1,9 +1,8 @@
 """The spec side of :class:`~gpusim.envs.common.EnvBase`: batch size, device, the locked input and
-output specs with their accessors, and the key plans derived from them.
-
-Key plans (``action_keys``, ``done_keys``, the episode plan, ...) are :func:`_cached_plan`
-properties: computed once from the locked specs and kept in ``env._cache`` until the specs
-change (every spec setter unlocks, sets, clears the cache and relocks).
+output specs with their accessors, and :func:`_cached_plan`, the property of the plans derived
+from them (:mod:`gpusim.envs.key_plans`): computed once from the locked specs and kept in
+``env._cache`` until the specs change (every spec setter unlocks, sets, clears the cache and
+relocks).
 
 Attributes are stored in the instance ``__dict__`` directly where ``nn.Module`` would otherwise
 intercept them: ``nn.Module.__setattr__`` is slow and files tensors and modules apart, and a
@@ -12,8 +11,8 @@ wrapper's ``__getattr__`` (``TransformedEnv``, batched envs) must not be reached
 Examples:
     >>> from gpusim.envs.native import CartPoleEnv
     >>> env = CartPoleEnv(batch_size=[2])
-    >>> env.action_keys, env.done_keys, env.full_action_spec["action"].shape
-    (['action'], ['done', 'terminated'], torch.Size([2]))
+    >>> env.batch_size, env.full_action_spec["action"].shape, env.output_spec.is_locked
+    (torch.Size([2]), torch.Size([2]), True)
 """
 
 from __future__ import annotations
@@ -23,8 +22,6 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from gpusim.envs import _keys
-from gpusim.envs._keys import DoneLevel, NestedKey
-from gpusim.envs.episode import EpisodePlan
 from gpusim.specs import Composite, TensorSpec
 
 if TYPE_CHECKING:
@@ -87,7 +84,7 @@ def _as_size(batch_size) -> torch.Size:
 
 
 class EnvSpecs:
-    """Mixin of :class:`~gpusim.envs.common.EnvBase`: specs, batch attributes and key plans.
+    """Mixin of :class:`~gpusim.envs.common.EnvBase`: specs and batch attributes.
 
     It reads the instance slots ``_input_spec``, ``_output_spec``, ``_batch_size``, ``_device``,
     ``_closed``, ``_cache``, ``_locked_now`` and ``_spec_locked`` that ``EnvBase.__new__`` and
@@ -95,8 +92,8 @@ class EnvSpecs:
 
     Examples:
         >>> from gpusim.envs.native import TicTacToeEnv
-        >>> TicTacToeEnv().reward_keys
-        [('player0', 'reward'), ('player1', 'reward')]
+        >>> sorted(TicTacToeEnv().full_reward_spec.keys())
+        ['player0', 'player1']
     """
 
     def _complete_done_spec(self) -> None:
@@ -568,193 +565,6 @@ class EnvSpecs:
         if not isinstance(spec, (TensorSpec, Composite)):
             raise TypeError(f"{name} must be a TensorSpec or Composite, got {type(spec).__name__}")
         return spec.expand(*self.batch_size, *spec.shape)
-
-    # ------------------------------------------------------------------ key plans (cached)
-    def _cached(self, name: str, fn: Callable[[], Any]) -> Any:
-        cache = self._cache
-        if name not in cache:
-            cache[name] = fn()
-        return cache[name]
-
-    @_cached_plan
-    def action_keys(self) -> list[NestedKey]:
-        """The leaf keys of ``full_action_spec`` (cached until the specs change).
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> CartPoleEnv().action_keys
-            ['action']
-        """
-        return _keys.leaf_keys(self.full_action_spec)
-
-    @_cached_plan
-    def reward_keys(self) -> list[NestedKey]:
-        """The leaf keys of ``full_reward_spec`` (nested keys as tuples).
-
-        Examples:
-            >>> from gpusim.envs.native import TicTacToeEnv
-            >>> TicTacToeEnv().reward_keys
-            [('player0', 'reward'), ('player1', 'reward')]
-        """
-        return _keys.leaf_keys(self.full_reward_spec)
-
-    @_cached_plan
-    def done_keys(self) -> list[NestedKey]:
-        """The leaf keys of ``full_done_spec``.
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> CartPoleEnv().done_keys
-            ['done', 'terminated']
-        """
-        return _keys.leaf_keys(self.full_done_spec)
-
-    @_cached_plan
-    def state_keys(self) -> list[NestedKey]:
-        """The leaf keys of ``full_state_spec``.
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> CartPoleEnv().state_keys
-            ['state']
-        """
-        return _keys.leaf_keys(self.full_state_spec)
-
-    @_cached_plan
-    def observation_keys(self) -> list[NestedKey]:
-        """The leaf keys of ``full_observation_spec``.
-
-        Examples:
-            >>> from gpusim.envs.native import TicTacToeEnv
-            >>> TicTacToeEnv().observation_keys
-            ['board', 'turn', 'mask']
-        """
-        return _keys.leaf_keys(self.full_observation_spec)
-
-    @_cached_plan
-    def episode(self) -> EpisodePlan:
-        """The env's episode plan (done levels, reset rules, merge), built once from the locked
-        specs; see :mod:`gpusim.envs.episode`.
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> env = CartPoleEnv(batch_size=[2])
-            >>> type(env.episode).__name__, env.episode is env.episode  # built once
-            ('EpisodePlan', True)
-        """
-        return EpisodePlan(self.full_done_spec, self.batch_size)
-
-    @property
-    def done_levels(self) -> list[DoneLevel]:
-        """The done levels (root first), each with its keys, reset key and batch shape.
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> (level,) = CartPoleEnv(batch_size=[2]).done_levels
-            >>> level.prefix, level.reset_key
-            ((), '_reset')
-        """
-        return self.episode.levels
-
-    @property
-    def done_keys_groups(self) -> list[list[NestedKey]]:
-        """The done keys grouped by done level (root first), as TorchRL's ``done_keys_groups``.
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> CartPoleEnv().done_keys_groups
-            [['done', 'terminated']]
-        """
-        return [list(level.keys) for level in self.done_levels]
-
-    @_cached_plan
-    def reset_keys(self) -> list[NestedKey]:
-        """One ``"_reset"`` key per done level.
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> CartPoleEnv().reset_keys
-            ['_reset']
-        """
-        return [level.reset_key for level in self.done_levels]
-
-    def _single(self, keys: list, what: str) -> NestedKey:
-        if len(keys) == 1:
-            return keys[0]
-        raise KeyError(f"{what} is ambiguous: the env has {len(keys)} {what}s {keys}; use {what}s instead")
-
-    @property
-    def action_key(self) -> NestedKey:
-        """The action key, when the env has exactly one.
-
-        Raises:
-            KeyError: the env has several action keys (use ``action_keys``).
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> CartPoleEnv().action_key
-            'action'
-        """
-        return self._single(self.action_keys, "action_key")
-
-    @property
-    def reward_key(self) -> NestedKey:
-        """The reward key, when the env has exactly one.
-
-        Raises:
-            KeyError: the env has several reward keys (use ``reward_keys``).
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv, TicTacToeEnv
-            >>> CartPoleEnv().reward_key
-            'reward'
-            >>> TicTacToeEnv().reward_key
-            Traceback (most recent call last):
-            ...
-            KeyError: "reward_key is ambiguous: the env has 2 reward_keys [('player0', 'reward'), ('player1', 'reward')]; use reward_keys instead"
-        """
-        return self._single(self.reward_keys, "reward_key")
-
-    @property
-    def done_key(self) -> NestedKey:
-        """The ``done`` key, when the env has exactly one done level.
-
-        Raises:
-            KeyError: several ``done`` entries (use ``done_keys``).
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> CartPoleEnv().done_key
-            'done'
-        """
-        return self._single([k for k in self.done_keys if _keys.as_tuple(k)[-1] == "done"], "done_key")
-
-    @_cached_plan
-    def _has_dynamic_specs(self) -> bool:
-        """Whether a spec leaf has a dynamic (``-1``) dim (TorchRL's name): such steps do not
-        stack into a contiguous tensordict."""
-        from gpusim.specs.utils import has_dynamic_dims
-
-        return has_dynamic_dims(self.input_spec) or has_dynamic_dims(self.output_spec)
-
-    @_cached_plan
-    def _echo_state_keys(self) -> list[NestedKey]:
-        """State keys that ``step`` copies into ``"next"`` when ``_step`` does not produce them."""
-        observation_keys = set(self.observation_keys)
-        return [k for k in self.state_keys if k not in observation_keys]
-
-    def empty_cache(self) -> None:
-        """Drops the cached key plans (they are rebuilt on next use).
-
-        Examples:
-            >>> from gpusim.envs.native import CartPoleEnv
-            >>> env = CartPoleEnv()
-            >>> plan = env.episode
-            >>> env.empty_cache()
-            >>> env.episode is plan
-            False
-        """
-        self._cache.clear()
 
 
 def _unbatched_property(name: str) -> property:
