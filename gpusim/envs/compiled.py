@@ -50,6 +50,7 @@ import torch
 import torch.utils._pytree as pytree
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim.envs._compile_errors import explain_compile_errors
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._inductor import pack_bool, unpack_bool
 
@@ -560,6 +561,7 @@ class CompiledRollout:
             return fn, True
         return fn, False
 
+    @explain_compile_errors
     def step(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """One compiled ``policy + step_and_maybe_reset`` (tensordict in, tensordicts out).
 
@@ -651,6 +653,7 @@ class CompiledRollout:
         data, _ = self.run(max_steps, tensordict)
         return data
 
+    @explain_compile_errors
     def run(self, max_steps: int, root: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """Runs ``max_steps`` steps from ``root`` and returns ``(data, next_root)``.
 
