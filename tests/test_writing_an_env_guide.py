@@ -18,7 +18,7 @@ GUIDE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "writing_an_env.m
 
 
 def _blocks() -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
+    return re.findall(r"^```python\n(.*?)^```", GUIDE.read_text(), re.DOTALL | re.MULTILINE)
 
 
 def _expected_prints(code: str) -> list[str]:
@@ -55,7 +55,7 @@ def guide():
         for code in blocks:
             buf = io.StringIO()
             with contextlib.redirect_stdout(buf):
-                exec(compile(code, str(GUIDE), "exec"), namespace)
+                exec(compile(code, str(GUIDE), "exec"), namespace)  # noqa: S102 (the guide's own code)
             printed += buf.getvalue().strip().splitlines()
             expected += _expected_prints(code)
         namespace["_printed"], namespace["_expected"] = printed, expected
@@ -106,10 +106,11 @@ def test_guide_env_seeds_reproduce_and_steps_draw_fresh_numbers(guide) -> None:
 def test_a_generator_env_gets_the_guides_compile_error() -> None:
     """The guide's warning: a torch.Generator in _reset fails under compile=True with an error
     that names it and points to the counter-based generator."""
+    from tensordict import TensorDict
+
     import gpusim as gs
     from gpusim.envs._compile_errors import EnvCompileError
     from gpusim.specs import Categorical, Composite, Unbounded
-    from tensordict import TensorDict
 
     class GeneratorEnv(gs.EnvBase):
         def __init__(self):

@@ -78,6 +78,7 @@ __all__ = [
     "force_backend",
     "record_backends",
     "select",
+    "takes_cpu_path",
     "threshold",
     "triton_available",
 ]
@@ -245,21 +246,49 @@ def select(op: str, device: Union[torch.device, str, None], size: int = 0) -> Ba
         device = torch.device(device)
     state = _STATE.get()
     choice: Backend = "reference"
-    if device is None:
+    kind = None if device is None else device.type  # (read once: ~0.45 us per torch.device.type)
+    if kind is None:
         pass
     elif state.forced is not None and (state.forced_ops is None or op in state.forced_ops):
-        if state.forced in entry.backends and (state.forced != "cpu" or device.type == "cpu"):
+        if state.forced in entry.backends and (state.forced != "cpu" or kind == "cpu"):
             if state.forced == "triton" and not triton_available():
                 raise RuntimeError(f"backend 'triton' is forced for {op!r} but Triton is not installed")
             choice = state.forced  # type: ignore[assignment]
-    elif device.type == "cuda":
+    elif kind == "cuda":
         if "triton" in entry.backends and triton_available():
             choice = "triton"
-    elif device.type == "cpu" and size >= entry.threshold and "cpu" in entry.backends:
+    elif kind == "cpu" and size >= entry.threshold and "cpu" in entry.backends:
         choice = "cpu"
     if state.record is not None:
         state.record.append((op, choice))
     return choice
+
+
+def takes_cpu_path(op: str, x: torch.Tensor, size: int) -> bool:
+    """``select(op, x.device, size) == "cpu"``, at a third of the cost: for the per-step ops of
+    the native envs, called several times per step (it reads ``x.is_cpu`` rather than
+    ``x.device.type``, and takes :func:`select` itself only when a backend is forced or choices
+    are recorded). Only for ops whose backends are ``"cpu"`` and ``"reference"``.
+
+    Args:
+        op: a key of :data:`BACKEND_TABLE` without a Triton backend.
+        x: a tensor of the call.
+        size: the call's size, in the unit of the op's row.
+
+    Examples:
+        >>> takes_cpu_path("env_columns", torch.zeros(3), 3)
+        True
+        >>> with force_backend("reference", "env_columns"):
+        ...     takes_cpu_path("env_columns", torch.zeros(3), 3)
+        False
+    """
+    if torch.compiler.is_compiling():
+        return False
+    state = _STATE.get()
+    if state.forced is None and state.record is None:
+        entry = _entry(op)
+        return x.is_cpu and size >= entry.threshold and "cpu" in entry.backends
+    return select(op, x.device, size) == "cpu"
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@
 A native env is written once, in plain torch (no branch on ``torch.compiler.is_compiling()`` or on
 the device in an env file). The few ops whose fastest form differs between eager CPU and
 everything else (compiled graphs, GPUs) live here, each with two implementations giving the
-same numbers, chosen by :func:`~gpusim.kernels.select` (table row ``"env_columns"``):
+same numbers, chosen by the dispatcher (:func:`~gpusim.kernels._dispatch.takes_cpu_path`, the
+fast form of :func:`~gpusim.kernels.select`; table row ``"env_columns"``):
 
 * ``"cpu"`` (eager CPU): write each column through a strided ``out=`` view of a fresh
   ``[*B, k]`` tensor (a ``torch.stack`` along a small last dim costs about ten elementwise ops on
@@ -27,13 +28,13 @@ from collections.abc import Sequence
 
 import torch
 
-from gpusim.kernels import select
+from gpusim.kernels._dispatch import takes_cpu_path
 
 __all__ = ["advance", "cos_sin", "stack_last"]
 
 
 def _cpu(x: torch.Tensor) -> bool:
-    return select("env_columns", x.device, x.numel()) == "cpu"
+    return takes_cpu_path("env_columns", x, x.numel())
 
 
 def stack_last(columns: Sequence[torch.Tensor]) -> torch.Tensor:

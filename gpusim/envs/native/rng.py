@@ -21,12 +21,17 @@ Two streams, for the two places an env needs randomness:
   numbers for every row and advances the stream's counter (an on-device scalar, so a compiled
   graph stays valid). For randomness inside ``_step`` (sticky actions, spawns, opponents).
 
-Every draw returns ``[*batch_size, n]``: ``uniform`` float32 in ``[low, high)`` (``bits=24``:
-24-bit resolution, the precision of a float32 in ``[0, 1)``; ``bits=16``: 16-bit, two numbers per
-hash, cheaper), ``randint`` int64 in ``[low, high)`` (24-bit fixed-point scaling: relative bias
-at most ``(high - low) / 2**24``), ``bernoulli`` bool with ``P(True) = p`` (to ``2**-24``).
-Bounds and probabilities may be Python numbers or tensors broadcastable to ``[*batch_size, n]``
-(per-row parameters, e.g. domain randomization).
+Every draw returns ``[*batch_size, n]`` (``[*batch_size, *n]`` for a tuple ``n``):
+
+* ``uniform``: float32 in ``[low, high)`` (``high`` itself only by the float32 rounding of
+  ``low + (high - low) * u``); ``bits=24`` gives 24-bit resolution, the precision of a float32 in
+  ``[0, 1)``; ``bits=16`` gives 16 bits, two numbers per hash, cheaper;
+* ``randint``: int64 in ``[low, high)`` (24-bit fixed-point scaling: relative bias at most
+  ``(high - low) / 2**24``);
+* ``bernoulli``: bool, ``True`` with probability ``p`` (to ``2**-24``).
+
+Bounds and probabilities may be Python numbers or tensors broadcastable to the output (per-row
+parameters, e.g. domain randomization).
 
 The hash is a two-round xorshift-multiply bijection of 32-bit integers (shifts 15, 12, 15 and
 multipliers ``0x2c1b3c6d``, ``0x297a2d39``, a parameter set from Chris Wellons' hash-prospector
@@ -45,15 +50,18 @@ Examples:
     >>> rows = ResetRows.start(rng, mask=torch.tensor([True, False, True]))  # rows 0 and 2 reset
     >>> rows.uniform(0.0, 1.0, n=4).shape, rng.episodes.tolist()
     (torch.Size([3, 4]), [1, 0, 1])
+    >>> rows.uniform(-1.0, 1.0, n=(5, 2)).shape                            # e.g. 5 agents in 2-D
+    torch.Size([3, 5, 2])
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Sequence
 
 import torch
 
-from gpusim.kernels import select
+from gpusim.kernels._dispatch import takes_cpu_path
 
 __all__ = ["CounterRNG", "ResetRows", "hash32", "seed_to_key"]
 
@@ -144,10 +152,12 @@ def _draw_salt(draw: int) -> int:
     return _signed32(int(hash32(torch.tensor((draw * _GOLDEN + 0x7F4A7C15) & _MASK32, dtype=torch.int64))))
 
 
-def _check_n(n: object) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
-    return n
+def _check_n(n: object) -> tuple[int, ...]:
+    """``n`` (an int, or a tuple of ints: the shape of a row's numbers) as a shape."""
+    shape = n if isinstance(n, tuple) else (n,)
+    if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape):
+        raise ValueError(f"n must be a positive int or a tuple of positive ints, got {n!r}")
+    return shape
 
 
 def _check_bits(bits: object) -> int:
@@ -163,10 +173,11 @@ def _is_number(x: object) -> bool:
 class _Draw:
     """One kind of draw: how many hashes ``n`` numbers take, and how hashes become numbers."""
 
-    __slots__ = ("kind", "n", "bits", "a", "b", "scalar")
+    __slots__ = ("a", "b", "bits", "kind", "n", "scalar", "shape")
 
-    def __init__(self, kind: str, n: int, bits: int, a: object, b: object) -> None:
-        self.kind, self.n, self.bits, self.a, self.b = kind, n, bits, a, b
+    def __init__(self, kind: str, shape: tuple[int, ...], bits: int, a: object, b: object) -> None:
+        self.kind, self.shape, self.bits, self.a, self.b = kind, shape, bits, a, b
+        self.n = math.prod(shape)  # numbers per row
         self.scalar = not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor)
 
     @property
@@ -178,19 +189,24 @@ class _Draw:
         return {"uniform": torch.float32, "randint": torch.int64, "bernoulli": torch.bool}[self.kind]
 
     def values(self, h: torch.Tensor) -> torch.Tensor:
-        """The numbers ``[..., n]`` of hashes ``h`` (``int32`` bit patterns, ``[..., num_hashes]``)."""
+        """The numbers ``[..., *shape]`` of hashes ``h`` (``int32`` bit patterns, ``[..., num_hashes]``)."""
+        lead = h.shape[:-1]
         if self.kind == "uniform":
             u, scale = _uniform_ints(h, self.n, self.bits)
-            low, high = self.a, self.b
-            if self.scalar:
-                u = u.mul_((high - low) * scale)
-                return u if low == 0 else u.add_(low)
-            return low + u.mul_(scale) * (high - low)
-        top = (h >> 8) & 0xFFFFFF  # the top 24 bits, in [0, 2**24)
+            return self.scaled(u.reshape(*lead, *self.shape), scale)
+        top = ((h >> 8) & 0xFFFFFF).reshape(*lead, *self.shape)  # the top 24 bits, in [0, 2**24)
         if self.kind == "randint":
             low, high = self.a, self.b
             return ((top.to(torch.int64) * (high - low)) >> 24) + low
         return top.to(torch.float32) < self.a * 16777216.0  # bernoulli: P = ceil(p 2^24) / 2^24
+
+    def scaled(self, u: torch.Tensor, scale: float) -> torch.Tensor:
+        """Uniform integers ``u`` (float32, a fresh tensor) times ``scale`` to ``[low, high)``."""
+        low, high = self.a, self.b
+        if self.scalar:
+            u = u.mul_((high - low) * scale)
+            return u if low == 0 else u.add_(low)
+        return low + u.mul_(scale) * (high - low)
 
 
 def _uniform_ints(h: torch.Tensor, n: int, bits: int) -> tuple[torch.Tensor, float]:
@@ -200,7 +216,7 @@ def _uniform_ints(h: torch.Tensor, n: int, bits: int) -> tuple[torch.Tensor, flo
     if bits == 24:
         u = ((h >> 8) & 0xFFFFFF).to(torch.float32)
         return (u if u.shape[-1] == n else u[..., :n]), 1.0 / 16777216.0
-    if select("env_columns", h.device, h.numel()) == "cpu":
+    if takes_cpu_path("env_columns", h, h.numel()):
         # eager CPU: interleaving with stack/cat along a small last dim costs ~10 elementwise
         # ops; writing each half through a strided ``out=`` view costs about one
         u = torch.empty((*h.shape, 2), dtype=torch.float32, device=h.device)
@@ -257,7 +273,7 @@ class CounterRNG(torch.nn.Module):
         self.batch_size = batch_size
         self.num = num
         self.bits = bits
-        self._num_hashes = _Draw("uniform", num, bits, 0.0, 1.0).num_hashes
+        self._num_hashes = _Draw("uniform", (num,), bits, 0.0, 1.0).num_hashes
         numel = batch_size.numel()
         # lane id of every hash of a default draw: row * hashes-per-row + hash index (draws of
         # another size compute theirs the same way, see _lanes_for)
@@ -324,7 +340,7 @@ class CounterRNG(torch.nn.Module):
         return draw
 
     # ------------------------------------------------------------------ step stream
-    def uniform(self, low: float | torch.Tensor = 0.0, high: float | torch.Tensor = 1.0, n: int | None = None,
+    def uniform(self, low: float | torch.Tensor = 0.0, high: float | torch.Tensor = 1.0, n: int | tuple[int, ...] | None = None,
                 *, bits: int | None = None) -> torch.Tensor:
         """Step stream: ``[*batch_size, n]`` float32 uniforms in ``[low, high)``; advances the
         counter.
@@ -332,7 +348,7 @@ class CounterRNG(torch.nn.Module):
         Args:
             low: the lower bound (a number, or a tensor broadcastable to ``[*batch_size, n]``).
             high: the upper bound.
-            n: numbers per row (default: ``num``).
+            n: numbers per row (default: ``num``), or a tuple: their shape.
             bits: resolution, 16 or 24 (default: ``bits``).
 
         Examples:
@@ -353,13 +369,13 @@ class CounterRNG(torch.nn.Module):
         """
         return self.uniform(low, high)
 
-    def randint(self, low: int | torch.Tensor, high: int | torch.Tensor, n: int | None = None) -> torch.Tensor:
+    def randint(self, low: int | torch.Tensor, high: int | torch.Tensor, n: int | tuple[int, ...] | None = None) -> torch.Tensor:
         """Step stream: ``[*batch_size, n]`` int64 integers in ``[low, high)``; advances the counter.
 
         Args:
             low: the lowest value (an int or an integer tensor broadcastable to the output).
             high: one above the highest value (``high - low <= 2**24``).
-            n: numbers per row (default: ``num``).
+            n: numbers per row (default: ``num``), or a tuple: their shape.
 
         Examples:
             >>> x = CounterRNG((1000,), seed=0).randint(-2, 3)
@@ -369,14 +385,14 @@ class CounterRNG(torch.nn.Module):
         draw = self._draw("randint", n, 24, low, high)
         return draw.values(self._step_hashes(draw.num_hashes))
 
-    def bernoulli(self, p: float | torch.Tensor, n: int | None = None) -> torch.Tensor:
+    def bernoulli(self, p: float | torch.Tensor, n: int | tuple[int, ...] | None = None) -> torch.Tensor:
         """Step stream: ``[*batch_size, n]`` bools, ``True`` with probability ``p``; advances the
         counter.
 
         Args:
             p: the probability (a number in ``[0, 1]``, or a float tensor broadcastable to the
                 output).
-            n: numbers per row (default: ``num``).
+            n: numbers per row (default: ``num``), or a tuple: their shape.
 
         Examples:
             >>> x = CounterRNG((10000,), seed=0).bernoulli(0.25)
@@ -424,9 +440,9 @@ class CounterRNG(torch.nn.Module):
         h = _hash32_i32((lanes ^ key) + ep.view(-1)[index].unsqueeze(-1) * _GOLDEN)
         numel = self.batch_size.numel()
         if draw.scalar:  # numbers of the reset rows only, scattered into zeros
-            full = torch.zeros((numel, draw.n), dtype=draw.dtype, device=h.device)
+            full = torch.zeros((numel, *draw.shape), dtype=draw.dtype, device=h.device)
             full[index] = draw.values(h)
-            return full.reshape(*self.batch_size, draw.n)
+            return full.reshape(*self.batch_size, *draw.shape)
         full = torch.zeros((numel, num_hashes), dtype=h.dtype, device=h.device)  # per-row parameters
         full[index] = h
         return draw.values(full.reshape(*self.batch_size, num_hashes))
@@ -444,8 +460,7 @@ class CounterRNG(torch.nn.Module):
             h = _hash32_i32((lanes[..., j] ^ key) + offset)
             cols += [h & _MASK16, (h >> 16) & _MASK16]
         u = torch.stack(cols[: draw.n], dim=-1).to(torch.float32)
-        u = u.mul_((draw.b - draw.a) * _SCALE16)
-        return u if draw.a == 0 else u.add_(draw.a)
+        return draw.scaled(u.reshape(*self.batch_size, *draw.shape), _SCALE16)
 
     def reset_uniform_range(
         self,
@@ -510,7 +525,8 @@ class ResetRows:
     Attributes:
         mask: bool ``[*batch_size]`` (``True``: the row resets), or ``None``: every row resets.
         index: flat indices (a CPU ``int64`` tensor) of the resetting rows on the sparse eager-CPU
-            path, where only those rows are hashed and the others hold zeros; ``None`` elsewhere
+            path, where only those rows are hashed and the others hold filler (zeros, or the
+            numbers of hash 0 with tensor parameters); ``None`` elsewhere
             (every row is hashed: masked mode, compiled graphs, GPUs). The reset rows get the same
             numbers either way.
 
@@ -528,7 +544,7 @@ class ResetRows:
         (True, [0.0, 0.0])
     """
 
-    __slots__ = ("mask", "index", "_rng", "_draws")
+    __slots__ = ("_draws", "_rng", "index", "mask")
 
     def __init__(self, rng: CounterRNG, mask: torch.Tensor | None = None, index: torch.Tensor | None = None) -> None:
         self._rng = rng
@@ -537,7 +553,7 @@ class ResetRows:
         self._draws = 0
 
     @classmethod
-    def start(cls, rng: CounterRNG, mask: torch.Tensor | None = None, index: torch.Tensor | None = None) -> "ResetRows":
+    def start(cls, rng: CounterRNG, mask: torch.Tensor | None = None, index: torch.Tensor | None = None) -> ResetRows:
         """Starts the next episode of the rows (``mask``, or the flat ``index``; both ``None``:
         every row) in ``rng`` and returns their :class:`ResetRows`.
 
@@ -563,14 +579,15 @@ class ResetRows:
         number, self._draws = self._draws, self._draws + 1
         return self._rng._reset_values(draw, number, self.index)
 
-    def uniform(self, low: float | torch.Tensor = 0.0, high: float | torch.Tensor = 1.0, n: int | None = None,
+    def uniform(self, low: float | torch.Tensor = 0.0, high: float | torch.Tensor = 1.0, n: int | tuple[int, ...] | None = None,
                 *, bits: int | None = None) -> torch.Tensor:
         """``[*batch_size, n]`` float32 start-state uniforms in ``[low, high)`` (see the class).
 
         Args:
             low: the lower bound (a number, or a tensor broadcastable to ``[*batch_size, n]``).
             high: the upper bound.
-            n: numbers per row (default: the generator's ``num``).
+            n: numbers per row (default: the generator's ``num``), or a tuple: their shape
+                (``(agents, 2)`` gives ``[*batch_size, agents, 2]``).
             bits: resolution, 16 or 24 (default: the generator's ``bits``).
 
         Examples:
@@ -580,7 +597,7 @@ class ResetRows:
         """
         return self._next(self._rng._draw("uniform", n, bits, low, high))
 
-    def randint(self, low: int | torch.Tensor, high: int | torch.Tensor, n: int | None = None) -> torch.Tensor:
+    def randint(self, low: int | torch.Tensor, high: int | torch.Tensor, n: int | tuple[int, ...] | None = None) -> torch.Tensor:
         """``[*batch_size, n]`` int64 start-state integers in ``[low, high)`` (see the class).
 
         Examples:
@@ -590,7 +607,7 @@ class ResetRows:
         """
         return self._next(self._rng._draw("randint", n, 24, low, high))
 
-    def bernoulli(self, p: float | torch.Tensor, n: int | None = None) -> torch.Tensor:
+    def bernoulli(self, p: float | torch.Tensor, n: int | tuple[int, ...] | None = None) -> torch.Tensor:
         """``[*batch_size, n]`` start-state bools, ``True`` with probability ``p`` (see the class).
 
         Examples:

@@ -282,3 +282,24 @@ def test_constants_changed_after_construction_take_effect(env_cls, name, value) 
     out_default = default.step(td.clone())["next"]
     assert (out_changed == out_fresh).all()
     assert not (out_default == out_fresh).all()
+
+
+@pytest.mark.parametrize("env_cls", ALL_ENVS, ids=_ids)
+def test_one_path_eager_cpu_ops_and_reference_ops_give_the_same_data(env_cls) -> None:
+    """An env file has one path; the shared column ops choose their eager-CPU form or the
+    reference (what compiled graphs and GPUs run): both give the same rollout, masked and sparse."""
+    from gpusim.kernels import force_backend
+    from gpusim.transforms import StepCounter, TransformedEnv
+
+    def run(mode: str):
+        torch.manual_seed(0)  # rollout()'s random actions
+        kwargs = {"single_player": True} if env_cls is TicTacToeEnv else {}
+        env = TransformedEnv(env_cls(batch_size=[300], seed=2, auto_reset_mode=mode, **kwargs), StepCounter(max_steps=5))
+        return env.rollout(12, break_when_any_done=False)
+
+    for mode in ("masked", "sparse"):
+        fast = run(mode)
+        with force_backend("reference", "env_columns"):
+            reference = run(mode)
+        assert fast["next", "truncated"].any()
+        assert (fast == reference).all(), mode

@@ -242,7 +242,7 @@ def test_sparse_partial_resets_equal_masked_resets_every_env(name: str) -> None:
 
 
 # ---------------------------------------------------------------- the env author's API
-from gpusim.envs.native.rng import ResetRows  # noqa: E402
+from gpusim.envs.native.rng import ResetRows
 
 
 def _draws(rows: ResetRows) -> list[torch.Tensor]:
@@ -328,7 +328,7 @@ def test_per_row_parameters_on_the_sparse_path() -> None:
 
 def test_draw_arguments_are_checked() -> None:
     rng = CounterRNG((2,))
-    with pytest.raises(ValueError, match="n must be a positive int, got 0"):
+    with pytest.raises(ValueError, match="n must be a positive int or a tuple of positive ints, got 0"):
         rng.uniform(n=0)
     with pytest.raises(ValueError, match="randint needs low < high"):
         rng.randint(3, 3)
@@ -379,3 +379,20 @@ def test_env_column_ops_backends_agree() -> None:
         assert torch.equal(f, r)
     with pytest.raises(ValueError, match="3 rates for a state of 4 columns"):
         _ops.advance(state, rates[:3], 0.1)
+
+
+def test_tuple_n_shapes_the_numbers_of_a_row() -> None:
+    """``n=(a, b)``: the ``a * b`` numbers of a flat draw, reshaped to ``[*B, a, b]``, on both
+    streams, the sparse path and with per-row parameters."""
+    flat = ResetRows.start(CounterRNG((6,), seed=8)).uniform(-1.0, 1.0, n=12, bits=16)
+    shaped = ResetRows.start(CounterRNG((6,), seed=8)).uniform(-1.0, 1.0, n=(3, 4), bits=16)
+    assert shaped.shape == (6, 3, 4) and torch.equal(shaped.reshape(6, 12), flat)
+    index = torch.tensor([0, 5])
+    part = ResetRows.start(CounterRNG((6,), seed=8), index=index).uniform(-1.0, 1.0, n=(3, 4), bits=16)
+    assert torch.equal(part[index], shaped[index])
+    high = torch.tensor([2, 3, 4, 5, 6, 7]).reshape(6, 1, 1)
+    ints = CounterRNG((6,), seed=8).randint(0, high, n=(2, 50))
+    assert ints.shape == (6, 2, 50) and bool((ints < high).all()) and ints.max() == 6
+    assert CounterRNG((6,), seed=8).bernoulli(0.5, n=(2, 3)).shape == (6, 2, 3)
+    with pytest.raises(ValueError, match=r"n must be a positive int or a tuple of positive ints, got \(3, 0\)"):
+        CounterRNG((6,)).uniform(n=(3, 0))
