@@ -134,6 +134,12 @@ class MpeEnv(NativeEnv):
         max_steps: horizon: ``truncated`` is set once a row has taken that many steps (``None``:
             never).
         auto_reset_mode: see :class:`~gpusim.envs.common.EnvBase`.
+
+    Examples:
+        >>> from gpusim.envs.native.mpe import SimpleTagEnv
+        >>> env = SimpleTagEnv(batch_size=[2], seed=0, continuous_actions=False)
+        >>> isinstance(env, MpeEnv), [t.prefix for t in env.teams], env.full_action_spec["agent", "action"].space.n
+        (True, ['adversary', 'agent'], 9)
     """
 
     def __init__(

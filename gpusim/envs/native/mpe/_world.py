@@ -248,6 +248,12 @@ class ParticleWorld(torch.nn.Module):
 
         Returns:
             The new ``(pos, vel)``; immovable entities (landmarks among them) keep theirs.
+
+        Examples:
+            >>> w = ParticleWorld([Body("agent_0", movable=True)], [Body("landmark 0", collide=False)])
+            >>> pos, vel = w.step(torch.zeros(1, 2, 2), torch.zeros(1, 2, 2), torch.tensor([[[1.0, 0.0]]]))
+            >>> vel[0].tolist(), pos[0, 0].tolist()  # v = 0.1 * F / m, x = 0.1 * v; the landmark stays
+            ([[0.10000000149011612, 0.0], [0.0, 0.0]], [0.010000000707805157, 0.0])
         """
         if not self.any_movable:
             return pos, vel
