@@ -15,6 +15,9 @@ Compiled rollouts (:mod:`gpusim.envs.compiled`) and the Inductor hints
 * Inductor config names passed through ``torch.compile(options=...)`` (``size_asserts``,
   ``cpp.enable_tiling_heuristics``): public API, passed when ``torch._inductor.list_options()``
   lists them (:func:`inductor_options`), internals on or off;
+* ``torch._dynamo.exc.Unsupported`` (:func:`untraceable_errors`): the error Dynamo raises for code
+  it cannot trace, which gpusim turns into a message naming the env (public-API fallback: no
+  class, the error passes unchanged);
 * ``torch.utils._pytree`` (:data:`pytree`): flattening a tensordict root to the graph's leaves
   and back (torch 2.13-2.14 have no public pytree module; tensordict registers its containers
   there). It has no fallback: it is what ``torch.compile`` itself uses;
@@ -64,6 +67,7 @@ __all__ = [
     "own_code",
     "pytree",
     "skip_guards",
+    "untraceable_errors",
 ]
 
 TESTED = ((2, 13), (2, 15))
@@ -273,3 +277,16 @@ def own_code(fn: Callable) -> Callable:
     """
     code = fn.__code__.replace(co_name=f"{fn.__code__.co_name}_{next(_CODE_IDS)}")
     return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+
+
+def untraceable_errors() -> tuple[type[BaseException], ...]:
+    """Dynamo's "cannot trace this" exception classes (``torch._dynamo.exc.Unsupported``), or
+    ``()`` where torch has none under that name.
+
+    Examples:
+        >>> all(issubclass(cls, Exception) for cls in untraceable_errors())
+        True
+    """
+    exc = getattr(getattr(torch, "_dynamo", None), "exc", None)
+    cls = getattr(exc, "Unsupported", None)
+    return (cls,) if isinstance(cls, type) else ()

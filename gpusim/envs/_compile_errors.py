@@ -43,10 +43,10 @@ class EnvCompileError(RuntimeError):
 
 
 def _unsupported_types() -> tuple[type[BaseException], ...]:
-    """Dynamo's "cannot trace this" exception class (public-API fallback: none)."""
-    exc = getattr(getattr(torch, "_dynamo", None), "exc", None)
-    cls = getattr(exc, "Unsupported", None)
-    return (cls,) if isinstance(cls, type) else ()
+    """Dynamo's "cannot trace this" exception class (through :mod:`gpusim._torch_internals`)."""
+    from gpusim._torch_internals import untraceable_errors
+
+    return untraceable_errors()
 
 
 def _chain_text(err: BaseException) -> str:
