@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase, is_non_tensor
 
+from gpusim.envs._action_guard import describe_range
 from gpusim.envs._keys import as_tuple
 from gpusim.envs.batched._shared import heterogeneous_stack
 from gpusim.specs import Composite
@@ -209,7 +210,8 @@ def _check_values(env: "EnvBase", real: TensorDictBase) -> None:
                 if not leaf.is_in(value):
                     raise AssertionError(
                         f"The value of key {_fmt(name)} at step {t} is outside its spec "
-                        f"{type(leaf).__name__}: {value.flatten()[:8].tolist()}..."
+                        f"{type(leaf).__name__}: expected {describe_range(leaf)}, received "
+                        f"{value.flatten()[:8].tolist()}..."
                     )
 
 

@@ -30,8 +30,10 @@ from gpusim.envs import _keys
 from gpusim.envs import _partial, _policy
 from gpusim.envs._fasttd import fast_get, fast_get_path, fast_pop, fast_set, get_via, inner, is_plain
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
+from gpusim.envs._action_guard import action_value_error, guarded_step, plan_guards
 from gpusim.envs._args import positive_int
 from gpusim.envs._seeding import next_seed
+from gpusim.envs._step_inputs import not_a_tensordict, same_device
 from gpusim.envs.episode import AutoResetMode, EpisodePlan, ResetMasks, native_autoreset_step, resolve_set_state
 from gpusim.envs._rollout_stack import stack_steps
 from gpusim.envs._step_mdp import StepMDPPlan
@@ -143,31 +145,6 @@ class _ActionCheck(NamedTuple):
     device: torch.device | None = None
 
 
-def _same_device(value: torch.device, spec: torch.device) -> bool:
-    """Whether a tensor on ``value`` lives where a spec on ``spec`` says (``cuda`` is any index)."""
-    return value.type == spec.type and (spec.index is None or value.index == spec.index)
-
-
-def _not_a_tensordict(env: "EnvBase", value: Any, where: str) -> str:
-    """The message of a ``step``/``reset`` given something that is not a tensordict."""
-    name = type(env).__name__
-    got = f"{type(value).__module__}.{type(value).__qualname__}".replace("builtins.", "")
-    if where == "reset":
-        return (
-            f"{name}.reset expects None or a TensorDict of batch_size {list(env.batch_size)} (e.g. the previous "
-            f"step's data with a '_reset' entry), got {got}"
-        )
-    spec = env.full_action_spec
-    actions = ", ".join(
-        f"{_keys.fmt(k)} (shape {list(spec[k].shape)}, dtype {spec[k].dtype})" for k in env.action_keys
-    )
-    return (
-        f"{name}.step expects a TensorDict of batch_size {list(env.batch_size)} holding the action entry "
-        f"{actions} and the state from reset(), got {got}: write the action into the reset output, e.g. "
-        f"td = env.reset(); td['action'] = torch.as_tensor(action); env.step(td)"
-    )
-
-
 def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
     """Whether ``shape`` fits a spec shape with dynamic (``-1``) dims: any size there."""
     return (
@@ -270,6 +247,14 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     Every ``step`` checks the action leaves' shapes and dtypes against the action spec (metadata
     only, no device sync) and raises naming the key, the expected and the received value.
 
+    **Action values are not checked by default** (that would read them on the host every step):
+    an index outside its ``Categorical`` range or a NaN action is no error in the default mode.
+    Envs whose class sets :attr:`guard_actions` (every native env) apply a documented rule
+    instead, one fused elementwise op: indices are clamped into range, NaN becomes 0 (see
+    :mod:`gpusim.envs._action_guard`). Turn the debug mode on (``run_type_checks=True``, or
+    ``GPUSIM_VALIDATE=1``) to have out-of-range actions raised with the key, the expected range
+    and the received value.
+
     Every env also takes these construction options, whatever its ``__init__`` accepts (as in
     TorchRL): ``spec_locked`` (see :meth:`set_spec_lock_`), and ``auto_reset=True`` (with
     ``auto_reset_replace``) for envs whose ``_step`` starts the next episode by itself: the env
@@ -315,6 +300,12 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     #: the native envs): a row can then be stepped and its result discarded without changing the
     #: env. Transforms that step some rows only (no-op starts) need it on batched envs.
     functional_step: bool = False
+
+    #: Whether the physics receive guarded actions: out-of-range ``Categorical`` indices clamped
+    #: into range, NaN float actions replaced by 0; the tensordict keeps the actions as given
+    #: (:mod:`gpusim.envs._action_guard`). On for the native envs; library wrappers leave action
+    #: values to the library's own rules.
+    guard_actions: bool = False
 
     #: Whether ``step_and_maybe_reset`` and ``rollout`` call :meth:`_post_step_mdp` (set by a
     #: ``TransformedEnv`` whose transforms define that hook; plain envs never do).
@@ -1196,7 +1187,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         try:
             batch_size = tensordict.batch_size
         except AttributeError:  # not a tensordict (an array, a tensor, a dict): say what was expected
-            raise TypeError(_not_a_tensordict(self, tensordict, where)) from None
+            raise TypeError(not_a_tensordict(self, tensordict, where)) from None
         if batch_size != self.batch_size and (self.batch_locked or self.batch_size):
             raise BatchSizeError(
                 f"Expected a tensordict with shape==env.batch_size, i.e. {list(self.batch_size)} "
@@ -1300,7 +1291,15 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         """The complete ``"next"`` data of a step: ``_step`` plus done completion and state echo
         (for containers that step an inner env: ``TransformedEnv``, frame skip, batched workers)."""
+        guards = self._action_guards
+        if guards:
+            return guarded_step(self, tensordict, guards)
         return self._finish_step(tensordict, self._step(tensordict))
+
+    @_cached_plan
+    def _action_guards(self) -> tuple:
+        """The guards of the action entries when :attr:`guard_actions` is set, else ``()``."""
+        return plan_guards(self.full_action_spec, list(self.action_keys)) if self.guard_actions else ()
 
     @_cached_plan
     def _output_leaf_shapes(self) -> tuple:
@@ -1503,7 +1502,7 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
                     "(the action spec's dtype)"
                 )
             device = check.device
-            if device is not None and value.device != device and not _same_device(value.device, device):
+            if device is not None and value.device != device and not same_device(value.device, device):
                 raise ValueError(
                     f"{name}.step: the action {_keys.fmt(key)} is on device {value.device}, expected {device} "
                     f"(the env's device): move it first, e.g. action.to({str(device)!r})"
@@ -1522,15 +1521,9 @@ class EnvBase(nn.Module, metaclass=_EnvPostInit):
         """Debug mode: every action value inside its spec, and finite."""
         spec = self.full_action_spec
         for key in self.action_keys:
-            value = tensordict.get(key)
-            leaf = spec[key]
-            if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-                raise ValueError(f"{type(self).__name__}.step: the action {_keys.fmt(key)} holds non-finite values")
-            if not leaf.is_in(value):
-                raise ValueError(
-                    f"{type(self).__name__}.step: the action {_keys.fmt(key)} is outside its spec "
-                    f"{type(leaf).__name__}: {value.flatten()[:8].tolist()}"
-                )
+            message = action_value_error(f"{type(self).__name__}.step", key, spec[key], tensordict.get(key))
+            if message is not None:
+                raise ValueError(message)
 
     @property
     def _run_type_checks(self) -> bool:

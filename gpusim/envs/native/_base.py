@@ -65,6 +65,12 @@ class NativeEnv(EnvBase):
     the episode index of each row, a device buffer advanced in place) and any step randomness
     from :meth:`_noise`.
 
+    **Action values are not checked in the default mode** (no host read per step): the physics
+    receive guarded actions, ``Categorical`` indices clamped into range (CartPole's ``7`` pushes
+    right, ``-1`` left) and NaN float actions as ``0``, while the tensordict keeps the action as
+    given (:mod:`gpusim.envs._action_guard`, ``docs/bad-actions.md``). The debug mode
+    (``env.run_type_checks = True``) raises on them instead, naming the key, range and value.
+
     Args:
         batch_size: the env batch dims.
         device: the env device.
@@ -75,6 +81,7 @@ class NativeEnv(EnvBase):
     """
 
     functional_step = True
+    guard_actions = True  # out-of-range indices clamped, NaN actions as 0 (see gpusim.envs._action_guard)
 
     def __init__(
         self,
