@@ -456,9 +456,11 @@ class GymWrapper(EnvBase):
         else:
             term, trunc = bool(terminated), bool(truncated)
             src["reward"] = self._reward_to_torch(reward)
-            src["terminated"] = torch.tensor([term])
-            src["truncated"] = torch.tensor([trunc])
-            src["done"] = torch.tensor([term or trunc])
+            # one numpy allocation, three row views (torch.tensor of a list costs ~3x more per leaf)
+            flags = np.array([[term], [trunc], [term or trunc]])
+            src["terminated"] = torch.from_numpy(flags[0])
+            src["truncated"] = torch.from_numpy(flags[1])
+            src["done"] = torch.from_numpy(flags[2])
         return self._finish(src, info)
 
     @_cached_plan
@@ -472,7 +474,7 @@ class GymWrapper(EnvBase):
             if reward.dtype != np.float32:
                 reward = reward.astype(np.float32)
             return torch.from_numpy(reward.reshape(self._flag_shape))
-        return torch.tensor([float(reward)], dtype=torch.float32)
+        return torch.from_numpy(np.array([float(reward)], dtype=np.float32))
 
     def _reset_output(self, obs: Any, info: dict) -> TensorDictBase:
         """The data of a reset (all rows): observations and False done flags."""
