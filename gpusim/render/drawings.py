@@ -186,7 +186,7 @@ class Renderable:
             out[key] = value
         return TensorDict(out, batch_size=self.batch_size, device=self.device)
 
-    def _remember(self, data: TensorDictBase | None, previous: TensorDictBase | None = None, mask=None) -> None:
+    def _remember(self, data: TensorDictBase | None, previous: TensorDictBase | None = None, masks=None) -> None:
         if data is None or torch.compiler.is_compiling():
             return
         drawing = self.__dict__.get("_render_drawing")
@@ -197,12 +197,13 @@ class Renderable:
         keys = drawing.keys
         values = {k: data.get(k, None) for k in keys}
         before = None if previous is None else {k: previous.get(k, None) for k in keys}
+        mask = None if masks is None else masks.env_rows()  # None: every row was reset
         self.__dict__["_render_last"] = (values, before, mask)
 
     # the hooks every reset and step goes through (see gpusim.envs.common.EnvBase)
     def _reset_rows(self, tensordict, masks, **kwargs):
         out = super()._reset_rows(tensordict, masks, **kwargs)
-        self._remember(out, tensordict, masks.env_rows())
+        self._remember(out, tensordict, masks)
         return out
 
     def _step_output(self, tensordict):

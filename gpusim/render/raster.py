@@ -153,14 +153,16 @@ class Canvas:
         for i in range(n):
             ax, ay, bx, by = vx[i], vy[i], vx[(i + 1) % n], vy[(i + 1) % n]
             ex, ey = bx - ax, by - ay
-            # side of the pixel relative to the edge, widened by half a pixel along the row
-            cross = ex * (self.y - ay) - ey * (self.x - ax)
+            # side of the pixel relative to the edge (the cross product ex*(y-ay) - ey*(x-ax)),
+            # widened by half a pixel along the row; its row and column terms are computed
+            # apart ([*B, H, 1] and [*B, 1, W]), so that each pixel costs one comparison
             slack = 0.5 * abs(ey) + 1e-3
+            rows, cols = ex * (self.y - ay), ey * (self.x - ax)
             if clockwise is not True:
-                inside_ccw = cross >= -slack
+                inside_ccw = rows + slack >= cols
                 pos = inside_ccw if pos is None else pos & inside_ccw
             if clockwise is not False:
-                inside_cw = cross <= slack
+                inside_cw = rows - slack <= cols
                 neg = inside_cw if neg is None else neg & inside_cw
         if clockwise is None:
             return pos | neg
@@ -176,7 +178,7 @@ class Canvas:
         """
         r = _col(radius)
         dx, dy = self.x - _col(cx), self.y - _col(cy)
-        return dx * dx + dy * dy <= r * r + r
+        return dy * dy - (r * r + r) <= -(dx * dx)  # a row term against a column term
 
     def hline(self, y: Number, x0: Number = 0, x1: Number | None = None) -> torch.Tensor:
         """Pixels of surface row ``y`` between columns ``x0`` and ``x1`` (inclusive; default: the

@@ -82,6 +82,7 @@ class PixelRenderTransform(Transform):
         self.render_method = str(render_method)
         self.__dict__["_dropped"] = ()
         self.__dict__["_render_fn"] = None
+        self.__dict__["_size"] = None
 
     def _renderer(self) -> Callable[[TensorDictBase], torch.Tensor]:
         parent = self.parent
@@ -106,10 +107,15 @@ class PixelRenderTransform(Transform):
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         key = self.out_keys[0]
+        base = self.__dict__.get("_base")
+        if torch.compiler.is_compiling() or base is None or not base._sparse_now():
+            # every row (compiled, or masked mode: the rows not reset draw the frames they had)
+            return self._call(tensordict_reset)
         previous = None if tensordict is None else tensordict.get(key, None)
+        if previous is not None and (previous.dtype != torch.uint8 or previous.shape[-3:] != self.__dict__["_size"]):
+            previous = None  # the input holds what later transforms made of the frames
         mask = None if previous is None else mask_at(tensordict, "_reset", tensordict_reset.batch_size)
-        if mask is None or not _base_env(self.parent)._sparse_now():
-            # every row (a compiled graph, masked mode: the rows not reset draw the same frames)
+        if mask is None:
             return self._call(tensordict_reset)
         # eager sparse mode: draw the reset rows only (reading the mask on the host is allowed)
         frames = previous.clone()
@@ -142,8 +148,9 @@ class PixelRenderTransform(Transform):
         probe = base.full_state_spec.zero()
         probe = probe.reshape(-1)[:1] if probe.batch_dims else probe
         render = self.__dict__["_render_fn"] = self._renderer()
+        self.__dict__["_base"] = base
         frame = render(probe)
-        size = tuple(frame.shape[-3:])
+        size = self.__dict__["_size"] = tuple(frame.shape[-3:])
         observation_spec[self.out_keys[0]] = Bounded(
             0, 255, shape=(*batch, *size), dtype=torch.uint8, device=device
         )
@@ -169,6 +176,7 @@ class PixelRenderTransform(Transform):
         """
         super().reset_parent()
         self.__dict__["_render_fn"] = None
+        self.__dict__["_base"] = None
 
     def __repr__(self) -> str:
         return f"PixelRenderTransform(out_keys={self.out_keys}, pixels_only={self.pixels_only})"

@@ -313,8 +313,9 @@ def test_misuse_errors_name_the_value():
         to_gymnasium(CountingEnv(batch_size=[2]), autoreset_mode="next_step")
     with pytest.raises(ValueError, match="render_mode"):
         view(cartpole(), render_mode="human")
-    with pytest.raises(KeyError, match="'pixels'"):
-        view(cartpole(), render_mode="rgb_array")
+    with pytest.raises(KeyError, match="'pixels'"):  # no frames, and no drawing to make them
+        to_gymnasium(CountingEnv(batch_size=[2]), render_mode="rgb_array")
+    assert view(cartpole(), render_mode="rgb_array").metadata["render_modes"] == ["rgb_array"]  # drawn
     envs = view(cartpole())
     with pytest.raises(RuntimeError, match="call reset\\(\\) first"):
         envs.reset(options={"reset_mask": np.ones(N, dtype=bool)})

@@ -68,6 +68,20 @@ def test_pixels_of_every_step_and_reset_are_the_frames_of_the_state(mode):
     assert torch.equal(data["pixels"], base.render(data))  # roots, reset rows included
 
 
+def test_pixel_chain_over_partial_resets_eager():
+    """Later transforms rewrite "pixels" in place: a sparse partial reset must not take their
+    output for the previous frames; the newest frame of every stack is the processed render."""
+    from tensordict import TensorDict
+
+    env = gs.make("CartPole-v1", num_envs=3, seed=1, from_pixels=True, auto_reset_mode="sparse")
+    env = env.append_transform(Compose(ToTensorImage(), Resize(21, 21), GrayScale(), CatFrames(2, dim=-3)))
+    data = env.rollout(14, _push_right, break_when_any_done=False)
+    assert data["next", "done"].any() and data["pixels"].shape == (3, 14, 2, 21, 21)
+    raw = env.base_env.render(data)
+    processed = Compose(ToTensorImage(), Resize(21, 21), GrayScale())(TensorDict({"pixels": raw}, data.batch_size))
+    torch.testing.assert_close(data["pixels"][..., -1:, :, :], processed["pixels"])
+
+
 def test_make_rejects_non_bool_pixel_flags():
     with pytest.raises(TypeError, match="from_pixels must be a bool, got 'yes'"):
         gs.make("CartPole-v1", from_pixels="yes")
