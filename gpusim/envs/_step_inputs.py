@@ -26,8 +26,16 @@ __all__ = ["same_device", "not_a_tensordict"]
 
 
 def same_device(value: torch.device, spec: torch.device) -> bool:
-    """Whether a tensor on ``value`` lives where a spec on ``spec`` says (``cuda`` is any index)."""
-    return value.type == spec.type and (spec.index is None or value.index == spec.index)
+    """Whether a tensor on ``value`` lives where a spec on ``spec`` says (``cuda`` is any index;
+    CPU memory is one place whatever the index: ``cpu:1`` is ``cpu``, as torch and TorchRL treat it).
+
+    Examples:
+        >>> same_device(torch.device("cpu"), torch.device("cpu:1")), same_device(torch.device("cpu"), torch.device("meta"))
+        (True, False)
+    """
+    if value.type != spec.type:
+        return False
+    return value.type == "cpu" or spec.index is None or value.index == spec.index
 
 
 def not_a_tensordict(env: "EnvBase", value: Any, where: str) -> str:

@@ -69,3 +69,14 @@ def test_the_right_device_steps():
     env = CartPoleEnv(batch_size=[2], device="cpu")
     td = env.reset().clear_device_().set("action", torch.zeros(2, dtype=torch.long))
     assert env.step(td)["next", "observation"].shape == (2, 4)
+
+
+def test_an_env_on_an_indexed_cpu_device_takes_cpu_actions():
+    """``cpu:1`` is CPU memory like ``cpu`` (TorchRL's DeviceCastTransform tests build such envs):
+    the device check of the step boundary lets the action through."""
+    from gpusim.envs.native import CartPoleEnv
+
+    env = CartPoleEnv(batch_size=[2], device="cpu:1", seed=0)
+    td = env.reset()
+    td["action"] = torch.ones(2, dtype=torch.long)  # on plain "cpu"
+    assert env.step(td)["next", "reward"].shape == (2, 1)
