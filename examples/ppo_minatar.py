@@ -29,8 +29,16 @@ BAR = 10.0  # Breakout: mean evaluation return (a random policy scores about 0.5
 EVAL_STEPS = 1000  # MinAtar ids have no time limit: the evaluation counts the rewards of 1000 steps at most
 
 CONFIG = PPOConfig(
-    num_envs=32, steps=64, total_frames=147_456, epochs=4, minibatches=4, lr=1e-3, gamma=0.99, lam=0.95,
-    clip=0.2, ent_coef=0.01,
+    num_envs=32,
+    steps=64,
+    total_frames=147_456,
+    epochs=4,
+    minibatches=4,
+    lr=1e-3,
+    gamma=0.99,
+    lam=0.95,
+    clip=0.2,
+    ent_coef=0.01,
 )
 
 

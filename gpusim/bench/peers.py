@@ -70,7 +70,7 @@ def minatar_id(ref: EnvRef) -> str | None:
     """
     if ref.kind != "native" or not ref.name.startswith("MinAtar/"):
         return None
-    game, _, version = ref.name[len("MinAtar/"):].rpartition("-")
+    game, _, version = ref.name[len("MinAtar/") :].rpartition("-")
     return ref.name if game in MINATAR_GAMES and version in ("v0", "v1") else None
 
 
@@ -87,7 +87,7 @@ def gymnax_id(ref: EnvRef) -> str | None:
         return ref.name
     name = minatar_id(ref)
     if name is not None and name.endswith("-v1"):
-        return f"{name[len('MinAtar/'):-len('-v1')]}-MinAtar"
+        return f"{name[len('MinAtar/') : -len('-v1')]}-MinAtar"
     return None
 
 

@@ -24,14 +24,23 @@ def test_minatar_sweep_smoke() -> None:
             pytest.skip(f"{peer.peer} is not installed here ({peer.missing()})")
     lines: list[str] = []
     cfg = CompareConfig(
-        envs=("MinAtar/Breakout-v1", "MinAtar/Freeway-v0"), batches=(4,), steps=3, repeats=1, devices=("cpu",),
-        gpusim=("eager",), peers=("gymnax", "minatar"), threads=1,
+        envs=("MinAtar/Breakout-v1", "MinAtar/Freeway-v0"),
+        batches=(4,),
+        steps=3,
+        repeats=1,
+        devices=("cpu",),
+        gpusim=("eager",),
+        peers=("gymnax", "minatar"),
+        threads=1,
     )
     result = run_compare(cfg, log=lines.append)
     ran = {(r["env"], r["contender"]) for r in result["rows"]}
     assert ran == {
-        ("MinAtar/Breakout-v1", "gpusim eager"), ("MinAtar/Breakout-v1", "gymnax"), ("MinAtar/Breakout-v1", "minatar"),
-        ("MinAtar/Freeway-v0", "gpusim eager"), ("MinAtar/Freeway-v0", "minatar"),
+        ("MinAtar/Breakout-v1", "gpusim eager"),
+        ("MinAtar/Breakout-v1", "gymnax"),
+        ("MinAtar/Breakout-v1", "minatar"),
+        ("MinAtar/Freeway-v0", "gpusim eager"),
+        ("MinAtar/Freeway-v0", "minatar"),
     }
     assert all(r["best"] > 0 and r["steps"] == 3 and r["batch"] == 4 for r in result["rows"])
     # gymnax has no full action set: one line says so for the -v0 id
