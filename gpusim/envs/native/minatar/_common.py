@@ -167,6 +167,9 @@ class MinAtarEnv(NativeEnv):
         state = {
             name: (spec.expand(*B, *spec.shape) if B else spec).to(dev) for name, spec in self.state_layout().items()
         }
+        # the names, kept here: building the layout's specs inside a compiled step would trace
+        # their value checks (data-dependent branches) when no eager step ran first
+        self._state_keys = tuple(state)
         state["last_action"] = Bounded(0, len(ACTIONS) - 1, shape=B, dtype=torch.int64, device=dev)
         self.state_spec = Composite(state, shape=B, device=dev)
         self.action_spec = Categorical(len(self.action_set), shape=B, device=dev)
@@ -201,8 +204,8 @@ class MinAtarEnv(NativeEnv):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ env API
-    def _state_names(self) -> list[str]:
-        return self._cached("minatar_state_names", lambda: list(self.state_layout()))
+    def _state_names(self) -> tuple[str, ...]:
+        return self._state_keys
 
     def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
         u = rows.uniform(0.0, 1.0, n=self.reset_draws) if self.reset_draws else None
