@@ -11,7 +11,9 @@ the 2-minute compile included, then the evaluation. The mean training return of 
 episodes went 0.35 (first batch) -> 1.4 (22 k frames) -> 2.6 (53 k) -> 3.9 (84 k) -> 4.6 (147 k).
 ``BAR`` is 5: the run prints whether it was reached.
 
-``--smoke`` runs two tiny iterations (what CI does); ``--game`` picks another MinAtar game
+On a CPU with torch 2.13, Inductor fails to compile the Asterix, Freeway and SpaceInvaders
+steps (C++ code generation; see benchmarks/results/minatar-cpu.md): use ``--eager`` for those
+games there. ``--smoke`` runs two tiny iterations (what CI does); ``--game`` picks another MinAtar game
 (``Asterix``, ``Breakout``, ``Freeway``, ``Seaquest``, ``SpaceInvaders``).
 """
 
