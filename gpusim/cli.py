@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="gpusim against every installed peer: table, JSON and plot", description=(
         "gpusim eager and compiled against every installed peer (torchrl, gymnasium, envpool, gymnax, raw "
-        "vmas, brax), in turns in one run; peers that are not installed are skipped with one line each. "
+        "vmas, brax, the minatar package), in turns in one run; peers that are not installed are skipped with one line each. "
         "Writes compare.md, compare.json and compare.png to --out."))
     p.add_argument("--quick", action="store_true",
                    help="CartPole-v1 at 16, 1024 and 16384 envs, short runs, one thread (a few minutes on a "
@@ -323,6 +323,7 @@ _LIBRARIES = (
     ("envpool", "compare peer", "envpool; extra peers"),
     ("gymnax", "compare peer (needs jax)", "jax gymnax; extra jax-peers"),
     ("brax", "compare peer (needs jax)", "jax brax; extra jax-peers"),
+    ("minatar", "compare peer (MinAtar/<Game>-v0/-v1)", "minatar; extra peers"),
     ("jax", "runs gymnax and brax", "jax; extra jax-peers"),
     ("matplotlib", "the compare plot", "matplotlib; extra plot"),
     ("triton", "GPU kernels", "triton; extra triton"),

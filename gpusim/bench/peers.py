@@ -17,7 +17,13 @@ vmas         raw VMAS: ``env.step(env.get_random_actions())`` loop on the reques
 brax         ``inverted_pendulum`` (a MuJoCo-model cart-pole: continuous force, rigid-body
              pipeline, NOT CartPole-v1's equations), ``jax.jit`` of a ``lax.scan``; shown beside
              CartPole-v1 as the nearest Brax env
+minatar      the ``minatar`` package's gymnasium envs (``MinAtar/<Game>-v0/-v1``) in a
+             ``SyncVectorEnv`` (batches above 4096 skipped); a ``step`` loop, nothing stored
 ===========  =====================================================================================
+
+For the MinAtar ids, gymnax runs ``<Game>-MinAtar`` (its minimal action set, so ``-v1`` ids only;
+no sticky actions, a 1000-step time limit (Freeway: 2500) where gpusim and the ``minatar`` package
+have sticky actions (0.1) and no time limit: the same games, not the same transition law).
 
 Numpy and C++ peers (gymnasium, envpool) run on the CPU whatever device is requested; JAX peers
 run on JAX's default backend when it matches the requested device type, else on JAX's CPU.
@@ -25,9 +31,11 @@ run on JAX's default backend when it matches the requested device type, else on 
 Examples:
     >>> from gpusim.bench.envs import parse_env_id
     >>> [p.peer for p in PEERS]
-    ['torchrl', 'gymnasium', 'envpool', 'gymnax', 'vmas', 'brax']
+    ['torchrl', 'gymnasium', 'envpool', 'gymnax', 'vmas', 'brax', 'minatar']
     >>> GYMNASIUM.skip_reason(parse_env_id("TicTacToe-v0"), 8, BenchOptions())
     'no TicTacToe-v0 in gymnasium'
+    >>> gymnax_id(parse_env_id("MinAtar/Breakout-v1")), minatar_id(parse_env_id("MinAtar/Breakout-v0"))
+    ('Breakout-MinAtar', 'MinAtar/Breakout-v0')
 """
 
 from __future__ import annotations
@@ -42,9 +50,45 @@ from gpusim.bench.contenders import CLASSIC_IDS, BenchOptions, Contender
 from gpusim.bench.envs import EnvRef, build_transforms
 from gpusim.bench.timing import Runner
 
-__all__ = ["PEERS", "TORCHRL", "GYMNASIUM", "ENVPOOL", "GYMNAX", "VMAS", "BRAX", "numpy_action_sampler"]
+__all__ = [
+    "PEERS", "TORCHRL", "GYMNASIUM", "ENVPOOL", "GYMNAX", "VMAS", "BRAX", "MINATAR", "numpy_action_sampler",
+    "gymnax_id", "minatar_id",
+]
 
 SYNC_VECTOR_MAX_BATCH = 4096
+MINATAR_GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+"""The MinAtar games gpusim, gymnax and the ``minatar`` package all have."""
+
+
+def minatar_id(ref: EnvRef) -> str | None:
+    """The ``minatar`` package's gymnasium id of a native MinAtar id (the same id), else ``None``.
+
+    Examples:
+        >>> from gpusim.bench.envs import parse_env_id
+        >>> minatar_id(parse_env_id("MinAtar/Freeway-v1")), minatar_id(parse_env_id("CartPole-v1"))
+        ('MinAtar/Freeway-v1', None)
+    """
+    if ref.kind != "native" or not ref.name.startswith("MinAtar/"):
+        return None
+    game, _, version = ref.name[len("MinAtar/") :].rpartition("-")
+    return ref.name if game in MINATAR_GAMES and version in ("v0", "v1") else None
+
+
+def gymnax_id(ref: EnvRef) -> str | None:
+    """gymnax's id for a native id: the classic ids as they are, ``MinAtar/<Game>-v1`` as
+    ``<Game>-MinAtar`` (gymnax's MinAtar has the minimal action set only), else ``None``.
+
+    Examples:
+        >>> from gpusim.bench.envs import parse_env_id
+        >>> [gymnax_id(parse_env_id(i)) for i in ("Acrobot-v1", "MinAtar/Seaquest-v1", "MinAtar/Seaquest-v0")]
+        ['Acrobot-v1', 'Seaquest-MinAtar', None]
+    """
+    if ref.kind == "native" and ref.name in CLASSIC_IDS:
+        return ref.name
+    name = minatar_id(ref)
+    if name is not None and name.endswith("-v1"):
+        return f"{name[len('MinAtar/') : -len('-v1')]}-MinAtar"
+    return None
 
 
 def numpy_action_sampler(space: Any, batch: int, seed: int) -> Callable[[], np.ndarray]:
@@ -270,7 +314,9 @@ class _JaxScan:
 
 
 def _gymnax_supports(ref: EnvRef, batch: int, options: BenchOptions) -> str | None:
-    if ref.kind != "native" or ref.name not in CLASSIC_IDS:
+    if gymnax_id(ref) is None:
+        if minatar_id(ref) is not None:
+            return f"no {ref.label} in gymnax (its MinAtar games have the minimal action set only: the -v1 ids)"
         return f"no {ref.label} in gymnax"
     return None
 
@@ -280,7 +326,7 @@ def _gymnax_build(ref: EnvRef, batch: int, options: BenchOptions) -> Runner:
     import jax
 
     device, label = _jax_device(options)
-    env, params = gymnax.make(ref.name)
+    env, params = gymnax.make(gymnax_id(ref))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     sample = jax.vmap(env.action_space(params).sample)
 
@@ -363,5 +409,40 @@ VMAS = Contender(
     supports=_vmas_supports,
 )
 
-PEERS: tuple[Contender, ...] = (TORCHRL, GYMNASIUM, ENVPOOL, GYMNAX, VMAS, BRAX)
+# ------------------------------------------------------------------------------------ minatar
+def _minatar_supports(ref: EnvRef, batch: int, options: BenchOptions) -> str | None:
+    if minatar_id(ref) is None:
+        return f"no {ref.label} in the minatar package (MinAtar/<Game>-v0/-v1 only)"
+    if batch > SYNC_VECTOR_MAX_BATCH:
+        return (
+            f"the minatar package has no vector env; its SyncVectorEnv loops over Python envs, "
+            f"so batches above {SYNC_VECTOR_MAX_BATCH} are skipped"
+        )
+    return None
+
+
+def _minatar_build(ref: EnvRef, batch: int, options: BenchOptions) -> Runner:
+    import gymnasium as gym
+    from minatar.gym import register_envs
+
+    if minatar_id(ref) not in gym.registry:
+        register_envs()  # the package registers its MinAtar/ ids with gymnasium on request
+    venv = gym.make_vec(minatar_id(ref), num_envs=batch, vectorization_mode="sync")
+    venv.reset(seed=options.seed)
+    sample = numpy_action_sampler(venv.single_action_space, batch, options.seed)
+    return Runner(_step_loop(venv.step, sample), device="cpu", close=venv.close)
+
+
+MINATAR = Contender(
+    name="minatar",
+    peer="minatar",
+    modules=("gymnasium", "minatar"),
+    install="minatar gymnasium",
+    what="the minatar package's gymnasium envs in a SyncVectorEnv: step loop, nothing stored",
+    build=_minatar_build,
+    supports=_minatar_supports,
+    host_only=True,
+)
+
+PEERS: tuple[Contender, ...] = (TORCHRL, GYMNASIUM, ENVPOOL, GYMNAX, VMAS, BRAX, MINATAR)
 """Every peer, in column order."""

@@ -29,7 +29,7 @@ __all__ = [
     "PEER_PACKAGES",
 ]
 
-PEER_PACKAGES = ("tensordict", "torchrl", "gymnasium", "envpool", "vmas", "jax", "gymnax", "brax", "triton", "matplotlib")
+PEER_PACKAGES = ("tensordict", "torchrl", "gymnasium", "envpool", "vmas", "jax", "gymnax", "brax", "minatar", "triton", "matplotlib")
 """Packages whose installed versions a report records."""
 
 

@@ -13,7 +13,20 @@ import torch
 
 from gpusim.bench.contenders import GPUSIM_COMPILED, GPUSIM_EAGER, BenchOptions
 from gpusim.bench.envs import parse_env_id
-from gpusim.bench.peers import BRAX, ENVPOOL, GYMNASIUM, GYMNAX, PEERS, TORCHRL, VMAS, numpy_action_sampler
+from gpusim.bench.peers import (
+    BRAX,
+    ENVPOOL,
+    GYMNASIUM,
+    GYMNAX,
+    MINATAR,
+    PEERS,
+    SYNC_VECTOR_MAX_BATCH,
+    TORCHRL,
+    VMAS,
+    gymnax_id,
+    minatar_id,
+    numpy_action_sampler,
+)
 from gpusim.envs.native import CartPoleEnv
 
 OPTS = BenchOptions(device="cpu", seed=0, threads=1)
@@ -46,6 +59,10 @@ def test_numpy_action_sampler() -> None:
         (VMAS, "CartPole-v1", "no CartPole-v1 in VMAS (vmas:<scenario> only)"),
         (BRAX, "Acrobot-v1", "no Brax counterpart of Acrobot-v1"),
         (GPUSIM_COMPILED, "vmas:simple_spread", "only native envs compile"),
+        (GYMNAX, "MinAtar/Breakout-v0", "its MinAtar games have the minimal action set only: the -v1 ids"),
+        (GYMNASIUM, "MinAtar/Breakout-v1", "no MinAtar/Breakout-v1 in gymnasium"),
+        (MINATAR, "CartPole-v1", "no CartPole-v1 in the minatar package"),
+        (MINATAR, "MPE/simple-v0", "no MPE/simple-v0 in the minatar package"),
     ],
 )
 def test_skip_reasons(contender, env_id, reason) -> None:
@@ -62,6 +79,19 @@ def test_supported_pairs_and_limits() -> None:
     with_t = BenchOptions(transforms=("RewardSum",))
     assert GYMNASIUM.skip_reason(cartpole, 8, with_t) == "has no transforms (skipped with --transforms)"
     assert TORCHRL.skip_reason(cartpole, 8, with_t) is None and GPUSIM_EAGER.skip_reason(cartpole, 8, with_t) is None
+
+
+def test_minatar_ids_of_the_peers() -> None:
+    for game in ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"):
+        v0, v1 = parse_env_id(f"MinAtar/{game}-v0"), parse_env_id(f"MinAtar/{game}-v1")
+        assert minatar_id(v0) == f"MinAtar/{game}-v0" and minatar_id(v1) == f"MinAtar/{game}-v1"
+        assert gymnax_id(v1) == f"{game}-MinAtar" and gymnax_id(v0) is None
+        assert GYMNAX.skip_reason(v1, 4096, OPTS) is None and MINATAR.skip_reason(v0, 8, OPTS) is None
+    breakout = parse_env_id("MinAtar/Breakout-v1")
+    assert MINATAR.skip_reason(breakout, SYNC_VECTOR_MAX_BATCH, OPTS) is None
+    assert "batches above 4096 are skipped" in MINATAR.skip_reason(breakout, SYNC_VECTOR_MAX_BATCH + 1, OPTS)
+    assert gymnax_id(parse_env_id("Acrobot-v1")) == "Acrobot-v1" and minatar_id(parse_env_id("Acrobot-v1")) is None
+    assert MINATAR.label(BenchOptions(device="cuda")) == "minatar (cpu)"
 
 
 def test_host_only_peers_say_where_they_run() -> None:
@@ -85,6 +115,8 @@ _RUNS = [
     (VMAS, "vmas:simple_spread"),
     (TORCHRL, "CartPole-v1"),
     (TORCHRL, "vmas:simple_spread"),
+    (MINATAR, "MinAtar/Breakout-v1"),
+    (MINATAR, "MinAtar/Seaquest-v0"),
 ]
 
 

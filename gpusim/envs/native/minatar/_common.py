@@ -164,9 +164,12 @@ class MinAtarEnv(NativeEnv):
         self.observation_spec = Composite(
             observation=Binary(n=C, shape=(*B, GRID, GRID, C), dtype=torch.bool, device=dev), shape=B, device=dev
         )
-        layout = self.state_layout()
-        self._state_names = tuple(layout)  # the game's state entries, read by every step (planned here, once)
-        state = {name: (spec.expand(*B, *spec.shape) if B else spec).to(dev) for name, spec in layout.items()}
+        state = {
+            name: (spec.expand(*B, *spec.shape) if B else spec).to(dev) for name, spec in self.state_layout().items()
+        }
+        # the names, kept here: building the layout's specs inside a compiled step would trace
+        # their value checks (data-dependent branches) when no eager step ran first
+        self._state_keys = tuple(state)
         state["last_action"] = Bounded(0, len(ACTIONS) - 1, shape=B, dtype=torch.int64, device=dev)
         self.state_spec = Composite(state, shape=B, device=dev)
         self.action_spec = Categorical(len(self.action_set), shape=B, device=dev)
@@ -201,6 +204,9 @@ class MinAtarEnv(NativeEnv):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ env API
+    def _state_names(self) -> tuple[str, ...]:
+        return self._state_keys
+
     def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
         u = rows.uniform(0.0, 1.0, n=self.reset_draws) if self.reset_draws else None
         state = self._start(u)
@@ -219,7 +225,7 @@ class MinAtarEnv(NativeEnv):
         action = self._action_set[tensordict["action"]]
         sticky = u[..., 0] < self.sticky_action_prob
         action = torch.where(sticky, tensordict["last_action"], action)
-        state = {name: tensordict[name] for name in self._state_names}
+        state = {name: tensordict[name] for name in self._state_names()}
         state, reward, terminal = self._advance(state, action, u[..., 1:])
         terminated = terminal.unsqueeze(-1)
         return self._out(

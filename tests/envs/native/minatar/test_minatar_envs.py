@@ -129,6 +129,17 @@ def test_compiled_fullgraph_rollout_matches_eager(name) -> None:
         assert bool(a["next", "done"].any())  # auto-resets happened inside the graph
 
 
+@pytest.mark.parametrize("name", _ids)
+def test_first_step_can_be_compiled(name) -> None:
+    """A fresh env's first step may run inside the graph (``steps_per_call=1``, no eager step
+    before it: what ``gpusim compare`` does at 4096 envs); it used to build the state specs there
+    and fail on their data-dependent value check."""
+    torch._dynamo.reset()
+    env = GAMES[name](batch_size=[4], seed=0)
+    data = env.compile(backend="eager", steps_per_call=1, verbose=False)(2)
+    assert data["next", "observation"].shape == (4, 2, *env.observation_spec["observation"].shape[1:])
+
+
 @pytest.mark.parametrize("mode", ["sparse", "masked"])
 @pytest.mark.parametrize("name", _ids)
 def test_reset_keeps_the_last_action(name, mode) -> None:
