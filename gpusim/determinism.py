@@ -52,7 +52,12 @@ _MASK32 = 0xFFFFFFFF
 
 
 class DeterminismError(AssertionError):
-    """A guaranteed determinism check failed (raised by :meth:`DeterminismReport.raise_if_failed`)."""
+    """A guaranteed determinism check failed (raised by :meth:`DeterminismReport.raise_if_failed`).
+
+    Examples:
+        >>> issubclass(DeterminismError, AssertionError)
+        True
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,12 +93,23 @@ class DeterminismReport:
 
     @property
     def failed(self) -> list[DeterminismResult]:
-        """The guaranteed checks that do not hold."""
+        """The guaranteed checks that do not hold.
+
+        Examples:
+            >>> r = DeterminismReport("X", 4, 10, 0, [DeterminismResult("a", False, True, "differs")])
+            >>> [x.name for x in r.failed]
+            ['a']
+        """
         return [r for r in self.results if r.guaranteed and not r.holds]
 
     @property
     def ok(self) -> bool:
-        """Whether every guaranteed check holds."""
+        """Whether every guaranteed check holds.
+
+        Examples:
+            >>> DeterminismReport("X", 4, 10, 0, [DeterminismResult("a", True, True, "bit-identical")]).ok
+            True
+        """
         return not self.failed
 
     def raise_if_failed(self) -> None:

@@ -69,7 +69,12 @@ class EnvEntry:
 
     @property
     def env_cls(self) -> Callable[..., Any]:
-        """The entry point itself (a ``"module:attr"`` string imported)."""
+        """The entry point itself (a ``"module:attr"`` string imported).
+
+        Examples:
+            >>> EnvEntry("gpusim.envs.native:PendulumEnv", 200).env_cls.__name__
+            'PendulumEnv'
+        """
         if not isinstance(self.entry_point, str):
             return self.entry_point
         module, _, attr = self.entry_point.partition(":")

@@ -71,7 +71,13 @@ def auto_specs(
 ) -> "EnvBase":
     """See :meth:`gpusim.envs.common.EnvBase.auto_specs_`."""
     batch_size, device = env.batch_size, env.device
-    root = env._reset(None) if tensordict is None else tensordict
+    if tensordict is None:  # the env's raw start data (no spec is needed to produce it)
+        from gpusim.envs.native import NativeEnv, ResetRows
+
+        rows = {"rows": ResetRows.start(env.rng)} if isinstance(env, NativeEnv) else {}
+        root = env._reset(None, **rows)
+    else:
+        root = tensordict
     root.update(policy(root))
     next_0 = env._step(root.copy())
     root_1 = next_0.copy()

@@ -61,7 +61,18 @@ def _unbind(data: TensorDictBase, key: str = "state") -> tuple[torch.Tensor, ...
 
 
 # ---------------------------------------------------------------------------------- CartPole
-@register_drawing(CartPoleEnv, keys=("state",), size=lambda env: (400, 600))
+def _size_600x400(env) -> tuple[int, int]:
+    """Frame size ``(H, W)`` of CartPole and MountainCar (gymnasium's 600x400); module-level
+    functions, not lambdas, so that envs holding their drawing pickle."""
+    return (400, 600)
+
+
+def _size_500x500(env) -> tuple[int, int]:
+    """Frame size ``(H, W)`` of Pendulum and Acrobot (gymnasium's 500x500)."""
+    return (500, 500)
+
+
+@register_drawing(CartPoleEnv, keys=("state",), size=_size_600x400)
 def draw_cartpole(env: CartPoleEnv, data: TensorDictBase) -> torch.Tensor:
     """CartPole as gymnasium draws it: a black cart on a black rail, a brown pole, a blue axle.
 
@@ -104,7 +115,7 @@ def draw_cartpole(env: CartPoleEnv, data: TensorDictBase) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------- Pendulum
-@register_drawing(PendulumEnv, keys=("state",), size=lambda env: (500, 500))
+@register_drawing(PendulumEnv, keys=("state",), size=_size_500x500)
 def draw_pendulum(env: PendulumEnv, data: TensorDictBase) -> torch.Tensor:
     """Pendulum as gymnasium draws it (without the torque arrow): a red rod with round ends
     and a black axle.
@@ -191,7 +202,7 @@ def draw_mountain_car(env: MountainCarEnv, data: TensorDictBase) -> torch.Tensor
 
 
 for _cls in (MountainCarEnv, MountainCarContinuousEnv):
-    register_drawing(_cls, keys=("state",), size=lambda env: (400, 600))(draw_mountain_car)
+    register_drawing(_cls, keys=("state",), size=_size_600x400)(draw_mountain_car)
 
 
 # ---------------------------------------------------------------------------------- Acrobot
@@ -209,7 +220,7 @@ def _acrobot_rail(env: AcrobotEnv) -> torch.Tensor:
 _LINK_LENGTH_2 = 1.0
 
 
-@register_drawing(AcrobotEnv, keys=("state",), size=lambda env: (500, 500))
+@register_drawing(AcrobotEnv, keys=("state",), size=_size_500x500)
 def draw_acrobot(env: AcrobotEnv, data: TensorDictBase) -> torch.Tensor:
     """Acrobot as gymnasium draws it: the target line, two cyan links, yellow joints.
 
@@ -259,7 +270,12 @@ def _board_grid(env: TicTacToeEnv) -> torch.Tensor:
     return canvas.frames()
 
 
-@register_drawing(TicTacToeEnv, keys=("board", "turn"), size=lambda env: (3 * _CELL, 3 * _CELL))
+def _size_board(env) -> tuple[int, int]:
+    """Frame size ``(H, W)`` of the TicTacToe board."""
+    return (3 * _CELL, 3 * _CELL)
+
+
+@register_drawing(TicTacToeEnv, keys=("board", "turn"), size=_size_board)
 def draw_tictactoe(env: TicTacToeEnv, data: TensorDictBase) -> torch.Tensor:
     """The board, 96x96: player 0's marks as red crosses, player 1's as blue rings.
 

@@ -41,7 +41,16 @@ def view(env, **kwargs):
 
 
 # ---------------------------------------------------------------------------------- spaces
-@pytest.mark.parametrize("env_id", [i for i in gs.registered_ids() if i != "TicTacToe-v0"])
+def test_multi_agent_envs_are_refused_naming_the_rewards():
+    with pytest.raises(ValueError, match=r"the reward \('agents', 'reward'\) has shape \[3, 3, 1\], expected \[3, 1\]"):
+        to_gymnasium(gs.make("MPE/simple_spread-v0", num_envs=3, seed=0))
+    with pytest.raises(ValueError, match=r"one reward per env; the env has reward entries \[\('adversary', 'reward'\)"):
+        to_gymnasium(gs.make("MPE/simple_tag-v0", num_envs=3, seed=0))
+
+
+# single-agent ids: a gymnasium vector env has one reward per env (TicTacToe's two players and the
+# MPE scenarios' agents are refused, see test_multi_agent_envs_are_refused_naming_the_rewards)
+@pytest.mark.parametrize("env_id", [i for i in gs.registered_ids() if i != "TicTacToe-v0" and not i.startswith("MPE/")])
 def test_spaces_hold_the_data(env_id):
     envs = to_gymnasium(gs.make(env_id, num_envs=3, seed=0))
     assert envs.num_envs == 3 and envs.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP

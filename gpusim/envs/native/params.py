@@ -101,6 +101,11 @@ class Distribution(torch.nn.Module):
 
         Raises:
             ValueError: invalid numbers, or another count of choices (naming both).
+
+        Examples:
+            >>> d = choice([1.0, 2.0])
+            >>> d.update([3.0, 4.0]); d.numbers.tolist()
+            [3.0, 4.0]
         """
         new = self._checked(values)
         if new.shape != self.numbers.shape:
@@ -110,7 +115,12 @@ class Distribution(torch.nn.Module):
         self.numbers.copy_(new)
 
     def sample(self, u: torch.Tensor) -> torch.Tensor:
-        """Values ``[*B]`` from uniforms ``u`` ``[*B, 2]`` in ``[0, 1)``."""
+        """Values ``[*B]`` from uniforms ``u`` ``[*B, 2]`` in ``[0, 1)``.
+
+        Examples:
+            >>> log_uniform(1.0, 100.0).sample(torch.tensor([[0.5, 0.0]])).tolist()
+            [10.0]
+        """
         a, b = self.numbers[0], self.numbers[-1]
         kind = self.kind
         if kind == "uniform":
@@ -246,7 +256,13 @@ class ParamTable(torch.nn.Module):
         return value.to(device=device, dtype=torch.float32).expand(shape).clone()
 
     def spec(self, device: Any) -> Composite:
-        """``Composite`` of one ``[*B]`` float32 leaf per per-env parameter."""
+        """``Composite`` of one ``[*B]`` float32 leaf per per-env parameter.
+
+        Examples:
+            >>> table = ParamTable("Toy", ("g",), {"g": torch.ones(2)}, None, (2,), "cpu")
+            >>> table.spec("cpu")["g"].shape
+            torch.Size([2])
+        """
         B = self.batch_size
         leaves = {name: Unbounded(shape=B, dtype=torch.float32, device=device) for name in self.per_env}
         return Composite(leaves, shape=B, device=device)
@@ -254,7 +270,15 @@ class ParamTable(torch.nn.Module):
     def start(self, rows: Any) -> dict[str, torch.Tensor]:
         """The values ``[*B]`` of a reset: drawn for the randomized parameters (a sub-stream of
         ``rows``), the given tensors for the others. Rows that do not reset are restored by the
-        reset's merge."""
+        reset's merge.
+
+        Examples:
+            >>> from gpusim.envs.native.rng import CounterRNG, ResetRows
+            >>> table = ParamTable("Toy", ("g",), {"g": 9.8}, {"g": uniform(5.0, 6.0)}, (3,), "cpu")
+            >>> g = table.start(ResetRows.start(CounterRNG((3,), seed=0)))["g"]
+            >>> g.shape, bool(((g >= 5.0) & (g <= 6.0)).all())
+            (torch.Size([3]), True)
+        """
         stream = rows.substream(PARAMS_STREAM)
         out = {}
         for name in self.per_env:
@@ -270,6 +294,11 @@ class ParamTable(torch.nn.Module):
 
         Raises:
             KeyError: a name that is not randomized (listing those that are).
+
+        Examples:
+            >>> table = ParamTable("Toy", ("g",), {"g": 9.8}, {"g": uniform(5.0, 6.0)}, (2,), "cpu")
+            >>> table.set_ranges(g=(7.0, 8.0)); table.dists["g"].numbers.tolist()
+            [7.0, 8.0]
         """
         for name, value in ranges.items():
             if name not in self.dists:

@@ -235,7 +235,7 @@ class CounterRNG(torch.nn.Module):
     the step-stream draws (:meth:`uniform`, :meth:`randint`, :meth:`bernoulli`) increment the
     on-device counter in place. The reset stream (keyed by each row's episode index) is read
     through :class:`ResetRows`. Seeding writes the key buffers in place, so compiled graphs that
-    captured them stay valid. See the module docstring for the guarantees.
+    captured them stay valid. The module docstring states the guarantees.
 
     Args:
         batch_size: the batch dims of the numbers to draw (the env's ``batch_size``).
@@ -292,6 +292,13 @@ class CounterRNG(torch.nn.Module):
 
         Args:
             seed: any Python int.
+
+        Examples:
+            >>> rng = CounterRNG((2,), seed=0)
+            >>> first = rng.uniform()
+            >>> rng.manual_seed(0)
+            >>> torch.equal(rng.uniform(), first), int(rng.counter)
+            (True, 1)
         """
         key = seed_to_key(seed)
         self.key.fill_(key)
@@ -323,6 +330,12 @@ class CounterRNG(torch.nn.Module):
         The per-lane hash runs on ``int32`` tensors holding the bit patterns of the 32-bit values
         (the same numbers as :func:`hash32` on ``int64``, at half the memory traffic). The result
         is ``int32`` (the bit pattern; read the halves with masks).
+
+        Examples:
+            >>> rng = CounterRNG((3,), num=2, seed=0, bits=24)
+            >>> h = rng.bits32()
+            >>> h.shape, h.dtype, int(rng.counter)
+            (torch.Size([3, 2]), torch.int32, 1)
         """
         return self._step_hashes(self._num_hashes)
 
@@ -561,6 +574,12 @@ class ResetRows:
             rng: the env's generator.
             mask: bool ``[*batch_size]`` mask of the resetting rows (no host read).
             index: host flat indices of the resetting rows (sparse path).
+
+        Examples:
+            >>> rng = CounterRNG((3,), seed=0)
+            >>> rows = ResetRows.start(rng, mask=torch.tensor([True, False, True]))
+            >>> rng.episodes.tolist(), rows.full
+            ([1, 0, 1], False)
         """
         rng.start_episodes(mask, index)
         return cls(rng, mask, index)
