@@ -252,7 +252,8 @@ class MpeEnv(NativeEnv):
         ``[n_entities, 1]`` tensors), one reset draw."""
         n = self.world.n_entities
         u = rows.uniform(0.0, 1.0, 2 * n)
-        return low + (high - low) * u.reshape(*u.shape[:-1], n, 2)
+        pos = low + (high - low) * u.reshape(*u.shape[:-1], n, 2)
+        return self._rows_of(self._cols(pos))  # the batch innermost in memory, as steps keep it
 
     # columns: ``[n, d, M]`` with the batch innermost (see ParticleWorld.to_columns); scenarios
     # compute their observations and rewards in this layout and convert back once
@@ -326,7 +327,7 @@ class MpeEnv(NativeEnv):
     def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
         B, dev, world = self.batch_size, self.device, self.world
         state = self._start(rows)
-        state.setdefault("vel", torch.zeros((*B, world.n_entities, 2), device=dev))
+        state.setdefault("vel", self._rows_of(torch.zeros((world.n_entities, 2, B.numel()), device=dev)))
         if world.dim_c:
             state.setdefault("c", torch.zeros((*B, world.n_agents, world.dim_c), device=dev))
         state["steps"] = torch.zeros((*B, 1), dtype=torch.int64, device=dev)

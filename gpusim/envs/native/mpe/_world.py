@@ -2,7 +2,10 @@
 
 State layout: ``pos`` and ``vel`` are float32 ``[*B, n_entities, 2]`` with the agents first (in
 VMAS's agent order) and the landmarks after them; ``c`` (communication) is float32
-``[*B, n_agents, dim_c]`` when ``dim_c > 0``.
+``[*B, n_agents, dim_c]`` when ``dim_c > 0``. The world computes in "columns" (``[n, 2, rows]``,
+the batch innermost, :meth:`ParticleWorld.to_columns`) and returns views of its columns, so the
+state (and the observations built the same way) keep the batch innermost in memory from step to
+step (strided ``[*B, n, 2]`` tensors; values and shapes are the same as contiguous ones).
 
 The rules are VMAS 1.5's (``vmas.simulator.core.World.step`` for holonomic sphere entities),
 re-derived as batched tensor operations:
@@ -266,11 +269,12 @@ class ParticleWorld(torch.nn.Module):
             p = self._clamp(p + v * self.sub_dt)
         movable = self.agent_movable.unsqueeze(-1) > 0
         p = torch.where(movable, p, cols[:n])
-        p, v = self.from_columns(p, batch), self.from_columns(v, batch)
-        v = torch.where(self.agent_movable > 0, v, vel[..., :n, :])
-        if n == self.n_entities:
-            return p, v
-        return torch.cat([p, pos[..., n:, :]], -2), torch.cat([v, vel[..., n:, :]], -2)
+        v = torch.where(movable, v, self.to_columns(vel[..., :n, :]))
+        if n < self.n_entities:
+            p = torch.cat([p, cols[n:]], 0)
+            v = torch.cat([v, self.to_columns(vel[..., n:, :])], 0)
+        # views of the columns: the returned state keeps the batch innermost in memory
+        return self.from_columns(p, batch), self.from_columns(v, batch)
 
     def _clamp(self, cols: torch.Tensor) -> torch.Tensor:
         if self.x_semidim is None and self.y_semidim is None:
