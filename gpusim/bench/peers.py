@@ -14,6 +14,9 @@ envpool      ``envpool.make(id, env_type="gymnasium", num_envs=B, num_threads=th
 gymnax       ``jax.jit`` of a ``lax.scan`` over ``vmap(env.step)`` (observations, rewards and
              dones stacked, like a rollout); compile time reported apart
 vmas         raw VMAS: ``env.step(env.get_random_actions())`` loop on the requested device
+             (``vmas:<scenario>`` ids, and ``MPE/<scenario>-v0``: the same scenario, defaults)
+vmasenv      gpusim's own ``VmasEnv`` wrapping VMAS's scenario of an ``MPE/<scenario>-v0`` id;
+             ``rollout(T, break_when_any_done=False)``, ``[B, T]`` output
 brax         ``inverted_pendulum`` (a MuJoCo-model cart-pole: continuous force, rigid-body
              pipeline, NOT CartPole-v1's equations), ``jax.jit`` of a ``lax.scan``; shown beside
              CartPole-v1 as the nearest Brax env
@@ -31,7 +34,7 @@ run on JAX's default backend when it matches the requested device type, else on 
 Examples:
     >>> from gpusim.bench.envs import parse_env_id
     >>> [p.peer for p in PEERS]
-    ['torchrl', 'gymnasium', 'envpool', 'gymnax', 'vmas', 'brax', 'minatar']
+    ['torchrl', 'gymnasium', 'envpool', 'gymnax', 'vmas', 'brax', 'minatar', 'vmasenv']
     >>> GYMNASIUM.skip_reason(parse_env_id("TicTacToe-v0"), 8, BenchOptions())
     'no TicTacToe-v0 in gymnasium'
     >>> gymnax_id(parse_env_id("MinAtar/Breakout-v1")), minatar_id(parse_env_id("MinAtar/Breakout-v0"))
@@ -51,8 +54,8 @@ from gpusim.bench.envs import EnvRef, build_transforms
 from gpusim.bench.timing import Runner
 
 __all__ = [
-    "PEERS", "TORCHRL", "GYMNASIUM", "ENVPOOL", "GYMNAX", "VMAS", "BRAX", "MINATAR", "numpy_action_sampler",
-    "gymnax_id", "minatar_id",
+    "PEERS", "TORCHRL", "GYMNASIUM", "ENVPOOL", "GYMNAX", "VMAS", "BRAX", "MINATAR", "VMASENV", "numpy_action_sampler",
+    "gymnax_id", "minatar_id", "vmas_scenario",
 ]
 
 SYNC_VECTOR_MAX_BATCH = 4096
@@ -387,16 +390,47 @@ BRAX = Contender(
 
 
 # --------------------------------------------------------------------------------------- VMAS
+def vmas_scenario(ref: EnvRef) -> str | None:
+    """The VMAS scenario an env id names: ``vmas:<scenario>``, or the native ``MPE/<scenario>-v0``
+    (whose defaults are VMAS's), else ``None``.
+
+    Examples:
+        >>> from gpusim.bench.envs import parse_env_id
+        >>> vmas_scenario(parse_env_id("MPE/simple_tag-v0")), vmas_scenario(parse_env_id("CartPole-v1"))
+        ('simple_tag', None)
+    """
+    if ref.kind == "vmas":
+        return ref.name
+    if ref.kind == "native" and ref.name.startswith("MPE/") and ref.name.endswith("-v0"):
+        return ref.name[len("MPE/") : -len("-v0")]
+    return None
+
+
 def _vmas_supports(ref: EnvRef, batch: int, options: BenchOptions) -> str | None:
-    return None if ref.kind == "vmas" else f"no {ref.label} in VMAS (vmas:<scenario> only)"
+    if vmas_scenario(ref) is None:
+        return f"no {ref.label} in VMAS (vmas:<scenario> and MPE/<scenario>-v0 only)"
+    return None
 
 
 def _vmas_build(ref: EnvRef, batch: int, options: BenchOptions) -> Runner:
     import vmas
 
-    env = vmas.make_env(ref.name, num_envs=batch, device=options.device, seed=options.seed)
+    env = vmas.make_env(vmas_scenario(ref), num_envs=batch, device=options.device, seed=options.seed)
     env.reset()
     return Runner(_step_loop(env.step, env.get_random_actions), device=str(torch.device(options.device)))
+
+
+def _vmasenv_supports(ref: EnvRef, batch: int, options: BenchOptions) -> str | None:
+    if ref.kind == "native" and vmas_scenario(ref) is not None:
+        return None
+    return f"{ref.label} is not a native MPE id (MPE/<scenario>-v0 only; vmas:<scenario> is gpusim eager's)"
+
+
+def _vmasenv_build(ref: EnvRef, batch: int, options: BenchOptions) -> Runner:
+    from gpusim.envs.libs import VmasEnv
+
+    env = VmasEnv(vmas_scenario(ref), num_envs=batch, device=options.device, seed=options.seed)
+    return Runner(lambda steps: env.rollout(steps, break_when_any_done=False), device=str(env.device), close=env.close)
 
 
 VMAS = Contender(
@@ -444,5 +478,16 @@ MINATAR = Contender(
     host_only=True,
 )
 
-PEERS: tuple[Contender, ...] = (TORCHRL, GYMNASIUM, ENVPOOL, GYMNAX, VMAS, BRAX, MINATAR)
+
+VMASENV = Contender(
+    name="gpusim VmasEnv",
+    peer="vmasenv",
+    modules=("vmas",),
+    install="vmas",
+    what="gpusim's VmasEnv of the same scenario: rollout(T, break_when_any_done=False), [B, T] output",
+    build=_vmasenv_build,
+    supports=_vmasenv_supports,
+)
+
+PEERS: tuple[Contender, ...] = (TORCHRL, GYMNASIUM, ENVPOOL, GYMNAX, VMAS, BRAX, MINATAR, VMASENV)
 """Every peer, in column order."""

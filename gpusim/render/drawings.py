@@ -93,6 +93,7 @@ def drawing_for(env: Any) -> Drawing | None:
         True
     """
     from gpusim.render import classic_control as _classic  # noqa: F401  (registers the built-in drawings)
+    from gpusim.render import mpe as _mpe  # noqa: F401
 
     for cls in type(env).__mro__:
         found = _DRAWINGS.get(cls)

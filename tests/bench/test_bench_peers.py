@@ -56,7 +56,7 @@ def test_numpy_action_sampler() -> None:
         (GYMNASIUM, "vmas:simple_spread", "no vmas:simple_spread in gymnasium"),
         (ENVPOOL, "TicTacToe-v0", "no TicTacToe-v0 in EnvPool"),
         (GYMNAX, "gym:CartPole-v1", "no gym:CartPole-v1 in gymnax"),
-        (VMAS, "CartPole-v1", "no CartPole-v1 in VMAS (vmas:<scenario> only)"),
+        (VMAS, "CartPole-v1", "no CartPole-v1 in VMAS (vmas:<scenario> and MPE/<scenario>-v0 only)"),
         (BRAX, "Acrobot-v1", "no Brax counterpart of Acrobot-v1"),
         (GPUSIM_COMPILED, "vmas:simple_spread", "only native envs compile"),
         (GYMNAX, "MinAtar/Breakout-v0", "its MinAtar games have the minimal action set only: the -v1 ids"),

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
         ("ppo_cartpole_dr.py", ["--compile"], "CartPole-v1 PPO, randomized pole (compiled)"),
         ("mappo_vmas.py", [], "VMAS navigation MAPPO (3 agents)"),
         ("ppo_minatar.py", ["--compile"], "MinAtar/Breakout-v1 PPO (compiled)"),
+        ("mappo_vmas.py", ["--native"], "native MPE simple_spread MAPPO (3 agents)"),
     ],
 )
 def test_example_runs_two_iterations(script, extra, final):

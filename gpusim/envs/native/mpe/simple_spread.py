@@ -83,7 +83,7 @@ class SimpleSpreadEnv(MpeEnv):
         n = check_count("n_agents", n_agents, 1)
         self.obs_agents = check_bool("obs_agents", obs_agents)
         world = ParticleWorld(
-            [Body(f"agent_{i}", movable=True, rotatable=True, radius=0.15, color=(0.35, 0.35, 0.85)) for i in range(n)],
+            [Body(f"agent_{i}", movable=True, rotatable=True, radius=0.15, color=(0.25, 0.25, 0.75)) for i in range(n)],
             [Body(f"landmark {i}", collide=False, color=(0.15, 0.15, 0.15)) for i in range(n)],
         )
         obs_dim = 4 + 2 * n + (2 * (n - 1) if obs_agents else 0)
