@@ -34,7 +34,12 @@ def make(env_id: str, batch: int, transforms: bool):
         from gpusim.transforms import CatFrames, Compose, InitTracker, RewardSum, VecNorm
 
         env = env.append_transform(
-            Compose(RewardSum(), InitTracker(), CatFrames(4, dim=-1, in_keys=["observation"]), VecNorm(in_keys=["observation"]))
+            Compose(
+                RewardSum(),
+                InitTracker(),
+                CatFrames(4, dim=-1, in_keys=["observation"]),
+                VecNorm(in_keys=["observation"]),
+            )
         )
     return env
 

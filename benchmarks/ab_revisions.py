@@ -34,7 +34,9 @@ def _checkout(rev: str, tmp: Path) -> Path:
     if rev == "WORKTREE":
         return ROOT
     dest = tmp / rev.replace("/", "_")
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(dest), rev], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(dest), rev], check=True, capture_output=True
+    )
     return dest
 
 
@@ -95,7 +97,9 @@ def main() -> None:
         finally:
             for tree in [*trees.values(), script_root]:
                 if tree != ROOT:
-                    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+                    subprocess.run(
+                        ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True
+                    )
     print()
     print(f"median over {args.rounds} rounds, revisions before={args.before} after={args.after}")
     print("| revision | " + " | ".join(header) + " |")

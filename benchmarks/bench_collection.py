@@ -40,11 +40,10 @@ import argparse
 import functools
 import importlib.util
 import os
-import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-import numpy as np
 import torch
 
 ENVS = {"breakout": "ALE/Breakout-v5", "halfcheetah": "HalfCheetah-v5", "pendulum": "Pendulum-v1"}
@@ -150,7 +149,9 @@ class TorchRLSource(Source):
             self.collector = MultiaSyncDataCollector([make] * n, None, frames_per_batch=steps, total_frames=-1)
             self.per_batch, self.frames = n, n * steps
         else:
-            self.collector = SyncDataCollector(TorchRLParallelEnv(n, make), None, frames_per_batch=n * steps, total_frames=-1)
+            self.collector = SyncDataCollector(
+                TorchRLParallelEnv(n, make), None, frames_per_batch=n * steps, total_frames=-1
+            )
             self.per_batch, self.frames = 1, n * steps
         self.it = iter(self.collector)
 
@@ -222,7 +223,9 @@ def contenders(only: str, out: Callable[[str], None] = print) -> list[str]:
     if importlib.util.find_spec("torchrl") is None:
         dropped = [x for x in names if x.startswith("torchrl")]
         if dropped:
-            out(f"torchrl is not installed: skipping {', '.join(dropped)} (pip install torchrl==0.14.1 in a venv of its own)")
+            out(
+                f"torchrl is not installed: skipping {', '.join(dropped)} (pip install torchrl==0.14.1 in a venv of its own)"
+            )
         names = [x for x in names if not x.startswith("torchrl")]
     return names
 
@@ -232,8 +235,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     torch.set_num_threads(1)
     names = contenders(args.only)
-    print(f"# bench_collection: torch {torch.__version__}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
-          f"best of {args.rounds} round(s) of {args.frames} frames, contenders alternating")
+    print(
+        f"# bench_collection: torch {torch.__version__}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
+        f"best of {args.rounds} round(s) of {args.frames} frames, contenders alternating"
+    )
     results: dict = {}
     for env in args.envs:
         env_id = ENVS[env]
@@ -254,10 +259,19 @@ def main(argv: list[str] | None = None) -> dict:
             ours = max((best[k] for k in comparable), default=float("nan"))
             gym_rate = best.get("gymnasium") or float("nan")
             ratios = (best.get("gs-parallel", float("nan")) / gym_rate, ours / gym_rate)
-            print(f"| {n} | " + " | ".join(f"{best[x]:,.0f}" for x in names) + " | " + " | ".join(f"{r:.2f}x" for r in ratios) + " |", flush=True)
+            print(
+                f"| {n} | "
+                + " | ".join(f"{best[x]:,.0f}" for x in names)
+                + " | "
+                + " | ".join(f"{r:.2f}x" for r in ratios)
+                + " |",
+                flush=True,
+            )
     if "breakout" in args.envs and "gs-vec" in names:
-        print("\n(gs-vec on Breakout is ale-py's vector env: 84x84x4 grayscale observations, not the 210x160x3 "
-              "frames of the others; it is left out of the ratio)")
+        print(
+            "\n(gs-vec on Breakout is ale-py's vector env: 84x84x4 grayscale observations, not the 210x160x3 "
+            "frames of the others; it is left out of the ratio)"
+        )
     return results
 
 

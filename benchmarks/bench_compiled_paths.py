@@ -26,7 +26,6 @@ import torch
 import gpusim as gs
 from gpusim.envs import compiled
 
-
 FLAGS = {"direct": "DIRECT_CALLS", "vectorize": "VECTORIZE_STRIDED"}
 
 
@@ -38,7 +37,10 @@ def make_runner(name: str, batch: int, flag: str, on: bool, transforms: bool):
         from gpusim.transforms import CatFrames, Compose, InitTracker, RewardSum, StepCounter, VecNorm
 
         env = gs.TransformedEnv(
-            env, Compose(StepCounter(), RewardSum(), InitTracker(), CatFrames(4, dim=-1, in_keys=["observation"]), VecNorm())
+            env,
+            Compose(
+                StepCounter(), RewardSum(), InitTracker(), CatFrames(4, dim=-1, in_keys=["observation"]), VecNorm()
+            ),
         )
     runner = compiled.CompiledRollout(env, verbose=False)
     runner(4)
@@ -56,16 +58,21 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     flag = FLAGS[args.flag]
-    print(f"{args.env}{' + 5 transforms' if args.transforms else ''}, compiled, {args.threads} thread(s), "
-          f"median of {args.repeats} runs: {flag} off / on")
-    print(f"  {'envs':>6s} {'T':>5s} {'off us/step':>12s} {'on us/step':>11s} {'M/s off':>8s} "
-          f"{'M/s on':>8s} {'on/off':>7s}")
+    print(
+        f"{args.env}{' + 5 transforms' if args.transforms else ''}, compiled, {args.threads} thread(s), "
+        f"median of {args.repeats} runs: {flag} off / on"
+    )
+    print(
+        f"  {'envs':>6s} {'T':>5s} {'off us/step':>12s} {'on us/step':>11s} {'M/s off':>8s} "
+        f"{'M/s on':>8s} {'on/off':>7s}"
+    )
     saved = {name: getattr(compiled, name) for name in FLAGS.values()}
     try:
         for batch in args.batches:
             steps = max(64, min(2000, 4_000_000 // batch))
             runners = {
-                name: list(make_runner(args.env, batch, args.flag, name == "on", args.transforms)) for name in ("off", "on")
+                name: list(make_runner(args.env, batch, args.flag, name == "on", args.transforms))
+                for name in ("off", "on")
             }
             for state in runners.values():  # the compile and one run of this length
                 _, state[1] = state[0].run(steps, state[1])
@@ -78,8 +85,10 @@ def main() -> None:
             a, b = (statistics.median(times[n]) for n in ("off", "on"))
             if args.flag == "direct":
                 assert runners["on"][0].direct_calls > 0 and runners["off"][0].direct_calls == 0
-            print(f"  {batch:6d} {steps:5d} {a * 1e6:12.1f} {b * 1e6:11.1f} {batch / a / 1e6:8.1f} "
-                  f"{batch / b / 1e6:8.1f} {a / b:6.2f}x")
+            print(
+                f"  {batch:6d} {steps:5d} {a * 1e6:12.1f} {b * 1e6:11.1f} {batch / a / 1e6:8.1f} "
+                f"{batch / b / 1e6:8.1f} {a / b:6.2f}x"
+            )
     finally:
         for name, value in saved.items():
             setattr(compiled, name, value)

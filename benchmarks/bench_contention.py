@@ -52,8 +52,23 @@ def run_bench(args: argparse.Namespace, threads: int, policy: str, busy: int) ->
         elif setting != "default":
             env["OMP_WAIT_POLICY"] = setting
     env["GPUSIM_COMPILE_VERBOSE"] = "0"
-    cmd = [sys.executable, "-m", "gpusim", "bench", args.env_id, "--num-envs", str(args.num_envs),
-           "--steps", str(args.steps), "--repeats", str(args.repeats), "--threads", str(threads), "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpusim",
+        "bench",
+        args.env_id,
+        "--num-envs",
+        str(args.num_envs),
+        "--steps",
+        str(args.steps),
+        "--repeats",
+        str(args.repeats),
+        "--threads",
+        str(threads),
+        "--device",
+        "cpu",
+    ]
     if not args.eager:
         cmd.append("--compile")
     spinners = [_spin() for _ in range(busy)]
@@ -78,25 +93,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--eager", action="store_true", help="eager rollouts instead of compiled")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--policies", nargs="+", default=["default", "PASSIVE"],
-                        help="OMP_WAIT_POLICY values, or NAME=VALUE settings (comma-separated) such as GOMP_SPINCOUNT=10000")
+    parser.add_argument(
+        "--policies",
+        nargs="+",
+        default=["default", "PASSIVE"],
+        help="OMP_WAIT_POLICY values, or NAME=VALUE settings (comma-separated) such as GOMP_SPINCOUNT=10000",
+    )
     parser.add_argument("--busy", type=int, default=1, help="competing busy processes")
     args = parser.parse_args(argv)
     mode = "eager" if args.eager else "compiled"
-    print(f"# bench_contention: {args.env_id} x {args.num_envs}, {mode}, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.1f}, {args.busy} busy process(es) in the busy runs")
+    print(
+        f"# bench_contention: {args.env_id} x {args.num_envs}, {mode}, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.1f}, {args.busy} busy process(es) in the busy runs"
+    )
     rows = []
     for threads in args.threads:
         for policy in args.policies:
             quiet = run_bench(args, threads, policy, 0)
             busy = run_bench(args, threads, policy, args.busy)
             rows.append((threads, policy, quiet, busy))
-            print(f"  threads {threads}, OMP_WAIT_POLICY {policy}: quiet {quiet / 1e6:.1f} M, busy {busy / 1e6:.1f} M", flush=True)
+            print(
+                f"  threads {threads}, OMP_WAIT_POLICY {policy}: quiet {quiet / 1e6:.1f} M, busy {busy / 1e6:.1f} M",
+                flush=True,
+            )
     best = max(r[2] for r in rows)
     print("\n| threads | OMP_WAIT_POLICY | quiet | busy | busy / quiet | busy / best quiet |")
     print("| ---: | --- | ---: | ---: | ---: | ---: |")
     for threads, policy, quiet, busy in rows:
-        print(f"| {threads} | {policy} | {quiet / 1e6:.1f} M | {busy / 1e6:.1f} M | {busy / quiet:.2f}x | {busy / best:.2f}x |")
+        print(
+            f"| {threads} | {policy} | {quiet / 1e6:.1f} M | {busy / 1e6:.1f} M | {busy / quiet:.2f}x | {busy / best:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

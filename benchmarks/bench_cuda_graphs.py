@@ -38,7 +38,12 @@ def _make(env_id: str, batch: int, transforms: bool):
         from gpusim.transforms import CatFrames, Compose, InitTracker, RewardSum, VecNorm
 
         env = env.append_transform(
-            Compose(RewardSum(), InitTracker(), CatFrames(4, dim=-1, in_keys=["observation"]), VecNorm(in_keys=["observation"]))
+            Compose(
+                RewardSum(),
+                InitTracker(),
+                CatFrames(4, dim=-1, in_keys=["observation"]),
+                VecNorm(in_keys=["observation"]),
+            )
         )
     return env
 
@@ -48,7 +53,7 @@ def _contenders(env_id: str, batch: int, transforms: bool, ro_steps: int) -> dic
 
     out = {}
     env = _make(env_id, batch, transforms)
-    out["eager"] = (lambda e: (lambda T, root: (e.rollout(T, break_when_any_done=False), None)))(env)
+    out["eager"] = (lambda e: lambda T, root: (e.rollout(T, break_when_any_done=False), None))(env)
     for label, kwargs in (
         ("compiled, no graphs", {"cuda_graphs": False}),
         ("compiled (default)", {}),
@@ -57,7 +62,7 @@ def _contenders(env_id: str, batch: int, transforms: bool, ro_steps: int) -> dic
         e = _make(env_id, batch, transforms)
         runner = CompiledRollout(e, verbose=False, **kwargs)
         label = label + (" [graphs]" if runner._backend is not None else "")
-        out[label] = (lambda r, e: (lambda T, root: r.run(T, root if root is not None else e.reset())))(runner, e)
+        out[label] = (lambda r, e: lambda T, root: r.run(T, root if root is not None else e.reset()))(runner, e)
     return out
 
 
@@ -95,12 +100,15 @@ def main() -> None:
                 del data
         for label in runs:
             rows.append((batch, steps, label, best[label], warm[label]))
-            print(f"{batch:>8} {steps:>4}  {label:<34} {best[label] / 1e6:10.1f} M env-steps/s  (warm-up {warm[label]:.1f} s)", flush=True)
+            print(
+                f"{batch:>8} {steps:>4}  {label:<34} {best[label] / 1e6:10.1f} M env-steps/s  (warm-up {warm[label]:.1f} s)",
+                flush=True,
+            )
         del runs, roots
         torch.cuda.empty_cache()
     tag = "+T" if args.transforms else "bare"
     print(f"\n| batch | contender ({args.env}, {tag}) | M env-steps/s |\n| ---: | --- | ---: |")
-    for batch, steps, label, rate, _ in rows:
+    for batch, _steps, label, rate, _ in rows:
         print(f"| {batch} | {label} | {rate / 1e6:.1f} |")
 
 

@@ -46,13 +46,20 @@ def _rank(rank: int, world: int, store: str, out: str, args: argparse.Namespace)
     import gpusim as gs
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=120))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{store}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120)
+    )
     policy = None if args.random else TensorDictModule(_Greedy(), ["observation"], ["action"])
     n = args.envs_per_rank * world
     collector = gs.DistributedSyncDataCollector(
-        gs.make, policy, create_env_kwargs={"env_id": args.env}, num_envs=n, seed=0,
-        frames_per_batch=n * args.steps, gather=args.gather, timeout=120,
+        gs.make,
+        policy,
+        create_env_kwargs={"env_id": args.env},
+        num_envs=n,
+        seed=0,
+        frames_per_batch=n * args.steps,
+        gather=args.gather,
+        timeout=120,
     )
     for _ in range(args.warmup):
         collector.next()
@@ -109,9 +116,11 @@ def main(argv=None) -> None:
     parser.add_argument("--timeout", type=float, default=600, help="seconds before the ranks are killed")
     args = parser.parse_args(argv)
     worlds = [int(w) for w in args.ranks.split(",")]
-    print(f"# {args.env}, {args.envs_per_rank} envs per rank, {args.steps} steps per batch, {args.batches} batches, "
-          f"{'random actions' if args.random else 'MLP policy'}{', gathered on rank 0' if args.gather else ''}; "
-          f"{os.cpu_count()} CPUs, load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"# {args.env}, {args.envs_per_rank} envs per rank, {args.steps} steps per batch, {args.batches} batches, "
+        f"{'random actions' if args.random else 'MLP policy'}{', gathered on rank 0' if args.gather else ''}; "
+        f"{os.cpu_count()} CPUs, load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     print("| ranks | envs | frames/s | scaling vs 1st row |")
     print("| ---: | ---: | ---: | ---: |")
     base = None

@@ -129,7 +129,9 @@ def torchrl_rollout(env, steps: int):
 
 def sync_env(n: int):
     return gym.make_vec(
-        "CartPole-v1", num_envs=n, vectorization_mode="sync",
+        "CartPole-v1",
+        num_envs=n,
+        vectorization_mode="sync",
         vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.DISABLED},
     )
 
@@ -171,13 +173,20 @@ def main() -> None:
         for _ in range(args.repeats):
             for name, fn in contenders.items():
                 results[name].append(timed(fn, args.steps, n))
-        print(f"\nCartPole-v1, gymnasium numpy CartPoleVectorEnv, num_envs={n}, {args.steps} steps, "
-              f"median of {args.repeats} (torch threads={args.threads})")
-        _report(results, {"gpusim loop, one-hot": "raw numpy vec (loop)",
-                          "gpusim loop, categorical": "raw numpy vec (loop)",
-                          "floor: hand-written tensordict loop": "raw numpy vec (loop)",
-                          "gpusim rollout, one-hot": "raw + storage",
-                          "gpusim rollout, categorical": "raw + storage"})
+        print(
+            f"\nCartPole-v1, gymnasium numpy CartPoleVectorEnv, num_envs={n}, {args.steps} steps, "
+            f"median of {args.repeats} (torch threads={args.threads})"
+        )
+        _report(
+            results,
+            {
+                "gpusim loop, one-hot": "raw numpy vec (loop)",
+                "gpusim loop, categorical": "raw numpy vec (loop)",
+                "floor: hand-written tensordict loop": "raw numpy vec (loop)",
+                "gpusim rollout, one-hot": "raw + storage",
+                "gpusim rollout, categorical": "raw + storage",
+            },
+        )
 
     # ---- SyncVectorEnv: raw vs gpusim vs torchrl on the same kind of env
     n, steps = args.sync_envs, args.sync_steps
@@ -208,8 +217,12 @@ def main() -> None:
             t_async.set_seed(0)
             t_envs.append(t_async)
             g_async_ref = GymEnv("CartPole-v1", num_envs=args.torchrl_procs, vectorization_mode="async")
-            contenders[f"torchrl GymEnv(num_envs={args.torchrl_procs}) rollout [processes]"] = torchrl_rollout(t_async, steps)
-            contenders[f"gpusim GymEnv(num_envs={args.torchrl_procs}, 'async') rollout"] = gpusim_rollout(g_async_ref, steps)
+            contenders[f"torchrl GymEnv(num_envs={args.torchrl_procs}) rollout [processes]"] = torchrl_rollout(
+                t_async, steps
+            )
+            contenders[f"gpusim GymEnv(num_envs={args.torchrl_procs}, 'async') rollout"] = gpusim_rollout(
+                g_async_ref, steps
+            )
     for fn in contenders.values():
         fn()
     results = {k: [] for k in contenders}

@@ -36,9 +36,9 @@ import time
 import gymnasium as gym
 import numpy as np
 import torch
+from bench_gym import floor_loop
 from tensordict import TensorDict
 
-from bench_gym import floor_loop
 from gpusim.envs.libs import GymEnv
 
 new_td = TensorDict._new_unsafe
@@ -69,8 +69,16 @@ def make_loop(n: int, steps: int, onehot: bool, generic: frozenset) -> callable:
         o = torch.from_numpy(obs)
         t, u = torch.from_numpy(term.reshape(n, 1)), torch.from_numpy(trunc.reshape(n, 1))
         d = torch.from_numpy(adapter.last_done.reshape(n, 1))
-        data["next"] = new_td({"observation": o, "reward": torch.from_numpy(reward.reshape(n, 1)),
-                               "terminated": t, "truncated": u, "done": d}, batch)
+        data["next"] = new_td(
+            {
+                "observation": o,
+                "reward": torch.from_numpy(reward.reshape(n, 1)),
+                "terminated": t,
+                "truncated": u,
+                "done": d,
+            },
+            batch,
+        )
         if safe:
             record[:] = [(k, v, v._version) for k, v in zip(keys, (o, t, u, d))]
         return td
@@ -89,8 +97,15 @@ def make_loop(n: int, steps: int, onehot: bool, generic: frozenset) -> callable:
                 raise RuntimeError("an ended row not reset")
         obs, _ = adapter.reset(mask)
         flags = np.zeros((3, n, 1), dtype=bool)
-        out = new_td({"observation": torch.from_numpy(obs), "terminated": torch.from_numpy(flags[0]),
-                      "truncated": torch.from_numpy(flags[1]), "done": torch.from_numpy(flags[2])}, batch)
+        out = new_td(
+            {
+                "observation": torch.from_numpy(obs),
+                "terminated": torch.from_numpy(flags[0]),
+                "truncated": torch.from_numpy(flags[1]),
+                "done": torch.from_numpy(flags[2]),
+            },
+            batch,
+        )
         for value in out._tensordict.values():
             masks.mark_merged(value)
         return episode.merge(out, root, masks)

@@ -83,9 +83,7 @@ def case_masked_merge(n: int, device: torch.device, kernels: bool):
     mask = torch.rand(n, generator=g, device=device) < 0.05
     masks = [mask] * len(new)
     nbytes = 3 * _nbytes(*new) + len(new) * _nbytes(mask)
-    impls: dict[str, Callable[[], object]] = {
-        "torch": lambda: masked_merge_reference(new, old, masks)
-    }
+    impls: dict[str, Callable[[], object]] = {"torch": lambda: masked_merge_reference(new, old, masks)}
     if kernels:
         from gpusim.kernels.masked_merge_triton import masked_merge_triton
 
@@ -112,9 +110,7 @@ def case_masked_fill(n: int, device: torch.device, kernels: bool):
     nbytes = 3 * _nbytes(*dst) + len(dst) * _nbytes(mask)
     from gpusim.kernels import masked_fill_rows_reference_
 
-    impls: dict[str, Callable[[], object]] = {
-        "torch": lambda: masked_fill_rows_reference_(dst, src, masks)
-    }
+    impls: dict[str, Callable[[], object]] = {"torch": lambda: masked_fill_rows_reference_(dst, src, masks)}
     if kernels:
         from gpusim.kernels.masked_merge_triton import masked_fill_rows_triton_
 
@@ -139,9 +135,7 @@ def _cat_frames_case(label, batch, feature, dim, dtype, n_frames, device, kernel
         from gpusim.kernels.cat_frames_triton import cat_frames_update_triton
 
         impls["triton"] = lambda: cat_frames_update_triton(buf, frame, mask, dim, "same", 0.0)
-        impls["op"] = lambda: torch.ops.gpusim.cat_frames_update(
-            buf, frame, mask, dim, "same", 0.0
-        )
+        impls["op"] = lambda: torch.ops.gpusim.cat_frames_update(buf, frame, mask, dim, "same", 0.0)
     compiled = torch.compile(cat_frames_update_reference, dynamic=False)
     impls["inductor"] = lambda: compiled(buf, frame, mask, dim, "same", 0.0)
     return label, nbytes, impls
@@ -149,9 +143,7 @@ def _cat_frames_case(label, batch, feature, dim, dtype, n_frames, device, kernel
 
 def case_cat_frames_vec(n: int, device: torch.device, kernels: bool):
     """CatFrames(4) over a (N, 4) float32 observation."""
-    return _cat_frames_case(
-        "cat_frames (N,4)x4 f32", (n,), (4,), -1, torch.float32, 4, device, kernels
-    )
+    return _cat_frames_case("cat_frames (N,4)x4 f32", (n,), (4,), -1, torch.float32, 4, device, kernels)
 
 
 def case_cat_frames_img(n: int, device: torch.device, kernels: bool):
@@ -177,9 +169,7 @@ def case_vecnorm(n: int, device: torch.device, kernels: bool, width: int = 4):
         from gpusim.kernels.vecnorm_triton import vecnorm_update_normalize_triton_
 
         impls["triton"] = lambda: vecnorm_update_normalize_triton_(x, *stats, 0.9999, 1e-4, 1)
-        impls["op"] = lambda: torch.ops.gpusim.vecnorm_update_normalize_(
-            x, *stats, 0.9999, 1e-4, 1
-        )
+        impls["op"] = lambda: torch.ops.gpusim.vecnorm_update_normalize_(x, *stats, 0.9999, 1e-4, 1)
     compiled = torch.compile(vecnorm_update_normalize_reference_, dynamic=False)
     impls["inductor"] = lambda: compiled(x, *stats, 0.9999, 1e-4, 1)
     return f"vecnorm update+norm (N,{width}) f32", nbytes, impls
@@ -196,9 +186,7 @@ def case_vecnorm_normalize(n: int, device: torch.device, kernels: bool):
     x = torch.randn(n, 4, generator=g, device=device)
     stats = [torch.ones(4, device=device), torch.full((4,), 3.0, device=device),
              torch.full((), 2.0, device=device)]  # fmt: skip
-    impls: dict[str, Callable[[], object]] = {
-        "torch": lambda: vecnorm_normalize_reference(x, *stats, 1e-4)
-    }
+    impls: dict[str, Callable[[], object]] = {"torch": lambda: vecnorm_normalize_reference(x, *stats, 1e-4)}
     if kernels:
         from gpusim.kernels.vecnorm_triton import vecnorm_normalize_triton
 

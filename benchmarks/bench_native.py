@@ -89,6 +89,5 @@ def main() -> None:
         )
 
 
-
 if __name__ == "__main__":
     main()

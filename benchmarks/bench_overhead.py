@@ -40,14 +40,17 @@ def make_gpusim_counter(batch: int, max_count: int):
         def _reset(self, td):
             zeros = torch.zeros(*self.batch_size, 1)
             false = torch.zeros(*self.batch_size, 1, dtype=torch.bool)
-            return TensorDict({"observation": zeros, "state": zeros, "done": false, "terminated": false},
-                              self.batch_size)
+            return TensorDict(
+                {"observation": zeros, "state": zeros, "done": false, "terminated": false}, self.batch_size
+            )
 
         def _step(self, td):
             state = td["state"] + 1
             done = state >= max_count
-            return TensorDict({"observation": state, "state": state, "reward": state, "done": done,
-                               "terminated": done}, self.batch_size)
+            return TensorDict(
+                {"observation": state, "state": state, "reward": state, "done": done, "terminated": done},
+                self.batch_size,
+            )
 
         def _set_seed(self, seed):
             pass
@@ -73,14 +76,17 @@ def make_torchrl_counter(batch: int, max_count: int):
         def _reset(self, td):
             zeros = torch.zeros(*self.batch_size, 1)
             false = torch.zeros(*self.batch_size, 1, dtype=torch.bool)
-            return TensorDict({"observation": zeros, "state": zeros, "done": false, "terminated": false},
-                              self.batch_size)
+            return TensorDict(
+                {"observation": zeros, "state": zeros, "done": false, "terminated": false}, self.batch_size
+            )
 
         def _step(self, td):
             state = td["state"] + 1
             done = state >= max_count
-            return TensorDict({"observation": state, "state": state, "reward": state, "done": done,
-                               "terminated": done}, self.batch_size)
+            return TensorDict(
+                {"observation": state, "state": state, "reward": state, "done": done, "terminated": done},
+                self.batch_size,
+            )
 
         def _set_seed(self, seed):
             pass
@@ -122,8 +128,10 @@ def bound_loops(env) -> dict:
         nxt = env._step(td)
         data["next"] = nxt
         n = nxt._tensordict
-        root = new({"observation": n["observation"], "state": n["state"], "done": n["done"],
-                    "terminated": n["terminated"]}, batch)
+        root = new(
+            {"observation": n["observation"], "state": n["state"], "done": n["done"], "terminated": n["terminated"]},
+            batch,
+        )
         if n["done"].numpy().any():
             root = env.maybe_reset(root)
         return td, root
@@ -155,8 +163,10 @@ def main() -> None:
         print(f"  {name:15s}: {us:8.1f} us/step")
     if "torchrl" in med:
         t = med["torchrl"]
-        print(f"  cost / torchrl: gpusim {med['gpusim'] / t:.2f}, inlined {med['inlined'] / t:.2f}, "
-              f"env _step only {med['env _step only'] / t:.2f} (target <= 0.33)")
+        print(
+            f"  cost / torchrl: gpusim {med['gpusim'] / t:.2f}, inlined {med['inlined'] / t:.2f}, "
+            f"env _step only {med['env _step only'] / t:.2f} (target <= 0.33)"
+        )
 
 
 if __name__ == "__main__":

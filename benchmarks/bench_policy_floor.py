@@ -51,7 +51,9 @@ def main() -> None:
         dist = actor.dist(obs)
         rows.append(("categorical draw, eager", per_call_ms(lambda: dist.sample())))
         env = gs.make("CartPole-v1", num_envs=args.envs, seed=0)
-        collector = gs.Collector(env, actor, frames_per_batch=args.envs * 32, total_frames=-1, compile={"verbose": False})
+        collector = gs.Collector(
+            env, actor, frames_per_batch=args.envs * 32, total_frames=-1, compile={"verbose": False}
+        )
         batches = iter(collector)
         next(batches)  # compiles
         rows.append(("compiled collector, one step", per_call_ms(lambda: next(batches), n=5) / 32))

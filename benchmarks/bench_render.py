@@ -62,9 +62,10 @@ def _warm(label: str, fn, device: str) -> None:
 
 
 def render_vs_step(batch: int, steps: int, repeats: int, device: str, render_repeats: int = 1) -> None:
+    from tensordict import TensorDict
+
     import gpusim as gs
     from gpusim.render.classic_control import draw_cartpole
-    from tensordict import TensorDict
 
     env = gs.CartPoleEnv(batch_size=[batch], seed=0, device=device)
     runner = env.compile(verbose=False)
@@ -109,7 +110,9 @@ def pipeline_vs_bare(batch: int, steps: int, repeats: int, device: str) -> None:
             times[label] = min(times.get(label, float("inf")), t)
     bare = times["bare pixel env"]
     for label, t in times.items():
-        print(f"CartPole-v1 from_pixels, {batch} envs, compiled on {device}: {label}: {t * 1e3:.2f} ms/step ({t / bare:.2f}x)")
+        print(
+            f"CartPole-v1 from_pixels, {batch} envs, compiled on {device}: {label}: {t * 1e3:.2f} ms/step ({t / bare:.2f}x)"
+        )
 
 
 def main() -> None:

@@ -205,7 +205,10 @@ class GymnasiumBatches:
                 self.prev_done = te | tr
         data = TensorDict(
             {
-                "observation": obs, "action": act, "log_prob": logp, "valid": valid,
+                "observation": obs,
+                "action": act,
+                "log_prob": logp,
+                "valid": valid,
                 "next": {"observation": nxt, "reward": rew, "terminated": term, "done": done},
             },
             [T, N],
@@ -218,7 +221,9 @@ def train_gymnasium(num_envs, seed, max_frames) -> Result:
     cfg = _config(num_envs)
     actor, critic = make_agent(seed)
     batches = GymnasiumBatches(num_envs, actor, cfg.steps, seed)
-    return _train_loop(batches, actor, critic, cfg, max_frames, num_envs * cfg.steps, lambda _: batches.tracker.returns())
+    return _train_loop(
+        batches, actor, critic, cfg, max_frames, num_envs * cfg.steps, lambda _: batches.tracker.returns()
+    )
 
 
 # ---------------------------------------------------------------------------- torchrl
@@ -239,7 +244,11 @@ def torchrl_batches(num_envs, actor, cfg, seed, total_frames=-1):
     env = GymWrapper(vec, categorical_action_encoding=True)
     env.set_seed(seed)
     return TorchRLCollector(
-        env, actor, frames_per_batch=num_envs * cfg.steps, total_frames=total_frames, auto_register_policy_transforms=False
+        env,
+        actor,
+        frames_per_batch=num_envs * cfg.steps,
+        total_frames=total_frames,
+        auto_register_policy_transforms=False,
     )
 
 
@@ -281,12 +290,21 @@ def sb3_ppo(venv, num_envs: int, seed: int):
 
     cfg = _config(num_envs)
     return PPO(
-        "MlpPolicy", venv, n_steps=cfg.steps, batch_size=num_envs * cfg.steps // cfg.minibatches,
-        n_epochs=cfg.epochs, learning_rate=lambda remaining: cfg.lr * max(0.05, remaining),
-        gamma=cfg.gamma, gae_lambda=cfg.lam, clip_range=cfg.clip, ent_coef=cfg.ent_coef,
-        vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm,
+        "MlpPolicy",
+        venv,
+        n_steps=cfg.steps,
+        batch_size=num_envs * cfg.steps // cfg.minibatches,
+        n_epochs=cfg.epochs,
+        learning_rate=lambda remaining: cfg.lr * max(0.05, remaining),
+        gamma=cfg.gamma,
+        gae_lambda=cfg.lam,
+        clip_range=cfg.clip,
+        ent_coef=cfg.ent_coef,
+        vf_coef=cfg.vf_coef,
+        max_grad_norm=cfg.max_grad_norm,
         policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}, "activation_fn": torch.nn.Tanh},
-        seed=seed, device="cpu",
+        seed=seed,
+        device="cpu",
     )
 
 
@@ -387,7 +405,11 @@ def main(argv=None) -> None:
         print("| ---: |" + " ---: |" * (len(collecting) + 1))
         for n in args.envs:
             rates = {name: throughput(name, n, args.throughput_steps)[0] for name in collecting}
-            ratio = rates.get("gpusim-compiled", float("nan")) / rates.get("gymnasium", float("nan")) if "gymnasium" in rates else float("nan")
+            ratio = (
+                rates.get("gpusim-compiled", float("nan")) / rates.get("gymnasium", float("nan"))
+                if "gymnasium" in rates
+                else float("nan")
+            )
             print(f"| {n} | " + " | ".join(_rate(rates[x]) for x in collecting) + f" | {ratio:.2f}x |", flush=True)
     if args.no_train:
         return

@@ -139,7 +139,9 @@ def main() -> None:
     print("no stack: T x (random action + step_and_maybe_reset) keeping each step's data, without the")
     print("final stacking copy; compiled: gpusim rollout(compile=True) (ratio against TorchRL's rollout)")
     print()
-    print("| batch | T | gpusim rollout | torchrl rollout | ratio | gpusim no stack | torchrl no stack | ratio | gpusim compiled | ratio |")
+    print(
+        "| batch | T | gpusim rollout | torchrl rollout | ratio | gpusim no stack | torchrl no stack | ratio | gpusim compiled | ratio |"
+    )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for batch, fps in rows:
         g, t = fps[("gpusim", "contiguous")], fps[("torchrl", "contiguous")]
@@ -150,6 +152,7 @@ def main() -> None:
             f"| {batch} | {args.steps} | {_fmt(g)} | {_fmt(t)} | {g / t:.2f}x | {_fmt(gl)} | {_fmt(tl)} | "
             f"{gl / tl:.2f}x | {_fmt(gc)} | {rc} |"
         )
+
 
 if __name__ == "__main__":
     main()

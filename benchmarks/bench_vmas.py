@@ -94,20 +94,35 @@ def main() -> None:
         rows.append((n, steps, res))
         _print_row(n, steps, res)
 
-    print(f"\nsimple_spread (3 agents), device={args.device}, torch threads={args.threads}, median of "
-          f"{args.repeats}, wall-clock env-steps/s (process-CPU in brackets)")
+    print(
+        f"\nsimple_spread (3 agents), device={args.device}, torch threads={args.threads}, median of "
+        f"{args.repeats}, wall-clock env-steps/s (process-CPU in brackets)"
+    )
     names = list(rows[0][2])
     print("| num_envs | " + " | ".join(names) + " | gpusim/raw | torchrl/raw | gpusim/torchrl |")
     print("| ---: " * (len(names) + 4) + "|")
-    for n, steps, res in rows:
+    for n, _steps, res in rows:
         med = {k: statistics.median(w for w, _ in v) for k, v in res.items()}
         medc = {k: statistics.median(c for _, c in v) for k, v in res.items()}
         cells = [f"{_fmt(med[k])} ({_fmt(medc[k])})" for k in names]
-        r = lambda a, b: statistics.median(x[0] / y[0] for x, y in zip(res[a], res[b])) if a in res and b in res else float("nan")  # noqa: E731
-        print(f"| {n} | " + " | ".join(cells) + f" | {r('gpusim', 'raw'):.2f} | {r('torchrl', 'raw'):.2f} | {r('gpusim', 'torchrl'):.2f} |")
+
+        def r(a, b):
+            return (
+                statistics.median(x[0] / y[0] for x, y in zip(res[a], res[b]))
+                if a in res and b in res
+                else float("nan")
+            )  # noqa: E731
+
+        print(
+            f"| {n} | "
+            + " | ".join(cells)
+            + f" | {r('gpusim', 'raw'):.2f} | {r('torchrl', 'raw'):.2f} | {r('gpusim', 'torchrl'):.2f} |"
+        )
     if args.edge:
-        print("\nwith --edge: gpusim loop / raw (both store nothing), gpusim rollout / raw + storage (both build [N, T])")
-        for n, steps, res in rows:
+        print(
+            "\nwith --edge: gpusim loop / raw (both store nothing), gpusim rollout / raw + storage (both build [N, T])"
+        )
+        for n, _steps, res in rows:
             r = lambda a, b: statistics.median(x[0] / y[0] for x, y in zip(res[a], res[b]))  # noqa: E731
             print(f"  num_envs={n}: {r('gpusim loop', 'raw'):.2f}, {r('gpusim', 'raw + storage'):.2f}")
 

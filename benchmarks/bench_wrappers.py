@@ -30,7 +30,7 @@ import os
 import statistics
 import time
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -271,7 +271,8 @@ def case_gym026(args):
         ours = GymEnv("CartPole-v1", categorical_action_encoding=True)
     out = {"raw": raw_loop, "gpusim": lambda s: ours.rollout(s, break_when_any_done=False)}
     if not args.no_torchrl:
-        from torchrl.envs.libs.gym import GymEnv as T, set_gym_backend as tset
+        from torchrl.envs.libs.gym import GymEnv as T
+        from torchrl.envs.libs.gym import set_gym_backend as tset
 
         with tset("gym"):
             theirs = T("CartPole-v1", categorical_action_encoding=True)

@@ -13,7 +13,7 @@ import dataclasses
 import math
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from tensordict import TensorDictBase
@@ -47,7 +47,16 @@ class Actor(nn.Module):
         obs_key, action_key, log_prob_key: the tensordict entries.
     """
 
-    def __init__(self, net: nn.Module, discrete: bool, n_act: int = 1, obs_key="observation", action_key="action", log_prob_key="log_prob", init_log_std: float = 0.0):
+    def __init__(
+        self,
+        net: nn.Module,
+        discrete: bool,
+        n_act: int = 1,
+        obs_key="observation",
+        action_key="action",
+        log_prob_key="log_prob",
+        init_log_std: float = 0.0,
+    ):
         super().__init__()
         self.net = net
         self.discrete = discrete
@@ -144,13 +153,25 @@ class Keys:
     terminated: object = "terminated"
 
 
+DEFAULT_KEYS = Keys()  # the keys of a single-agent env
+
+
 def _like(x: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     """``x`` ([B, T, 1] flags or rewards) shaped like the values: reshaped when it has as many
     elements, else left to broadcast (a root flag against per-agent values)."""
     return x.reshape(shape) if x.numel() == math.prod(shape) else x
 
 
-def ppo_update(data: TensorDictBase, actor: Actor, critic: Callable, optimizer, cfg: PPOConfig, keys: Keys, critic_obs: Callable | None = None, sync_grads: Callable | None = None) -> dict:
+def ppo_update(
+    data: TensorDictBase,
+    actor: Actor,
+    critic: Callable,
+    optimizer,
+    cfg: PPOConfig,
+    keys: Keys,
+    critic_obs: Callable | None = None,
+    sync_grads: Callable | None = None,
+) -> dict:
     """One PPO update (``cfg.epochs`` epochs of ``cfg.minibatches`` minibatches) on a ``[B, T]``
     batch. ``critic_obs(td)`` gives the critic's input (default: the actor's observation). A
     ``"valid"`` bool ``[B, T]`` entry, when present, keeps only those steps in the loss.
@@ -202,7 +223,18 @@ def ppo_update(data: TensorDictBase, actor: Actor, critic: Callable, optimizer, 
     return stats
 
 
-def train(collector: gs.Collector, actor: Actor, critic: nn.Module, cfg: PPOConfig, keys: Keys = Keys(), critic_obs=None, log_every: int = 1, on_batch: Callable | None = None, sync_grads: Callable | None = None, log: bool = True) -> list[float]:
+def train(
+    collector: gs.Collector,
+    actor: Actor,
+    critic: nn.Module,
+    cfg: PPOConfig,
+    keys: Keys = DEFAULT_KEYS,
+    critic_obs=None,
+    log_every: int = 1,
+    on_batch: Callable | None = None,
+    sync_grads: Callable | None = None,
+    log: bool = True,
+) -> list[float]:
     """Runs PPO on the collector's batches; returns the mean return of the episodes that ended
     in each batch (nan when none did). ``log=False``: no progress bar (the other ranks of a
     distributed run)."""
@@ -244,22 +276,41 @@ def evaluate(env: gs.EnvBase, actor: nn.Module, max_steps: int, reward_key="rewa
 def sized(cfg: PPOConfig, args: argparse.Namespace, smoke_envs: int, smoke_steps: int) -> PPOConfig:
     """The config for this run: two tiny iterations with ``--smoke``, else ``--total-frames``."""
     if args.smoke:
-        return dataclasses.replace(cfg, num_envs=smoke_envs, steps=smoke_steps, total_frames=2 * smoke_envs * smoke_steps)
+        return dataclasses.replace(
+            cfg, num_envs=smoke_envs, steps=smoke_steps, total_frames=2 * smoke_envs * smoke_steps
+        )
     return dataclasses.replace(cfg, total_frames=args.total_frames)
 
 
-def run(title: str, args, cfg: PPOConfig, env: gs.EnvBase | None, actor: Actor, critic: nn.Module, score: Callable[[], torch.Tensor], bar: float, what: str, make_collector: Callable | None = None, log: bool = True, **train_kwargs) -> float:
+def run(
+    title: str,
+    args,
+    cfg: PPOConfig,
+    env: gs.EnvBase | None,
+    actor: Actor,
+    critic: nn.Module,
+    score: Callable[[], torch.Tensor],
+    bar: float,
+    what: str,
+    make_collector: Callable | None = None,
+    log: bool = True,
+    **train_kwargs,
+) -> float:
     """Trains with a ``gs.Collector`` on ``env`` (``--compile``: the compiled engine) or with
     ``make_collector(cfg)``'s collector, scores the actor (``score()``: one value per evaluation
     episode) and prints the result line (``log=False``: trains only, returns nan)."""
     if make_collector is not None:
         collector = make_collector(cfg)
     else:
-        collector = gs.Collector(env, actor, frames_per_batch=cfg.num_envs * cfg.steps, total_frames=cfg.total_frames, compile=args.compile)
+        collector = gs.Collector(
+            env, actor, frames_per_batch=cfg.num_envs * cfg.steps, total_frames=cfg.total_frames, compile=args.compile
+        )
     start = time.perf_counter()
     train(collector, actor, critic, cfg, log_every=1 if args.smoke else 5, log=log, **train_kwargs)
     elapsed = time.perf_counter() - start
-    runner = getattr(getattr(collector, "collector", collector), "_runner", None)  # (a distributed collector's local one)
+    runner = getattr(
+        getattr(collector, "collector", collector), "_runner", None
+    )  # (a distributed collector's local one)
     compile_s = runner.compile_seconds if runner is not None else 0.0
     collector.shutdown()
     if not log:

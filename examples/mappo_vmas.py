@@ -44,8 +44,17 @@ N_AGENTS = 3
 MAX_STEPS = 100
 
 CONFIG = PPOConfig(
-    num_envs=64, steps=100, total_frames=64 * 100 * 60, epochs=4, minibatches=8, lr=3e-4, gamma=0.99, lam=0.95,
-    clip=0.2, ent_coef=0.0, anneal_lr=False,
+    num_envs=64,
+    steps=100,
+    total_frames=64 * 100 * 60,
+    epochs=4,
+    minibatches=8,
+    lr=3e-4,
+    gamma=0.99,
+    lam=0.95,
+    clip=0.2,
+    ent_coef=0.0,
+    anneal_lr=False,
 )
 
 # native simple_spread: the same sizes, a larger step size (its reward is a distance, not a
@@ -53,8 +62,12 @@ CONFIG = PPOConfig(
 NATIVE_CONFIG = dataclasses.replace(CONFIG, lr=1e-3)
 
 KEYS = Keys(
-    obs=("agents", "observation"), action=("agents", "action"), log_prob=("agents", "log_prob"),
-    reward=("agents", "reward"), done="done", terminated="terminated",
+    obs=("agents", "observation"),
+    action=("agents", "action"),
+    log_prob=("agents", "log_prob"),
+    reward=("agents", "reward"),
+    done="done",
+    terminated="terminated",
 )
 
 
@@ -82,8 +95,13 @@ def make_env(num_envs: int, seed: int, native: bool = False, reward_scale: float
             return gs.TransformedEnv(env, clip)
         return gs.TransformedEnv(env, gs.Compose(clip, gs.RewardScaling(0.0, reward_scale, in_keys=[KEYS.reward])))
     return gs.VmasEnv(
-        "navigation", num_envs=num_envs, continuous_actions=True, max_steps=MAX_STEPS, seed=seed,
-        n_agents=N_AGENTS, clamp_actions=True,
+        "navigation",
+        num_envs=num_envs,
+        continuous_actions=True,
+        max_steps=MAX_STEPS,
+        seed=seed,
+        n_agents=N_AGENTS,
+        clamp_actions=True,
     )
 
 
@@ -123,7 +141,9 @@ def evaluate_native(actor: Actor, num_envs: int, seed: int) -> torch.Tensor:
         data = env.rollout(MAX_STEPS, actor, auto_reset=False, tensordict=root, break_when_any_done=False)
     start, end = coverage_gap(root.get(KEYS.obs)), coverage_gap(data.get(("next", *KEYS.obs))[:, -1])
     ret = data.get(("next", "agents", "reward"))[..., 0, 0].sum(1)
-    print(f"evaluation: mean episode return {float(ret.mean()):.1f}, landmark gap {float(start.mean()):.2f} -> {float(end.mean()):.2f}")
+    print(
+        f"evaluation: mean episode return {float(ret.mean()):.1f}, landmark gap {float(start.mean()):.2f} -> {float(end.mean()):.2f}"
+    )
     return 1.0 - end / start
 
 
@@ -134,17 +154,28 @@ def main(argv=None) -> float:
     torch.set_num_threads(args.threads)
     cfg = sized(NATIVE_CONFIG if args.native else CONFIG, args, smoke_envs=4, smoke_steps=10)
     torch.manual_seed(args.seed)
-    env = make_env(cfg.num_envs, args.seed, native=args.native, reward_scale=NATIVE_REWARD_SCALE if args.native else 1.0)
+    env = make_env(
+        cfg.num_envs, args.seed, native=args.native, reward_scale=NATIVE_REWARD_SCALE if args.native else 1.0
+    )
     n_obs = env.full_observation_spec[KEYS.obs].shape[-1]
     n_act = env.full_action_spec[KEYS.action].shape[-1]
-    actor = Actor(mlp(n_obs, n_act, hidden=128, out_std=0.01), discrete=False, n_act=n_act, obs_key=KEYS.obs,
-                  action_key=KEYS.action, log_prob_key=KEYS.log_prob, init_log_std=-0.5)
+    actor = Actor(
+        mlp(n_obs, n_act, hidden=128, out_std=0.01),
+        discrete=False,
+        n_act=n_act,
+        obs_key=KEYS.obs,
+        action_key=KEYS.action,
+        log_prob_key=KEYS.log_prob,
+        init_log_std=-0.5,
+    )
     critic = CentralCritic(n_obs, N_AGENTS)
     evaluator = evaluate_native if args.native else evaluate
     score = lambda: evaluator(actor, 4 if args.smoke else 64, args.seed + 1000)  # noqa: E731
     if args.native:
         title = f"native MPE simple_spread MAPPO ({N_AGENTS} agents)"
-        return run(title, args, cfg, env, actor, critic, score, BAR, "normalized coverage", keys=KEYS, critic_obs=joint_obs)
+        return run(
+            title, args, cfg, env, actor, critic, score, BAR, "normalized coverage", keys=KEYS, critic_obs=joint_obs
+        )
     title = f"VMAS navigation MAPPO ({N_AGENTS} agents)"
     return run(title, args, cfg, env, actor, critic, score, BAR, "normalized return", keys=KEYS, critic_obs=joint_obs)
 

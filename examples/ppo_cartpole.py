@@ -20,7 +20,18 @@ import gpusim as gs  # noqa: E402
 BAR = 475.0
 
 #: the hyperparameters (also used by benchmarks/bench_training.py)
-CONFIG = PPOConfig(num_envs=64, steps=32, total_frames=307_200, epochs=4, minibatches=4, lr=2.5e-3, gamma=0.99, lam=0.95, clip=0.2, ent_coef=0.0)
+CONFIG = PPOConfig(
+    num_envs=64,
+    steps=32,
+    total_frames=307_200,
+    epochs=4,
+    minibatches=4,
+    lr=2.5e-3,
+    gamma=0.99,
+    lam=0.95,
+    clip=0.2,
+    ent_coef=0.0,
+)
 
 
 def make_agent(seed: int) -> tuple[Actor, torch.nn.Module]:

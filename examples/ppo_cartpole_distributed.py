@@ -24,7 +24,6 @@ from ppo_cartpole import BAR, CONFIG, make_agent  # noqa: E402
 
 import gpusim as gs  # noqa: E402
 
-
 _FLAT: dict[int, torch.Tensor] = {}  # one flat gradient buffer per size, kept for the whole run
 
 
@@ -56,7 +55,9 @@ def main(argv=None) -> float:
     rank = dist.get_rank()
     cfg = sized(CONFIG, args, smoke_envs=8, smoke_steps=8)
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
-    actor, critic = (m.to(device) for m in make_agent(args.seed))  # the collector broadcasts rank 0's actor weights anyway
+    actor, critic = (
+        m.to(device) for m in make_agent(args.seed)
+    )  # the collector broadcasts rank 0's actor weights anyway
     torch.manual_seed(args.seed + 1 + rank)  # each rank samples its own actions and minibatches
     # keep every rank's critic identical too: it is not the collector's policy
     for t in critic.state_dict().values():
@@ -64,13 +65,33 @@ def main(argv=None) -> float:
 
     def make_collector(cfg):
         return gs.DistributedSyncDataCollector(
-            gs.make, actor, create_env_kwargs={"env_id": "CartPole-v1"}, num_envs=cfg.num_envs, seed=args.seed,
-            frames_per_batch=cfg.num_envs * cfg.steps, total_frames=cfg.total_frames, compile=args.compile, timeout=120,
+            gs.make,
+            actor,
+            create_env_kwargs={"env_id": "CartPole-v1"},
+            num_envs=cfg.num_envs,
+            seed=args.seed,
+            frames_per_batch=cfg.num_envs * cfg.steps,
+            total_frames=cfg.total_frames,
+            compile=args.compile,
+            timeout=120,
         )
 
     score = lambda: evaluate(gs.make("CartPole-v1", num_envs=20, seed=args.seed + 1000, device=device), actor, 500)  # noqa: E731
     title = f"CartPole-v1 PPO, data-parallel over {dist.get_world_size()} ranks"
-    result = run(title, args, cfg, None, actor, critic, score, BAR, "return", make_collector=make_collector, log=rank == 0, sync_grads=average_gradients)
+    result = run(
+        title,
+        args,
+        cfg,
+        None,
+        actor,
+        critic,
+        score,
+        BAR,
+        "return",
+        make_collector=make_collector,
+        log=rank == 0,
+        sync_grads=average_gradients,
+    )
     # the ranks tear the group down together: a rank that destroys its gloo group and exits
     # while another still holds its connections (rank 0 evaluating) can abort at exit
     dist.barrier()

@@ -32,7 +32,15 @@ GRID = {"length": (0.3, 0.5, 0.9), "masspole": (0.05, 0.1, 0.4)}
 EPISODES = 20
 
 CONFIG = PPOConfig(
-    num_envs=64, steps=32, total_frames=409_600, epochs=4, minibatches=4, lr=2.5e-3, gamma=0.99, lam=0.95, clip=0.2,
+    num_envs=64,
+    steps=32,
+    total_frames=409_600,
+    epochs=4,
+    minibatches=4,
+    lr=2.5e-3,
+    gamma=0.99,
+    lam=0.95,
+    clip=0.2,
     ent_coef=0.0,
 )
 

@@ -20,8 +20,17 @@ import gpusim as gs  # noqa: E402
 BAR = -200.0
 
 CONFIG = PPOConfig(
-    num_envs=64, steps=50, total_frames=960_000, epochs=10, minibatches=8, lr=1e-3, gamma=0.9, lam=0.95,
-    clip=0.2, ent_coef=0.0, reward_scale=0.1,
+    num_envs=64,
+    steps=50,
+    total_frames=960_000,
+    epochs=10,
+    minibatches=8,
+    lr=1e-3,
+    gamma=0.9,
+    lam=0.95,
+    clip=0.2,
+    ent_coef=0.0,
+    reward_scale=0.1,
 )
 
 

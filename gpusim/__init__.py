@@ -20,12 +20,12 @@ from gpusim import envs as _envs
 from gpusim import specs as _specs
 from gpusim import transforms as _transforms
 from gpusim.collectors import *  # noqa: F401,F403
+from gpusim.determinism import DeterminismReport, check_determinism
 from gpusim.envs import *  # noqa: F401,F403
 from gpusim.envs.batched import *  # noqa: F401,F403
+from gpusim.envs.custom import *  # noqa: F401,F403
 from gpusim.envs.libs import *  # noqa: F401,F403
 from gpusim.envs.native import *  # noqa: F401,F403
-from gpusim.envs.custom import *  # noqa: F401,F403
-from gpusim.determinism import DeterminismReport, check_determinism
 from gpusim.interop import to_gymnasium, to_sb3, to_torchrl
 from gpusim.registry import EnvEntry, make, register, registered_ids
 from gpusim.specs import *  # noqa: F401,F403

@@ -51,7 +51,8 @@ import os
 import re
 import types
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.utils._pytree as pytree

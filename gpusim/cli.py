@@ -29,7 +29,8 @@ import argparse
 import importlib.metadata
 import importlib.util
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = ["main", "build_parser"]
 
@@ -106,42 +107,89 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("bench", help="one env's throughput (env-steps/s)", description=(
-        "Time env.rollout(T, break_when_any_done=False) of one gpusim env (random actions, auto-reset): "
-        "one warm-up run, then --repeats timed runs."))
-    p.add_argument("env_id", type=_env_id, metavar="ENV_ID", help="e.g. CartPole-v1, gym:Acrobot-v1, vmas:simple_spread")
+    p = sub.add_parser(
+        "bench",
+        help="one env's throughput (env-steps/s)",
+        description=(
+            "Time env.rollout(T, break_when_any_done=False) of one gpusim env (random actions, auto-reset): "
+            "one warm-up run, then --repeats timed runs."
+        ),
+    )
+    p.add_argument(
+        "env_id", type=_env_id, metavar="ENV_ID", help="e.g. CartPole-v1, gym:Acrobot-v1, vmas:simple_spread"
+    )
     p.add_argument("--num-envs", type=_positive_int, default=4096, help="batch size (default: 4096)")
     p.add_argument("--steps", type=_positive_int, default=200, help="steps per run (default: 200)")
     p.add_argument("--device", type=_device, default=default_device(), help="default: cuda when available, else cpu")
     p.add_argument("--compile", action="store_true", help="run through env.compile() (torch.compile, native envs)")
-    p.add_argument("--transforms", nargs="+", type=_transform, default=[], metavar="NAME",
-                   help="transform presets to append (see `gpusim list`)")
+    p.add_argument(
+        "--transforms",
+        nargs="+",
+        type=_transform,
+        default=[],
+        metavar="NAME",
+        help="transform presets to append (see `gpusim list`)",
+    )
     p.add_argument("--repeats", type=_positive_int, default=3, help="timed runs (default: 3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=_positive_int, default=None, help="torch threads (default: the CPUs available)")
     p.set_defaults(func=_cmd_bench)
 
-    p = sub.add_parser("compare", help="gpusim against every installed peer: table, JSON and plot", description=(
-        "gpusim eager and compiled against every installed peer (torchrl, gymnasium, envpool, gymnax, raw "
-        "vmas, brax, the minatar package), in turns in one run; peers that are not installed are skipped with one line each. "
-        "Writes compare.md, compare.json and compare.png to --out."))
-    p.add_argument("--quick", action="store_true",
-                   help="CartPole-v1 at 16, 1024 and 16384 envs, short runs, one thread (a few minutes on a "
-                        "2-core CPU); the other options override it")
+    p = sub.add_parser(
+        "compare",
+        help="gpusim against every installed peer: table, JSON and plot",
+        description=(
+            "gpusim eager and compiled against every installed peer (torchrl, gymnasium, envpool, gymnax, raw "
+            "vmas, brax, the minatar package), in turns in one run; peers that are not installed are skipped with one line each. "
+            "Writes compare.md, compare.json and compare.png to --out."
+        ),
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="CartPole-v1 at 16, 1024 and 16384 envs, short runs, one thread (a few minutes on a "
+        "2-core CPU); the other options override it",
+    )
     p.add_argument("--envs", nargs="+", type=_env_id, default=None, metavar="ENV_ID", help="default: CartPole-v1")
-    p.add_argument("--batches", nargs="+", type=_positive_int, default=None, metavar="N",
-                   help="default: 1 16 256 4096 65536 (and 1048576 on CUDA)")
-    p.add_argument("--devices", nargs="+", type=_device, default=None, metavar="DEVICE",
-                   help="default: cuda when available, else cpu")
-    p.add_argument("--peers", nargs="*", choices=PEER_NAMES, default=None, metavar="PEER",
-                   help=f"peers to include, among {', '.join(PEER_NAMES)} (default: all; none with an empty list)")
+    p.add_argument(
+        "--batches",
+        nargs="+",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="default: 1 16 256 4096 65536 (and 1048576 on CUDA)",
+    )
+    p.add_argument(
+        "--devices",
+        nargs="+",
+        type=_device,
+        default=None,
+        metavar="DEVICE",
+        help="default: cuda when available, else cpu",
+    )
+    p.add_argument(
+        "--peers",
+        nargs="*",
+        choices=PEER_NAMES,
+        default=None,
+        metavar="PEER",
+        help=f"peers to include, among {', '.join(PEER_NAMES)} (default: all; none with an empty list)",
+    )
     p.add_argument("--no-compile", action="store_true", help="leave out gpusim compiled")
     p.add_argument("--steps", type=_positive_int, default=None, help="steps per run (default: from --seconds)")
     p.add_argument("--seconds", type=_positive_float, default=None, help="target seconds per run (default: 0.5)")
     p.add_argument("--repeats", type=_positive_int, default=None, help="timed runs per contender (default: 3)")
-    p.add_argument("--threads", type=_positive_int, default=None, help="torch and EnvPool threads (default: the CPUs available)")
-    p.add_argument("--transforms", nargs="+", type=_transform, default=None, metavar="NAME",
-                   help="transform presets for gpusim and torchrl (peers without transforms are skipped)")
+    p.add_argument(
+        "--threads", type=_positive_int, default=None, help="torch and EnvPool threads (default: the CPUs available)"
+    )
+    p.add_argument(
+        "--transforms",
+        nargs="+",
+        type=_transform,
+        default=None,
+        metavar="NAME",
+        help="transform presets for gpusim and torchrl (peers without transforms are skipped)",
+    )
     p.add_argument("--out", default="gpusim-compare", metavar="DIR", help="output folder (default: gpusim-compare)")
     p.add_argument("--no-plot", action="store_true", help="write no PNG")
     p.set_defaults(func=_cmd_compare)
@@ -149,18 +197,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="envs, transforms, libraries, CUDA and Triton")
     p.set_defaults(func=_cmd_list)
 
-    p = sub.add_parser("check", help="check_env_specs with a readable report", description=(
-        "Build ENV_ID, print its specs and run check_env_specs (a short rollout compared with the specs). "
-        "With --determinism, run gpusim.check_determinism on a native id instead: same seed twice, compiled "
-        "twice, eager vs compiled, batch size, masked vs sparse resets, SerialEnv vs ParallelEnv."))
+    p = sub.add_parser(
+        "check",
+        help="check_env_specs with a readable report",
+        description=(
+            "Build ENV_ID, print its specs and run check_env_specs (a short rollout compared with the specs). "
+            "With --determinism, run gpusim.check_determinism on a native id instead: same seed twice, compiled "
+            "twice, eager vs compiled, batch size, masked vs sparse resets, SerialEnv vs ParallelEnv."
+        ),
+    )
     p.add_argument("env_id", type=_env_id, metavar="ENV_ID")
     p.add_argument("--num-envs", type=_positive_int, default=None, help="batch size (default: 4)")
     p.add_argument("--steps", type=_positive_int, default=None, help="rollout length (default: 3)")
     p.add_argument("--device", type=_device, default="cpu", help="default: cpu")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--determinism", action="store_true",
-                   help="check reproducibility (gpusim.check_determinism) instead of the specs; "
-                        "--steps then defaults to 50 and --num-envs to 8")
+    p.add_argument(
+        "--determinism",
+        action="store_true",
+        help="check reproducibility (gpusim.check_determinism) instead of the specs; "
+        "--steps then defaults to 50 and --num-envs to 8",
+    )
     p.add_argument("--no-compile", action="store_true", help="--determinism: leave out the compiled checks")
     p.set_defaults(func=_cmd_check)
     return parser
@@ -244,8 +300,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     env = _build(args.env_id, args.num_envs, args.device, args.seed, args.transforms)
     if args.compile:
         compiled = env.compile()
-        runner = Runner(lambda steps: compiled(steps), device=str(env.device),
-                        compile_seconds=lambda: compiled.compile_seconds)
+        runner = Runner(
+            lambda steps: compiled(steps), device=str(env.device), compile_seconds=lambda: compiled.compile_seconds
+        )
     else:
         runner = Runner(lambda steps: env.rollout(steps, break_when_any_done=False), device=str(env.device))
     bar = Progress(1 + args.repeats)  # the warm-up run, then the timed runs
@@ -263,7 +320,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from gpusim.bench.compare import CompareConfig, PEER_NAMES, quick_config, run_compare, write_reports
+    from gpusim.bench.compare import PEER_NAMES, CompareConfig, quick_config, run_compare, write_reports
     from gpusim.bench.report import markdown_report
 
     fields: dict[str, Any] = {}
@@ -318,8 +375,11 @@ def _installed(module: str) -> str:
 _LIBRARIES = (
     ("gymnasium", "GymEnv, GymWrapper (gym:<id>); compare peer", "gymnasium"),
     ("vmas", "VmasEnv, VmasWrapper (vmas:<scenario>); compare peer", "vmas"),
-    ("torchrl", "compare peer (TorchRL EnvBase CartPole, VmasEnv)",
-     "torchrl==0.14.1 in an environment of its own: it pins tensordict<0.15; extra peers"),
+    (
+        "torchrl",
+        "compare peer (TorchRL EnvBase CartPole, VmasEnv)",
+        "torchrl==0.14.1 in an environment of its own: it pins tensordict<0.15; extra peers",
+    ),
     ("envpool", "compare peer", "envpool; extra peers"),
     ("gymnax", "compare peer (needs jax)", "jax gymnax; extra jax-peers"),
     ("brax", "compare peer (needs jax)", "jax brax; extra jax-peers"),
@@ -370,7 +430,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if triton == "not installed":
         print("  Triton: not installed (the kernels fall back to their torch references)")
     else:
-        where = "on CUDA" if torch.cuda.is_available() else "on CUDA only (here: the torch references; tests use TRITON_INTERPRET=1)"
+        where = (
+            "on CUDA"
+            if torch.cuda.is_available()
+            else "on CUDA only (here: the torch references; tests use TRITON_INTERPRET=1)"
+        )
         print(f"  Triton: {triton}, kernels run {where}")
     return 0
 
@@ -380,7 +444,9 @@ def _spec_lines(title: str, spec) -> list[str]:
     for key in spec.keys(True, True):
         leaf = spec[key]
         name = key if isinstance(key, str) else "/".join(key)
-        lines.append(f"  {title:<12} {name:<24} {str(leaf.dtype).replace('torch.', ''):<8} {list(leaf.shape)}  {type(leaf).__name__}")
+        lines.append(
+            f"  {title:<12} {name:<24} {str(leaf.dtype).replace('torch.', ''):<8} {list(leaf.shape)}  {type(leaf).__name__}"
+        )
         title = ""
     return lines
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from gpusim.envs.common import EnvBase
 from gpusim.envs.native import (
     AcrobotEnv,
     CartPoleEnv,
@@ -35,7 +36,6 @@ from gpusim.envs.native import (
     TicTacToeEnv,
 )
 from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SeaquestEnv, SpaceInvadersEnv
-from gpusim.envs.common import EnvBase
 from gpusim.envs.native.mpe import SCENARIOS as _MPE_SCENARIOS
 from gpusim.transforms import Compose, PixelRenderTransform, StepCounter, TransformedEnv
 

@@ -90,12 +90,29 @@ def test_check_vmas_shows_nested_keys(capsys) -> None:
 
 
 def test_bench_prints_a_summary_line(capsys) -> None:
-    argv = ["bench", "CartPole-v1", "--num-envs", "8", "--steps", "5", "--repeats", "2",
-            "--transforms", "RewardSum", "CatFrames", "VecNorm", "--threads", "1"]
+    argv = [
+        "bench",
+        "CartPole-v1",
+        "--num-envs",
+        "8",
+        "--steps",
+        "5",
+        "--repeats",
+        "2",
+        "--transforms",
+        "RewardSum",
+        "CatFrames",
+        "VecNorm",
+        "--threads",
+        "1",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     device = "cuda" if torch.cuda.is_available() else "cpu"  # the default device
-    assert out[0] == f"gpusim bench: CartPole-v1, 8 envs, 5 steps, device {device}, eager, transforms: RewardSum, CatFrames, VecNorm"
+    assert (
+        out[0]
+        == f"gpusim bench: CartPole-v1, 8 envs, 5 steps, device {device}, eager, transforms: RewardSum, CatFrames, VecNorm"
+    )
     m = re.fullmatch(
         rf"CartPole-v1 x 8 on {device}, eager, transforms: RewardSum, CatFrames, VecNorm: ([\d.]+) ?([kMG]?) env-steps/s "
         r"\(best of 2 runs of 5 steps; median [\d.]+ ?[kMG]?; warm-up [\d.]+ s\)",
@@ -123,19 +140,37 @@ def test_python_m_gpusim_version(tmp_path) -> None:
 def test_compare_tiny_sweep_writes_table_plot_and_json(tmp_path) -> None:
     out = tmp_path / "res"
     proc = _run_module(
-        "compare", "--quick", "--batches", "4", "8", "--steps", "6", "--repeats", "1", "--no-compile",
-        "--threads", "1", "--out", str(out), cwd=tmp_path,
+        "compare",
+        "--quick",
+        "--batches",
+        "4",
+        "8",
+        "--steps",
+        "6",
+        "--repeats",
+        "1",
+        "--no-compile",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     paths = {k: v.strip() for k, v in re.findall(r"^(table|plot|json): +(.+)$", proc.stdout, re.M)}
-    assert paths == {"table": str(out / "compare.md"), "plot": str(out / "compare.png"), "json": str(out / "compare.json")}
+    assert paths == {
+        "table": str(out / "compare.md"),
+        "plot": str(out / "compare.png"),
+        "json": str(out / "compare.json"),
+    }
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = (out / "compare.md").read_text()
     assert "### CartPole-v1 on cpu" in table and table in proc.stdout
     result = json.loads((out / "compare.json").read_text())
     rows = result["rows"]
     assert {(r["contender"], r["batch"]) for r in rows if r["contender"] == "gpusim eager"} == {
-        ("gpusim eager", 4), ("gpusim eager", 8)
+        ("gpusim eager", 4),
+        ("gpusim eager", 8),
     }
     assert all(r["steps"] == 6 and r["best"] > 0 and len(r["samples"]) == 1 for r in rows)
     # every peer either ran (a row per batch) or was skipped with exactly one line saying why
@@ -168,13 +203,23 @@ def test_check_reports_a_spec_mismatch_and_exits_1(monkeypatch, capsys) -> None:
             self.reward_spec = gs.Unbounded((*B, 1))
 
         def _reset(self, td):
-            return TensorDict({"observation": torch.zeros(*self.batch_size, 2),
-                               "done": torch.zeros(*self.batch_size, 1, dtype=torch.bool)}, self.batch_size)
+            return TensorDict(
+                {
+                    "observation": torch.zeros(*self.batch_size, 2),
+                    "done": torch.zeros(*self.batch_size, 1, dtype=torch.bool),
+                },
+                self.batch_size,
+            )
 
         def _step(self, td):
-            return TensorDict({"observation": torch.zeros(*self.batch_size, 2, dtype=torch.float64),
-                               "reward": torch.zeros(*self.batch_size, 1),
-                               "done": torch.zeros(*self.batch_size, 1, dtype=torch.bool)}, self.batch_size)
+            return TensorDict(
+                {
+                    "observation": torch.zeros(*self.batch_size, 2, dtype=torch.float64),
+                    "reward": torch.zeros(*self.batch_size, 1),
+                    "done": torch.zeros(*self.batch_size, 1, dtype=torch.bool),
+                },
+                self.batch_size,
+            )
 
         def _set_seed(self, seed):
             return seed

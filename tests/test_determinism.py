@@ -42,7 +42,9 @@ class _GlobalNoiseEnv(EnvBase):
 
     def _reset(self, td, **kwargs):
         false = torch.zeros(*self.batch_size, 1, dtype=torch.bool)
-        return TensorDict({"observation": torch.rand(*self.batch_size, 1), "done": false, "terminated": false}, self.batch_size)
+        return TensorDict(
+            {"observation": torch.rand(*self.batch_size, 1), "done": false, "terminated": false}, self.batch_size
+        )
 
     def _step(self, td):
         obs = td["observation"] + td["action"].unsqueeze(-1)

@@ -78,7 +78,7 @@ def _problems(doc: str | None) -> list[str]:
     match = _EXAMPLES.search(doc)
     if match is None:
         problems.append("no Examples: section")
-    elif ">>>" not in doc[match.end():]:
+    elif ">>>" not in doc[match.end() :]:
         problems.append("an Examples: section without a >>> line")
     return problems
 

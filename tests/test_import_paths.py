@@ -8,22 +8,64 @@ import pytest
 
 import gpusim
 
-TRANSFORM_NAMES = ["Transform", "TransformedEnv", "Compose", "StepCounter", "RewardSum", "InitTracker", "CatFrames",
-                   "VecNorm", "ObservationNorm", "DoubleToFloat", "RenameTransform", "ExcludeTransform",
-                   "AutoResetEnv", "AutoResetTransform"]
+TRANSFORM_NAMES = [
+    "Transform",
+    "TransformedEnv",
+    "Compose",
+    "StepCounter",
+    "RewardSum",
+    "InitTracker",
+    "CatFrames",
+    "VecNorm",
+    "ObservationNorm",
+    "DoubleToFloat",
+    "RenameTransform",
+    "ExcludeTransform",
+    "AutoResetEnv",
+    "AutoResetTransform",
+]
 
 
 @pytest.mark.parametrize(
     "module, names",
     [
-        ("gpusim.envs", ["EnvBase", "SerialEnv", "ParallelEnv", "EnvCreator", "GymEnv", "GymWrapper", "VmasEnv",
-                         "PendulumEnv", "check_env_specs", "step_mdp", "AsyncEnvPool", "ThreadingAsyncEnvPool",
-                         "ProcessorAsyncEnvPool", *TRANSFORM_NAMES]),
+        (
+            "gpusim.envs",
+            [
+                "EnvBase",
+                "SerialEnv",
+                "ParallelEnv",
+                "EnvCreator",
+                "GymEnv",
+                "GymWrapper",
+                "VmasEnv",
+                "PendulumEnv",
+                "check_env_specs",
+                "step_mdp",
+                "AsyncEnvPool",
+                "ThreadingAsyncEnvPool",
+                "ProcessorAsyncEnvPool",
+                *TRANSFORM_NAMES,
+            ],
+        ),
         ("gpusim.envs.transforms", TRANSFORM_NAMES),
         ("gpusim.envs.transforms.transforms", TRANSFORM_NAMES),
-        ("gpusim.envs.utils", ["check_env_specs", "step_mdp", "StepMDP", "MarlGroupMapType", "check_marl_grouping",
-                               "terminated_or_truncated", "make_composite_from_td", "RandomPolicy", "ExplorationType",
-                               "exploration_type", "set_exploration_type"]),
+        (
+            "gpusim.envs.utils",
+            [
+                "check_env_specs",
+                "step_mdp",
+                "StepMDP",
+                "MarlGroupMapType",
+                "check_marl_grouping",
+                "terminated_or_truncated",
+                "make_composite_from_td",
+                "RandomPolicy",
+                "ExplorationType",
+                "exploration_type",
+                "set_exploration_type",
+            ],
+        ),
         ("gpusim.envs.libs.gym", ["GymEnv", "GymWrapper", "set_gym_backend", "gym_backend"]),
         ("gpusim.envs.libs.vmas", ["VmasEnv", "VmasWrapper"]),
         ("gpusim.data", ["Composite", "Bounded", "Unbounded", "Categorical", "OneHot", "NonTensor", "TensorSpec"]),
@@ -49,8 +91,13 @@ def test_envs_resolves_the_transforms_lazily_and_rejects_unknown_names():
 
 
 CONTRIB = {
-    "gpusim.contrib.robot_macros": ["CartesianSolver", "RobotMacroAction", "RobotMacroActionMode",
-                                    "URScriptPrimitive", "URScriptPrimitiveTransform"],
+    "gpusim.contrib.robot_macros": [
+        "CartesianSolver",
+        "RobotMacroAction",
+        "RobotMacroActionMode",
+        "URScriptPrimitive",
+        "URScriptPrimitiveTransform",
+    ],
     "gpusim.contrib.satellite": ["SatelliteAttitudeTransform", "SatelliteMacroAction"],
     "gpusim.contrib.pretrained": ["R3MTransform", "VC1Transform", "VIPRewardTransform", "VIPTransform"],
     "gpusim.contrib.vla": ["ToyVLAEnv"],
@@ -61,7 +108,9 @@ CONTRIB = {
 def test_domain_ports_live_in_contrib_and_keep_torchrl_paths(home):
     import gpusim.contrib as contrib
 
-    torchrl_paths = ["gpusim.envs"] + (["gpusim.transforms", "gpusim.envs.transforms"] if home != "gpusim.contrib.vla" else [])
+    torchrl_paths = ["gpusim.envs"] + (
+        ["gpusim.transforms", "gpusim.envs.transforms"] if home != "gpusim.contrib.vla" else []
+    )
     for name in CONTRIB[home]:
         obj = getattr(importlib.import_module(home), name)
         assert obj.__module__ == home, name  # defined in contrib, not in the core

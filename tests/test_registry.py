@@ -11,13 +11,20 @@ from gpusim.registry import _REGISTRY
 
 def test_registered_ids_and_limits_match_gymnasium() -> None:
     assert registered_ids()[:6] == [
-        "CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1", "TicTacToe-v0"
+        "CartPole-v1",
+        "Pendulum-v1",
+        "MountainCar-v0",
+        "MountainCarContinuous-v0",
+        "Acrobot-v1",
+        "TicTacToe-v0",
     ]
     minatar_gym = pytest.importorskip("minatar.gym")
     minatar_gym.register_envs()  # the package registers its ids on request
     minatar_ids = [i for i in gym.registry if i.startswith("MinAtar/")]
     assert sorted(i for i in registered_ids() if i.startswith("MinAtar/")) == sorted(
-        i for i in minatar_ids if gym.spec(i).kwargs["game"] in {"asterix", "breakout", "freeway", "seaquest", "space_invaders"}
+        i
+        for i in minatar_ids
+        if gym.spec(i).kwargs["game"] in {"asterix", "breakout", "freeway", "seaquest", "space_invaders"}
     )
     for env_id, entry in _REGISTRY.items():
         if env_id == "TicTacToe-v0" or env_id.startswith("MPE/"):  # not gymnasium envs: no time limit
@@ -59,6 +66,8 @@ def test_make_lives_at_the_top_level_and_envs_do_not_import_transforms() -> None
             offenders += [f"{path.name}: {n}" for n in names if n.startswith("gpusim.transforms")]
     assert offenders == []
     assert gpusim.make is gpusim.registry.make
+
+
 def test_unknown_id_lists_known_ids() -> None:
     with pytest.raises(ValueError, match=r"Unknown env id 'CartPole-v0'; known ids: \['CartPole-v1', 'Pendulum-v1'"):
         make("CartPole-v0")
@@ -140,6 +149,9 @@ def test_register_errors_are_clear(scratch_ids) -> None:
 
 def test_unknown_kwarg_message_lists_make_arguments() -> None:
     """A typo of ``seed`` names the arguments ``make`` itself takes, not only the env's."""
-    with pytest.raises(TypeError, match=r"\['seeed'\]; it accepts num_envs, device, seed, max_episode_steps, from_pixels, pixels_only and "
-                                        r"CartPoleEnv's keyword arguments \['auto_reset_mode', "):
+    with pytest.raises(
+        TypeError,
+        match=r"\['seeed'\]; it accepts num_envs, device, seed, max_episode_steps, from_pixels, pixels_only and "
+        r"CartPoleEnv's keyword arguments \['auto_reset_mode', ",
+    ):
         make("CartPole-v1", seeed=0)

@@ -72,7 +72,7 @@ def test_guide_code_runs_and_prints_what_it_says(guide) -> None:
 
 def test_guide_env_is_about_thirty_lines() -> None:
     first = _blocks()[0]
-    body = first[first.index("class GoalWalkEnv"):]
+    body = first[first.index("class GoalWalkEnv") :]
     assert len([line for line in body.splitlines() if line.strip()]) <= 32
 
 

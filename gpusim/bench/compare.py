@@ -21,8 +21,9 @@ import gc
 import os
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -149,7 +150,9 @@ class CompareConfig:
             raise ValueError(f"unknown peer(s) {unknown}; known peers: {list(PEER_NAMES)}")
         if not self.gpusim or any(m not in GPUSIM_MODES for m in self.gpusim):
             raise bad("gpusim", f"modes among {list(GPUSIM_MODES)}")
-        if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1):
+        if self.steps is not None and (
+            isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1
+        ):
             raise bad("steps", "a positive int or None")
         if not self.seconds > 0:
             raise bad("seconds", "> 0")
@@ -199,7 +202,11 @@ def quick_config(**overrides: Any) -> CompareConfig:
         ((16, 1024, 16384), 1)
     """
     base = dict(
-        envs=("CartPole-v1",), batches=(16, 1024, 16384), seconds=0.15, repeats=2, threads=1,
+        envs=("CartPole-v1",),
+        batches=(16, 1024, 16384),
+        seconds=0.15,
+        repeats=2,
+        threads=1,
         compile_options={"steps_per_call": 1},
     )
     base.update(overrides)
@@ -214,7 +221,10 @@ def _plan(cfg: CompareConfig, contenders: Sequence[Contender], skip: Callable[[C
         ref = parse_env_id(env_id)
         for device in cfg.devices:
             opts = BenchOptions(
-                device=device, seed=cfg.seed, threads=threads, transforms=tuple(cfg.transforms),
+                device=device,
+                seed=cfg.seed,
+                threads=threads,
+                transforms=tuple(cfg.transforms),
                 compile_options=dict(cfg.compile_options),
             )
             for batch in cfg.batches:
@@ -272,7 +282,9 @@ def run_compare(
         if key in seen:
             return
         seen.add(key)
-        line = f"{c.name}: {reason}" if "not installed" in reason else f"{c.name}: skipped for {env} on {device}: {reason}"
+        line = (
+            f"{c.name}: {reason}" if "not installed" in reason else f"{c.name}: skipped for {env} on {device}: {reason}"
+        )
         skipped.append({"contender": c.name, "env": env, "device": device, "reason": reason, "line": line})
         emit(line)
 
@@ -310,17 +322,31 @@ def run_compare(
             what.setdefault(c.name, c.what)
             bar.tick(f"{ref.label} {device} B={batch} {label} (warm-up)")
         results: dict[str, Measurement] = measure(
-            runners, batch, steps, cfg.repeats, warmup=warmup,
+            runners,
+            batch,
+            steps,
+            cfg.repeats,
+            warmup=warmup,
             tick=lambda name: bar.tick(f"{ref.label} {device} B={batch} {name}"),
         )
         for label, m in results.items():
             c = by_label[label]
-            rows.append({
-                "env": ref.label, "device": device, "contender": c.name, "label": label,
-                "ran_on": runners[label].device, "batch": batch, "steps": steps,
-                "best": m.best, "median": m.median, "samples": m.samples,
-                "warmup_s": m.warmup_s, "compile_s": m.compile_s,
-            })
+            rows.append(
+                {
+                    "env": ref.label,
+                    "device": device,
+                    "contender": c.name,
+                    "label": label,
+                    "ran_on": runners[label].device,
+                    "batch": batch,
+                    "steps": steps,
+                    "best": m.best,
+                    "median": m.median,
+                    "samples": m.samples,
+                    "warmup_s": m.warmup_s,
+                    "compile_s": m.compile_s,
+                }
+            )
         for runner in runners.values():
             try:
                 runner.close()
@@ -328,9 +354,10 @@ def run_compare(
                 pass
         del runners
         gc.collect()
-        emit(f"{ref.label} on {device}, batch {batch}, T={steps}: " + ", ".join(
-            f"{label} {m.best / 1e6:.3g} M" for label, m in results.items()
-        ))
+        emit(
+            f"{ref.label} on {device}, batch {batch}, T={steps}: "
+            + ", ".join(f"{label} {m.best / 1e6:.3g} M" for label, m in results.items())
+        )
     bar.close()
     return {
         "created": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),

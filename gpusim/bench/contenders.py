@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 
@@ -147,9 +148,7 @@ class Contender:
 
 def _build_eager(ref: EnvRef, batch: int, options: BenchOptions) -> Runner:
     env = build_env(ref, batch, device=options.device, seed=options.seed, transforms=options.transforms)
-    return Runner(
-        lambda steps: env.rollout(steps, break_when_any_done=False), device=str(env.device), close=env.close
-    )
+    return Runner(lambda steps: env.rollout(steps, break_when_any_done=False), device=str(env.device), close=env.close)
 
 
 def _build_compiled(ref: EnvRef, batch: int, options: BenchOptions) -> Runner:

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 

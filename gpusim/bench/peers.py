@@ -44,7 +44,8 @@ Examples:
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,8 +55,19 @@ from gpusim.bench.envs import EnvRef, build_transforms
 from gpusim.bench.timing import Runner
 
 __all__ = [
-    "PEERS", "TORCHRL", "GYMNASIUM", "ENVPOOL", "GYMNAX", "VMAS", "BRAX", "MINATAR", "VMASENV", "numpy_action_sampler",
-    "gymnax_id", "minatar_id", "vmas_scenario",
+    "PEERS",
+    "TORCHRL",
+    "GYMNASIUM",
+    "ENVPOOL",
+    "GYMNAX",
+    "VMAS",
+    "BRAX",
+    "MINATAR",
+    "VMASENV",
+    "numpy_action_sampler",
+    "gymnax_id",
+    "minatar_id",
+    "vmas_scenario",
 ]
 
 SYNC_VECTOR_MAX_BATCH = 4096
@@ -163,7 +175,7 @@ TORCHRL = Contender(
     name="torchrl",
     peer="torchrl",
     modules=("torchrl",),
-    install='torchrl==0.14.1 in an environment of its own (it pins tensordict<0.15; see the peers extra)',
+    install="torchrl==0.14.1 in an environment of its own (it pins tensordict<0.15; see the peers extra)",
     what="rollout(T, break_when_any_done=False) of a TorchRL EnvBase with the same physics + StepCounter(500)",
     build=_torchrl_build,
     supports=_torchrl_supports,
@@ -442,6 +454,7 @@ VMAS = Contender(
     build=_vmas_build,
     supports=_vmas_supports,
 )
+
 
 # ------------------------------------------------------------------------------------ minatar
 def _minatar_supports(ref: EnvRef, batch: int, options: BenchOptions) -> str | None:

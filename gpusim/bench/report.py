@@ -14,8 +14,9 @@ import importlib.metadata
 import json
 import os
 import platform
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import torch
 
@@ -29,7 +30,19 @@ __all__ = [
     "PEER_PACKAGES",
 ]
 
-PEER_PACKAGES = ("tensordict", "torchrl", "gymnasium", "envpool", "vmas", "jax", "gymnax", "brax", "minatar", "triton", "matplotlib")
+PEER_PACKAGES = (
+    "tensordict",
+    "torchrl",
+    "gymnasium",
+    "envpool",
+    "vmas",
+    "jax",
+    "gymnax",
+    "brax",
+    "minatar",
+    "triton",
+    "matplotlib",
+)
 """Packages whose installed versions a report records."""
 
 
@@ -178,8 +191,7 @@ def markdown_report(result: dict[str, Any]) -> str:
             f"(on {result['machine']['cpus']} CPUs: more than that means other work shared the cores)."
         )
     lines = [
-        f"Machine: {describe_machine(result['machine'])}. Threads: {cfg['threads']}. {result['created']}."
-        + load_note,
+        f"Machine: {describe_machine(result['machine'])}. Threads: {cfg['threads']}. {result['created']}." + load_note,
         "",
         f"env-steps/s (batch x T / wall seconds), best of {cfg['repeats']} timed runs after one warm-up run; "
         "the contenders of a batch run the same T, in turns.",
@@ -193,7 +205,9 @@ def markdown_report(result: dict[str, Any]) -> str:
         body = []
         for b in batches:
             steps = next(r["steps"] for r in sub if r["batch"] == b)
-            body.append([str(b), str(steps), *(fmt_rate(cell[b, lb]["best"]) if (b, lb) in cell else "-" for lb in labels)])
+            body.append(
+                [str(b), str(steps), *(fmt_rate(cell[b, lb]["best"]) if (b, lb) in cell else "-" for lb in labels)]
+            )
         lines += _table(["batch", "T", *labels], body)
         mine = [lb for lb in labels if lb.startswith("gpusim")]
         peers = [lb for lb in labels if not lb.startswith("gpusim")]
@@ -202,10 +216,15 @@ def markdown_report(result: dict[str, Any]) -> str:
             body = []
             for b in batches:
                 best_mine = max((cell[b, lb]["best"] for lb in mine if (b, lb) in cell), default=None)
-                body.append([
-                    str(b),
-                    *(f"{best_mine / cell[b, p]['best']:.2f}x" if best_mine and (b, p) in cell else "-" for p in peers),
-                ])
+                body.append(
+                    [
+                        str(b),
+                        *(
+                            f"{best_mine / cell[b, p]['best']:.2f}x" if best_mine and (b, p) in cell else "-"
+                            for p in peers
+                        ),
+                    ]
+                )
             lines += _table(["batch", *peers], body)
         lines += ["", "Seconds of the warm-up run (compilation included; compile alone in brackets):", ""]
         body = []
@@ -220,7 +239,9 @@ def markdown_report(result: dict[str, Any]) -> str:
                     cells.append(f"{r['warmup_s']:.2f}" + (f" ({c:.2f})" if c else ""))
             body.append([str(b), *cells])
         lines += _table(["batch", *labels], body)
-        where = sorted({f"{r['label']}: {r['ran_on']}" for r in sub if _device_type(r["ran_on"]) != _device_type(device)})
+        where = sorted(
+            {f"{r['label']}: {r['ran_on']}" for r in sub if _device_type(r["ran_on"]) != _device_type(device)}
+        )
         if where:
             lines += ["", "Ran elsewhere: " + "; ".join(where) + "."]
     what = result.get("what") or {}
@@ -279,8 +300,11 @@ def plot_results(result: dict[str, Any], path: str | os.PathLike) -> Path:
             pts = sorted((r["batch"], r["best"]) for r in sub if r["label"] == label)
             mine = label.startswith("gpusim")
             ax.plot(
-                [p[0] for p in pts], [p[1] for p in pts],
-                marker="o" if mine else "s", linestyle="-" if mine else "--", linewidth=2.2 if mine else 1.4,
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                marker="o" if mine else "s",
+                linestyle="-" if mine else "--",
+                linewidth=2.2 if mine else 1.4,
                 label=label,
             )
         ax.set_xscale("log", base=2)
@@ -293,7 +317,7 @@ def plot_results(result: dict[str, Any], path: str | os.PathLike) -> Path:
         ax.set_title(f"{env} on {device}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8, loc="best")
-    for ax in list(axes.flat)[len(groups):]:
+    for ax in list(axes.flat)[len(groups) :]:
         ax.set_visible(False)
     load = result.get("load_average") or {}
     when = result["created"]

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -27,7 +28,7 @@ CARTPOLE_MAX_STEPS = 500
 """gymnasium's ``max_episode_steps`` for ``CartPole-v1``."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cartpole_class() -> type:
     from tensordict import TensorDict
     from torchrl.data import Bounded, Categorical, Composite, Unbounded
@@ -43,9 +44,9 @@ def _cartpole_class() -> type:
             super().__init__(batch_size=batch_size, device=device)
             B, dev = self.batch_size, self.device
             inf = float("inf")
-            high = torch.tensor(
-                [2 * self.x_threshold, inf, 2 * self.theta_threshold_radians, inf], device=dev
-            ).expand(*B, 4)
+            high = torch.tensor([2 * self.x_threshold, inf, 2 * self.theta_threshold_radians, inf], device=dev).expand(
+                *B, 4
+            )
             self.observation_spec = Composite(
                 observation=Bounded(-high, high, shape=(*B, 4), device=dev),
                 state=Unbounded((*B, 4), device=dev),

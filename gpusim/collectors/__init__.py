@@ -11,6 +11,18 @@ Examples:
 """
 
 from gpusim.collectors.collector import Collector, SyncDataCollector
-from gpusim.collectors.distributed import CommError, DistributedSyncDataCollector, init_distributed, init_stats_distributed
+from gpusim.collectors.distributed import (
+    CommError,
+    DistributedSyncDataCollector,
+    init_distributed,
+    init_stats_distributed,
+)
 
-__all__ = ["Collector", "SyncDataCollector", "DistributedSyncDataCollector", "init_distributed", "init_stats_distributed", "CommError"]
+__all__ = [
+    "Collector",
+    "SyncDataCollector",
+    "DistributedSyncDataCollector",
+    "init_distributed",
+    "init_stats_distributed",
+    "CommError",
+]

@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.distributed as dist
@@ -85,9 +85,7 @@ def _seconds(timeout: float | datetime.timedelta) -> float:
     return s
 
 
-def init_distributed(
-    backend: str | None = None, timeout: float | datetime.timedelta = 300.0
-) -> dist.ProcessGroup:
+def init_distributed(backend: str | None = None, timeout: float | datetime.timedelta = 300.0) -> dist.ProcessGroup:
     """Joins (or returns) the default process group, torchrun-style.
 
     When ``torch.distributed`` is already initialised the default group is returned as it is.
@@ -234,7 +232,13 @@ class Comm:
         >>> comm.all_reduce_([torch.ones(2)], "sum")
     """
 
-    def __init__(self, group: dist.ProcessGroup | None, timeout: float = 300.0, watchdog: bool = True, watchdog_factor: float = 2.0) -> None:
+    def __init__(
+        self,
+        group: dist.ProcessGroup | None,
+        timeout: float = 300.0,
+        watchdog: bool = True,
+        watchdog_factor: float = 2.0,
+    ) -> None:
         self.group = group
         self.timeout = _seconds(timeout)
         self.watchdog = bool(watchdog)
@@ -260,8 +264,12 @@ class Comm:
         """Runs a collective: errors become :class:`CommError`; the watchdog ends the process
         if it never returns."""
         if self.watchdog:
-            _WATCHDOG.arm(self.watchdog_factor * self.timeout, lambda: self._fail(
-                what, TimeoutError(f"watchdog: still blocked after {self.watchdog_factor * self.timeout:g} s")))
+            _WATCHDOG.arm(
+                self.watchdog_factor * self.timeout,
+                lambda: self._fail(
+                    what, TimeoutError(f"watchdog: still blocked after {self.watchdog_factor * self.timeout:g} s")
+                ),
+            )
         try:
             yield
         except CommError:

@@ -88,7 +88,9 @@ class EpisodeTracker:
         d = ended.reshape(-1, T)
         cs = torch.cumsum(r, dim=1) + self._ret[:, None]
         prev = _prev_done(d)
-        base = torch.where(prev >= 0, torch.gather(cs, 1, prev.clamp(min=0)), torch.zeros((), dtype=cs.dtype, device=cs.device))
+        base = torch.where(
+            prev >= 0, torch.gather(cs, 1, prev.clamp(min=0)), torch.zeros((), dtype=cs.dtype, device=cs.device)
+        )
         ret_at = cs - base
         steps = torch.arange(T, device=d.device).expand_as(prev)
         len_at = steps - prev + torch.where(prev >= 0, 0, self._len[:, None])

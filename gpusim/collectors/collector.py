@@ -49,7 +49,8 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -123,7 +124,9 @@ def _as_policy(policy: Any, env: EnvBase) -> Callable[[TensorDictBase], TensorDi
         # a tensor-to-tensor module: read the observations, write the actions
         return TensorDictModule(policy, in_keys=_tensor_in_keys(policy, env), out_keys=list(env.action_keys))
     if not callable(policy):
-        raise TypeError(f"policy must be a callable reading and writing a tensordict (or None), got {type(policy).__name__}")
+        raise TypeError(
+            f"policy must be a callable reading and writing a tensordict (or None), got {type(policy).__name__}"
+        )
     return policy
 
 
@@ -467,7 +470,9 @@ class Collector:
         if policy_or_weights is None or policy_or_weights is self.policy:
             return
         if not isinstance(self.policy, nn.Module):
-            raise TypeError(f"the collector's policy ({type(self.policy).__name__}) is not an nn.Module: it has no weights to update")
+            raise TypeError(
+                f"the collector's policy ({type(self.policy).__name__}) is not an nn.Module: it has no weights to update"
+            )
         if isinstance(policy_or_weights, nn.Module):
             source = policy_or_weights.state_dict()
         elif isinstance(policy_or_weights, TensorDictBase):
@@ -475,7 +480,9 @@ class Collector:
         elif isinstance(policy_or_weights, dict):
             source = policy_or_weights
         else:
-            raise TypeError(f"expected a module, a state_dict or a TensorDict of weights, got {type(policy_or_weights).__name__}")
+            raise TypeError(
+                f"expected a module, a state_dict or a TensorDict of weights, got {type(policy_or_weights).__name__}"
+            )
         with torch.no_grad():
             for name, tensor in self.policy.state_dict(keep_vars=True).items():
                 if name not in source:

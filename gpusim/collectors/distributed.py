@@ -52,7 +52,8 @@ Examples:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -149,7 +150,7 @@ class DistributedSyncDataCollector:
             self._owns_group = not dist.is_initialized()
             group = init_distributed(timeout=timeout)
         self.comm = Comm(group, timeout=timeout, watchdog=watchdog)
-        ws, rank = self.comm.world_size, self.comm.rank
+        ws, _rank = self.comm.world_size, self.comm.rank
         frames_per_batch = _positive_int("frames_per_batch", frames_per_batch)
         if frames_per_batch % ws:
             raise ValueError(f"frames_per_batch ({frames_per_batch}) must be a multiple of the world size ({ws})")
@@ -169,8 +170,13 @@ class DistributedSyncDataCollector:
         self.postproc = postproc
         self.split_trajs = bool(split_trajs)
         self.collector = Collector(
-            create_env_fn, policy, frames_per_batch=frames_per_batch // ws, total_frames=-1, device=device,
-            create_env_kwargs=kwargs or None, **collector_kwargs,
+            create_env_fn,
+            policy,
+            frames_per_batch=frames_per_batch // ws,
+            total_frames=-1,
+            device=device,
+            create_env_kwargs=kwargs or None,
+            **collector_kwargs,
         )
         if self.split_trajs and not self.collector.track_traj_ids:
             raise ValueError("split_trajs=True needs track_traj_ids=True (trajectories are split by their ids)")
@@ -183,7 +189,9 @@ class DistributedSyncDataCollector:
         if seed is not None:
             self.set_seed(seed)
         # one broadcast: rank 0's weights and VecNorm statistics; then the ObservationNorm check
-        self.comm.broadcast_(self._weights() + self._stats.start(), "initial broadcast of the policy weights and statistics")
+        self.comm.broadcast_(
+            self._weights() + self._stats.start(), "initial broadcast of the policy weights and statistics"
+        )
         self._stats.snapshot()
         self._check_obs_norms()
 

@@ -35,8 +35,9 @@ Examples:
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Sequence
 from enum import IntEnum
-from typing import Any, Callable, ClassVar, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import torch
 from tensordict import NonTensorData, TensorDictBase
@@ -203,7 +204,7 @@ class RobotMacroAction(MacroAction):
         gripper_command: float | torch.Tensor | None = None,
         steps: int = 16,
         settle_steps: int = 0,
-    ) -> "RobotMacroAction":
+    ) -> RobotMacroAction:
         """Reach a Cartesian end-effector pose.
 
         Args:
@@ -259,7 +260,7 @@ class RobotMacroAction(MacroAction):
         gripper_command: float | torch.Tensor | None = None,
         steps: int = 16,
         settle_steps: int = 0,
-    ) -> "RobotMacroAction":
+    ) -> RobotMacroAction:
         """Reach the six arm joint targets ``joints`` (``[*batch, 6]`` or ``[6]``).
 
         Args:
@@ -281,8 +282,12 @@ class RobotMacroAction(MacroAction):
         if not joints.is_floating_point():
             joints = joints.to(torch.get_default_dtype())
         return cls._build(
-            RobotMacroActionMode.REACH_JOINTS, joints=joints, gripper=gripper,
-            gripper_command=gripper_command, steps=steps, settle_steps=settle_steps,
+            RobotMacroActionMode.REACH_JOINTS,
+            joints=joints,
+            gripper=gripper,
+            gripper_command=gripper_command,
+            steps=steps,
+            settle_steps=settle_steps,
         )
 
     @classmethod
@@ -294,7 +299,7 @@ class RobotMacroAction(MacroAction):
         gripper_command: float | torch.Tensor | None = None,
         steps: int = 16,
         settle_steps: int = 0,
-    ) -> "RobotMacroAction":
+    ) -> RobotMacroAction:
         """Return to an explicit home configuration (``reach_joints`` with an open gripper).
 
         Args:
@@ -327,7 +332,7 @@ class RobotMacroAction(MacroAction):
         batch_size: Sequence[int] | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
-    ) -> "RobotMacroAction":
+    ) -> RobotMacroAction:
         """Go to the parent env's home posture (its ``robot_home_qpos``).
 
         Args:
@@ -346,7 +351,9 @@ class RobotMacroAction(MacroAction):
             >>> int(RobotMacroAction.reset(batch_size=[2]).mode[1])
             5
         """
-        return cls._empty(RobotMacroActionMode.RESET, gripper, gripper_command, steps, settle_steps, batch_size, dtype, device)
+        return cls._empty(
+            RobotMacroActionMode.RESET, gripper, gripper_command, steps, settle_steps, batch_size, dtype, device
+        )
 
     @classmethod
     def open_gripper(
@@ -357,7 +364,7 @@ class RobotMacroAction(MacroAction):
         batch_size: Sequence[int] | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
-    ) -> "RobotMacroAction":
+    ) -> RobotMacroAction:
         """Open the gripper, the arm held.
 
         Args:
@@ -374,7 +381,9 @@ class RobotMacroAction(MacroAction):
             >>> int(RobotMacroAction.open_gripper().mode[0])
             3
         """
-        return cls._empty(RobotMacroActionMode.OPEN_GRIPPER, "open", None, steps, settle_steps, batch_size, dtype, device)
+        return cls._empty(
+            RobotMacroActionMode.OPEN_GRIPPER, "open", None, steps, settle_steps, batch_size, dtype, device
+        )
 
     @classmethod
     def close_gripper(
@@ -386,7 +395,7 @@ class RobotMacroAction(MacroAction):
         batch_size: Sequence[int] | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
-    ) -> "RobotMacroAction":
+    ) -> RobotMacroAction:
         """Close the gripper (to ``command`` when given), the arm held.
 
         Args:
@@ -404,7 +413,9 @@ class RobotMacroAction(MacroAction):
             >>> RobotMacroAction.close_gripper(command=100.0).gripper_command.tolist()
             [[100.0]]
         """
-        return cls._empty(RobotMacroActionMode.CLOSE_GRIPPER, "closed", command, steps, settle_steps, batch_size, dtype, device)
+        return cls._empty(
+            RobotMacroActionMode.CLOSE_GRIPPER, "closed", command, steps, settle_steps, batch_size, dtype, device
+        )
 
     @classmethod
     def wait(
@@ -417,7 +428,7 @@ class RobotMacroAction(MacroAction):
         batch_size: Sequence[int] | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
-    ) -> "RobotMacroAction":
+    ) -> RobotMacroAction:
         """Hold the arm for ``steps`` low-level steps.
 
         Args:
@@ -436,15 +447,21 @@ class RobotMacroAction(MacroAction):
             >>> int(RobotMacroAction.wait(steps=3).steps[0])
             3
         """
-        return cls._empty(RobotMacroActionMode.WAIT, gripper, gripper_command, steps, settle_steps, batch_size, dtype, device)
+        return cls._empty(
+            RobotMacroActionMode.WAIT, gripper, gripper_command, steps, settle_steps, batch_size, dtype, device
+        )
 
     @classmethod
-    def _empty(cls, mode, gripper, gripper_command, steps, settle_steps, batch_size, dtype, device) -> "RobotMacroAction":
+    def _empty(cls, mode, gripper, gripper_command, steps, settle_steps, batch_size, dtype, device) -> RobotMacroAction:
         batch = torch.Size([1] if batch_size is None else batch_size)
         position = torch.zeros((*batch, 3), dtype=dtype or torch.get_default_dtype(), device=device or "cpu")
         return cls._build(
-            mode, position=position, gripper=gripper, gripper_command=gripper_command,
-            steps=steps, settle_steps=settle_steps,
+            mode,
+            position=position,
+            gripper=gripper,
+            gripper_command=gripper_command,
+            steps=steps,
+            settle_steps=settle_steps,
         )
 
     @classmethod
@@ -461,7 +478,7 @@ class RobotMacroAction(MacroAction):
         gripper_command: float | torch.Tensor | None = None,
         steps: int = 16,
         settle_steps: int = 0,
-    ) -> "RobotMacroAction":
+    ) -> RobotMacroAction:
         ref = position if position is not None else joints
         batch, dtype, device = ref.shape[:-1], ref.dtype, ref.device
         rows = (*batch,)
@@ -473,7 +490,9 @@ class RobotMacroAction(MacroAction):
         else:
             quaternion = _rows(quaternion, 4, "quaternion", like=position)
         if tuple(quaternion.shape[:-1]) != rows:
-            raise ValueError(f"quaternion must have the rows {list(rows)} of position, got shape {list(quaternion.shape)}")
+            raise ValueError(
+                f"quaternion must have the rows {list(rows)} of position, got shape {list(quaternion.shape)}"
+            )
         if joints is None:
             joints = torch.zeros((*rows, 6), dtype=dtype, device=device)
         mask = torch.full((*rows, 3), float("nan"), dtype=dtype, device=device)
@@ -585,7 +604,9 @@ class URScriptPrimitiveTransform(MacroPrimitiveTransform):
             raise ValueError(f"action_dim must be >= 2 (arm joints + 1 gripper command), got {action_dim!r}")
         if cartesian_solver is not None and not callable(cartesian_solver):
             raise TypeError(f"cartesian_solver must be callable, got {type(cartesian_solver).__name__}")
-        super().__init__(action_key=action_key, macro_steps=macro_steps, settle_steps=settle_steps, action_dim=action_dim)
+        super().__init__(
+            action_key=action_key, macro_steps=macro_steps, settle_steps=settle_steps, action_dim=action_dim
+        )
         self.robot_qpos_key = robot_qpos_key
         self.gripper_qpos_key = gripper_qpos_key
         self.cartesian_solver = cartesian_solver
@@ -678,7 +699,9 @@ class URScriptPrimitiveTransform(MacroPrimitiveTransform):
                 return value.dtype
         return torch.get_default_dtype()
 
-    def _field(self, tensordict: TensorDictBase, action: Any, name: str, dim: int, default: torch.Tensor) -> torch.Tensor:
+    def _field(
+        self, tensordict: TensorDictBase, action: Any, name: str, dim: int, default: torch.Tensor
+    ) -> torch.Tensor:
         if name not in set(action.keys(True, True)):
             return default
         value = action.get(name)
@@ -687,9 +710,7 @@ class URScriptPrimitiveTransform(MacroPrimitiveTransform):
         value = self._row_shape(tensordict, value, (*_as_tuple(self.action_key), name), dim)
         return value.to(dtype=default.dtype, device=default.device)
 
-    def _resolve(
-        self, tensordict: TensorDictBase, action: Any
-    ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    def _resolve(self, tensordict: TensorDictBase, action: Any) -> tuple[torch.Tensor, torch.Tensor, int, int]:
         steps, settle, start, target, _ = self._resolve_all(tensordict, action)
         return start, target, steps, settle
 
@@ -709,7 +730,9 @@ class URScriptPrimitiveTransform(MacroPrimitiveTransform):
             )
         start = self.current_action(tensordict, batch, device, dtype, self.action_dim)
         if isinstance(action, torch.Tensor):
-            target = self._row_shape(tensordict, action, self.action_key, self.action_dim).to(dtype=dtype, device=device)
+            target = self._row_shape(tensordict, action, self.action_key, self.action_dim).to(
+                dtype=dtype, device=device
+            )
             return self.macro_steps, self.settle_steps, start, target, None
         self._structured_keys(action, ("mode",), "a RobotMacroAction, a TensorDict or a low-level action tensor")
         mode_key = (*_as_tuple(self.action_key), "mode")
@@ -742,7 +765,9 @@ class URScriptPrimitiveTransform(MacroPrimitiveTransform):
         arm_target = torch.where(move_rows, joints, arm)
         pose = mask_arg = None
         if any_pose:
-            position = self._field(tensordict, action, "position", 3, torch.zeros((*batch, 3), dtype=dtype, device=device))
+            position = self._field(
+                tensordict, action, "position", 3, torch.zeros((*batch, 3), dtype=dtype, device=device)
+            )
             identity = torch.zeros((*batch, 4), dtype=dtype, device=device)
             identity[..., 0] = 1.0
             quaternion = self._field(tensordict, action, "quaternion", 4, identity)
@@ -753,14 +778,18 @@ class URScriptPrimitiveTransform(MacroPrimitiveTransform):
 
         # the gripper: the mode implies open/closed for the gripper primitives; a finite raw
         # command overrides the preset
-        code = self._field(tensordict, action, "gripper", 1, torch.full_like(mode, RobotMacroAction.GRIPPER_KEEP)).long()
+        code = self._field(
+            tensordict, action, "gripper", 1, torch.full_like(mode, RobotMacroAction.GRIPPER_KEEP)
+        ).long()
         code = torch.where(mode == int(M.OPEN_GRIPPER), RobotMacroAction.GRIPPER_OPEN, code)
         code = torch.where(mode == int(M.CLOSE_GRIPPER), RobotMacroAction.GRIPPER_CLOSED, code)
         grip_now = start[..., -1:]
         grip = torch.where(
             code == RobotMacroAction.GRIPPER_OPEN,
             torch.full_like(grip_now, self.open_gripper_ctrl),
-            torch.where(code == RobotMacroAction.GRIPPER_CLOSED, torch.full_like(grip_now, self.close_gripper_ctrl), grip_now),
+            torch.where(
+                code == RobotMacroAction.GRIPPER_CLOSED, torch.full_like(grip_now, self.close_gripper_ctrl), grip_now
+            ),
         )
         raw = self._field(tensordict, action, "gripper_command", 1, torch.full_like(grip_now, float("nan")))
         grip = torch.where(torch.isfinite(raw), raw, grip)
@@ -788,10 +817,10 @@ class URScriptPrimitiveTransform(MacroPrimitiveTransform):
         if plan is not None:
             rows, waypoints = plan
             j = self.joint_dim
-            arm = torch.cat([waypoints[..., :j], waypoints[..., -1:, :j].expand(*waypoints.shape[:-2], settle, j)], dim=-2)
-            sequence = torch.cat(
-                [torch.where(rows.unsqueeze(-2), arm, sequence[..., :j]), sequence[..., j:]], dim=-1
+            arm = torch.cat(
+                [waypoints[..., :j], waypoints[..., -1:, :j].expand(*waypoints.shape[:-2], settle, j)], dim=-2
             )
+            sequence = torch.cat([torch.where(rows.unsqueeze(-2), arm, sequence[..., :j]), sequence[..., j:]], dim=-1)
         return tensordict.set(self.action_key, sequence)
 
     def _solve(

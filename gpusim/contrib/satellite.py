@@ -134,7 +134,7 @@ class SatelliteMacroAction(TargetMacroAction):
     @classmethod
     def slew_attitude(
         cls, target_quat: torch.Tensor, *, steps: int = 36, settle_steps: int = 8
-    ) -> "SatelliteMacroAction":
+    ) -> SatelliteMacroAction:
         """Steer toward the attitude ``target_quat`` (``[*batch, 4]`` ``(w, x, y, z)``; normalised).
 
         Args:
@@ -218,7 +218,9 @@ class SatelliteAttitudeTransform(MacroPrimitiveTransform):
         gimbal, rotor = cmg_geometry(int(num_cmgs))
         if action_scale is not None and not float(action_scale) > 0:
             raise ValueError(f"action_scale must be > 0, got {action_scale!r}")
-        super().__init__(action_key=action_key, macro_steps=macro_steps, settle_steps=settle_steps, action_dim=int(num_cmgs))
+        super().__init__(
+            action_key=action_key, macro_steps=macro_steps, settle_steps=settle_steps, action_dim=int(num_cmgs)
+        )
         self.num_cmgs = int(num_cmgs)
         self.action_scale = None if action_scale is None else float(action_scale)
         self.attitude_gain = float(attitude_gain)
@@ -227,9 +229,7 @@ class SatelliteAttitudeTransform(MacroPrimitiveTransform):
         self.gimbal_axes = gimbal
         self.rotor_axes_ref = rotor
 
-    def _resolve(
-        self, tensordict: TensorDictBase, action: Any
-    ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    def _resolve(self, tensordict: TensorDictBase, action: Any) -> tuple[torch.Tensor, torch.Tensor, int, int]:
         if action is None:
             raise self._missing_action()
         steps, settle, mode = self.macro_steps, self.settle_steps, None
@@ -290,7 +290,9 @@ class SatelliteAttitudeTransform(MacroPrimitiveTransform):
                 f"{type(self).__name__}: 'gimbal_angles' must hold [sin, cos] of {n} gimbals (trailing dim "
                 f"{2 * n}), got shape {list(angles.shape)}"
             )
-        error = _quat_log(_quat_mul(_quat_conj(_unit_or_identity(bus.to(**to))), _unit_or_identity(target_quat.to(**to))))
+        error = _quat_log(
+            _quat_mul(_quat_conj(_unit_or_identity(bus.to(**to))), _unit_or_identity(target_quat.to(**to)))
+        )
         theta = torch.atan2(angles[..., :n], angles[..., n:])
         jac = _cmg_jacobian(theta, self.gimbal_axes.to(**to), self.rotor_axes_ref.to(**to), self.jacobian_rotor_h)
         accel = self.attitude_gain * error - self.angular_rate_gain * omega
@@ -306,8 +308,11 @@ class SatelliteAttitudeTransform(MacroPrimitiveTransform):
     def _spec_dtype(self, input_spec: Composite) -> torch.dtype:
         """The dtype of the ``bus_quat`` observation, else of the ``target_quat`` state, else of
         the action."""
-        for group, key in (("full_observation_spec", "bus_quat"), ("full_state_spec", "target_quat"),
-                           ("full_action_spec", self.action_key)):
+        for group, key in (
+            ("full_observation_spec", "bus_quat"),
+            ("full_state_spec", "target_quat"),
+            ("full_action_spec", self.action_key),
+        ):
             dtype = getattr(self._leaf(input_spec, group, key), "dtype", None)
             if dtype is not None and dtype.is_floating_point:
                 return dtype

@@ -39,7 +39,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from tensordict import NonTensorStack, TensorDictBase
@@ -118,7 +119,9 @@ class ToyVLAEnv(EnvBase):
         if tracking and success_steps < 1:
             raise ValueError(f"ToyVLAEnv: success_steps must be >= 1, got {success_steps}")
         if tracking and not 0.0 < success_tol <= 0.5:
-            raise ValueError(f"ToyVLAEnv: success_tol must be in (0, 0.5] (targets lie in [-0.5, 0.5]), got {success_tol}")
+            raise ValueError(
+                f"ToyVLAEnv: success_tol must be in (0, 0.5] (targets lie in [-0.5, 0.5]), got {success_tol}"
+            )
         if group_repeats is not None and not tracking:
             raise ValueError("ToyVLAEnv: group_repeats needs the tracking mode (set success_steps)")
         if group_repeats is not None and group_repeats < 1:
@@ -142,10 +145,12 @@ class ToyVLAEnv(EnvBase):
             observation=Composite(
                 image=Unbounded((*B, *self.image_shape), dtype=torch.uint8, device=dev),
                 state=Unbounded((*B, self.state_dim), device=dev),
-                shape=B, device=dev,
+                shape=B,
+                device=dev,
             ),
             language_instruction=NonTensor(shape=B, example_data=self.instruction, device=dev),
-            shape=B, device=dev,
+            shape=B,
+            device=dev,
         )
         if tracking:
             obs["success"] = flag.clone()
@@ -180,10 +185,18 @@ class ToyVLAEnv(EnvBase):
 
     def _observation(self, state: torch.Tensor) -> TensorDictBase:
         image = torch.randint(
-            0, 256, (*self.batch_size, *self.image_shape), generator=self._generator, device=self.device, dtype=torch.uint8
+            0,
+            256,
+            (*self.batch_size, *self.image_shape),
+            generator=self._generator,
+            device=self.device,
+            dtype=torch.uint8,
         )
-        td = new_td({"observation": new_td({"image": image, "state": state}, self.batch_size, self.device)},
-                    self.batch_size, self.device)
+        td = new_td(
+            {"observation": new_td({"image": image, "state": state}, self.batch_size, self.device)},
+            self.batch_size,
+            self.device,
+        )
         instruction = self._instruction()
         if isinstance(instruction, str):
             td.set_non_tensor("language_instruction", instruction)

@@ -19,8 +19,20 @@ Examples:
 
 # ruff: noqa: E402
 
+from gpusim.envs._rollout_cache import clear_rollout_cache, rollout_cache_info
+from gpusim.envs.async_pool import AsyncEnvPool, ProcessorAsyncEnvPool, ThreadingAsyncEnvPool
+from gpusim.envs.batched import *  # noqa: F401,F403
+from gpusim.envs.batched import __all__ as _batched_all
 from gpusim.envs.checks import check_env_specs
 from gpusim.envs.common import EnvBase
+from gpusim.envs.compiled import CompiledRollout
+from gpusim.envs.custom import *  # noqa: F401,F403
+from gpusim.envs.custom import __all__ as _custom_all
+from gpusim.envs.libs import *  # noqa: F401,F403
+from gpusim.envs.libs import __all__ as _libs_all
+from gpusim.envs.model_based import DreamerEnv, ModelBasedEnvBase
+from gpusim.envs.native import *  # noqa: F401,F403
+from gpusim.envs.native import __all__ as _native_all
 from gpusim.envs.utils import (
     ExplorationType,
     RandomPolicy,
@@ -32,19 +44,6 @@ from gpusim.envs.utils import (
     step_mdp,
     terminated_or_truncated,
 )
-
-from gpusim.envs.compiled import CompiledRollout
-from gpusim.envs.async_pool import AsyncEnvPool, ProcessorAsyncEnvPool, ThreadingAsyncEnvPool
-from gpusim.envs._rollout_cache import clear_rollout_cache, rollout_cache_info
-from gpusim.envs.batched import *  # noqa: F401,F403
-from gpusim.envs.batched import __all__ as _batched_all
-from gpusim.envs.libs import *  # noqa: F401,F403
-from gpusim.envs.libs import __all__ as _libs_all
-from gpusim.envs.native import *  # noqa: F401,F403
-from gpusim.envs.native import __all__ as _native_all
-from gpusim.envs.custom import *  # noqa: F401,F403
-from gpusim.envs.custom import __all__ as _custom_all
-from gpusim.envs.model_based import DreamerEnv, ModelBasedEnvBase
 
 __all__ = [
     *_batched_all,
@@ -71,4 +70,3 @@ __all__ = [
     "exploration_type",
     "get_available_libraries",
 ]
-

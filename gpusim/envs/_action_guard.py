@@ -88,7 +88,7 @@ def plan_guards(spec: Any, keys: list) -> tuple[ActionGuard, ...]:
     return tuple(out)
 
 
-def guarded_step(env: "EnvBase", tensordict: TensorDictBase, guards: tuple[ActionGuard, ...]) -> TensorDictBase:
+def guarded_step(env: EnvBase, tensordict: TensorDictBase, guards: tuple[ActionGuard, ...]) -> TensorDictBase:
     """``env``'s complete ``"next"`` data of a step whose physics sees the guarded actions; the
     input keeps the actions as given (restored once the step has run)."""
     data = inner(tensordict)

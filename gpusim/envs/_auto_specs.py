@@ -9,7 +9,8 @@ specs; root inputs that are no action and no output become the state spec.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from tensordict import TensorDictBase, is_non_tensor
@@ -61,14 +62,14 @@ def _take(specs: dict, keys: list, batch_size: torch.Size, device) -> Composite 
 
 
 def auto_specs(
-    env: "EnvBase",
+    env: EnvBase,
     policy: Callable[[TensorDictBase], TensorDictBase],
     tensordict: TensorDictBase | None,
     action_key: NestedKey | Sequence[NestedKey],
     done_key: NestedKey | Sequence[NestedKey] | None,
     observation_key: NestedKey | Sequence[NestedKey],
     reward_key: NestedKey | Sequence[NestedKey],
-) -> "EnvBase":
+) -> EnvBase:
     """See :meth:`gpusim.envs.common.EnvBase.auto_specs_`."""
     batch_size, device = env.batch_size, env.device
     if tensordict is None:  # the env's raw start data (no spec is needed to produce it)

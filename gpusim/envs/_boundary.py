@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 from tensordict import TensorDictBase
 
-from gpusim.envs._action_guard import action_value_error
-from gpusim.envs._step_inputs import same_device
 from gpusim.envs import _keys
+from gpusim.envs._action_guard import action_value_error
 from gpusim.envs._fasttd import fast_get, fast_get_path, fast_set, get_via, inner
 from gpusim.envs._keys import DONE_NAMES, DoneLevel, NestedKey
+from gpusim.envs._step_inputs import same_device
 from gpusim.envs.env_specs import _cached_plan
 
 if TYPE_CHECKING:
@@ -58,13 +58,11 @@ class _ActionCheck(NamedTuple):
 def _dynamic_match(shape: torch.Size, spec_shape: torch.Size) -> bool:
     """Whether ``shape`` fits a spec shape with dynamic (``-1``) dims: any size there."""
     return (
-        -1 in spec_shape
-        and len(shape) == len(spec_shape)
-        and all(s == d or d == -1 for s, d in zip(shape, spec_shape))
+        -1 in spec_shape and len(shape) == len(spec_shape) and all(s == d or d == -1 for s, d in zip(shape, spec_shape))
     )
 
 
-def check_output(env: "EnvBase", data: TensorDictBase, reset: bool = False) -> None:
+def check_output(env: EnvBase, data: TensorDictBase, reset: bool = False) -> None:
     """Debug mode: every output leaf of ``data`` (a step's ``"next"`` data, or a reset's output)
     present, of its spec's dtype, finite and inside its spec; raises naming the key.
 
@@ -89,7 +87,13 @@ def check_output(env: "EnvBase", data: TensorDictBase, reset: bool = False) -> N
         value = data.get(key, None)
         if value is None:
             raise KeyError(f"{name}: the {where} output misses the key {_keys.fmt(key)}")
-        parent = "full_reward_spec" if key in reward_keys else "full_done_spec" if key in done_keys else "full_observation_spec"
+        parent = (
+            "full_reward_spec"
+            if key in reward_keys
+            else "full_done_spec"
+            if key in done_keys
+            else "full_observation_spec"
+        )
         spec = env.output_spec[parent][key]
         if isinstance(value, torch.Tensor) and value.dtype != spec.dtype:
             dotted = ".".join(_keys.as_tuple(key))
@@ -165,7 +169,9 @@ class StepBoundary:
         """:attr:`_output_leaf_shapes` as ``(key, shape)`` when it holds every reward and done leaf
         and all are root entries (the common layout), else ``None``: see :meth:`_output_complete`."""
         leaves = self._output_leaf_shapes
-        if len(leaves) != len(self.reward_keys) + len(self.done_keys) or not all(isinstance(k, str) for k, _, _ in leaves):
+        if len(leaves) != len(self.reward_keys) + len(self.done_keys) or not all(
+            isinstance(k, str) for k, _, _ in leaves
+        ):
             return None
         return tuple((key, shape) for key, shape, _ in leaves)
 
@@ -225,20 +231,28 @@ class StepBoundary:
         except KeyError:
             values = None
         if values is None:
-            raise KeyError(f"{name}.step: the input has no action entry {_keys.fmt(key)}; write one first, e.g. "
-                           "env.rand_action(td) or a policy")
+            raise KeyError(
+                f"{name}.step: the input has no action entry {_keys.fmt(key)}; write one first, e.g. "
+                "env.rand_action(td) or a policy"
+            )
         if isinstance(values, torch.Tensor):
             values = list(values.unbind(check.stack_dim))
         if len(values) != len(parts):
-            raise ValueError(f"{name}.step: the action {_keys.fmt(key)} has {len(values)} stacked parts, expected "
-                             f"{len(parts)} (the action spec's lazy stack)")
+            raise ValueError(
+                f"{name}.step: the action {_keys.fmt(key)} has {len(values)} stacked parts, expected "
+                f"{len(parts)} (the action spec's lazy stack)"
+            )
         for i, (value, (shape, dtype)) in enumerate(zip(values, parts)):
             if value.shape != shape:
-                raise ValueError(f"{name}.step: part {i} of the action {_keys.fmt(key)} has shape {list(value.shape)}, "
-                                 f"expected {list(shape)} (the action spec's shape)")
+                raise ValueError(
+                    f"{name}.step: part {i} of the action {_keys.fmt(key)} has shape {list(value.shape)}, "
+                    f"expected {list(shape)} (the action spec's shape)"
+                )
             if value.dtype != dtype:
-                raise TypeError(f"{name}.step: part {i} of the action {_keys.fmt(key)} has dtype {value.dtype}, "
-                                f"expected {dtype} (the action spec's dtype)")
+                raise TypeError(
+                    f"{name}.step: part {i} of the action {_keys.fmt(key)} has dtype {value.dtype}, "
+                    f"expected {dtype} (the action spec's dtype)"
+                )
 
     def _check_inputs(self, tensordict: TensorDictBase) -> None:
         actions, states = self._input_checks

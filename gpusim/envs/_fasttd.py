@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any, Iterable, Union
+from collections.abc import Iterable
+from typing import Any
 
 import tensordict
 import torch
@@ -149,7 +150,7 @@ def get_via(data: dict | None, td: TensorDictBase, key: Any) -> Any:
     return fast_get_path(td, key)
 
 
-def exclusion_tree(keys: Iterable[Union[str, tuple]]) -> ExclusionTree:
+def exclusion_tree(keys: Iterable[str | tuple]) -> ExclusionTree:
     """Turns a list of (nested) keys into a tree: ``[("a", "b"), "c"]`` -> ``{"a": {"b": True}, "c": True}``."""
     tree: ExclusionTree = {}
     for key in keys:

@@ -14,12 +14,12 @@ Examples:
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Union
 
 import torch
 
-NestedKey = Union[str, tuple]
+NestedKey = str | tuple
 
 DONE_NAMES = ("done", "terminated", "truncated")
 

@@ -22,7 +22,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 from tensordict import TensorDictBase
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["step_mask", "step_partial", "skip_next", "step_selected_rows"]
 
 
-def step_mask(env: "EnvBase", value, batch_size: torch.Size) -> torch.Tensor:
+def step_mask(env: EnvBase, value, batch_size: torch.Size) -> torch.Tensor:
     """The ``"_step"`` entry as a bool mask of shape ``batch_size`` (a trailing singleton dim is
     accepted); raises naming the expected and received dtype/shape."""
     if not isinstance(value, torch.Tensor) or value.dtype != torch.bool:
@@ -52,7 +53,7 @@ def step_mask(env: "EnvBase", value, batch_size: torch.Size) -> torch.Tensor:
 
 
 def step_partial(
-    env: "EnvBase",
+    env: EnvBase,
     value: torch.Tensor,
     batch_size: torch.Size,
     *,
@@ -82,7 +83,7 @@ def step_partial(
     return some(mask)
 
 
-def skip_next(env: "EnvBase", tensordict: TensorDictBase, clone: bool) -> TensorDictBase:
+def skip_next(env: EnvBase, tensordict: TensorDictBase, clone: bool) -> TensorDictBase:
     """The ``"next"`` data of skipped rows: the spec's zeros (observations, rewards, done flags)
     overwritten by the input's observations, done flags and state entries (cloned with
     ``clone``)."""
@@ -118,7 +119,7 @@ def _carry_structured(out: TensorDictBase, tensordict: TensorDictBase, key) -> N
             return
 
 
-def step_selected_rows(env: "EnvBase", tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
+def step_selected_rows(env: EnvBase, tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
     """The ``"next"`` data when ``mask`` selects some rows (the default ``_step_rows``)."""
     if env.functional_step:
         return merge_rows(env._step_output(tensordict), skip_next(env, tensordict, clone=False), mask)

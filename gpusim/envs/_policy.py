@@ -20,7 +20,8 @@ Examples:
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
@@ -41,7 +42,7 @@ def _positional_names(fn: Callable) -> list[str] | None:
     return [p.name for p in params if p.kind in kinds and p.default is inspect.Parameter.empty]
 
 
-def _tensor_policy(env: "EnvBase", module: Callable, forward: Callable) -> Callable[[TensorDictBase], TensorDictBase]:
+def _tensor_policy(env: EnvBase, module: Callable, forward: Callable) -> Callable[[TensorDictBase], TensorDictBase]:
     """Wraps a callable of observation tensors: arguments named like observation entries get
     those entries, otherwise the observation entries are passed in spec order."""
     observations = [k for k in env.observation_keys]
@@ -81,7 +82,7 @@ def _takes_tensordict(fn: Callable) -> bool:
     return params[0].name in ("tensordict", "td") or "TensorDict" in text
 
 
-def rollout_policy(env: "EnvBase", policy: Any) -> Callable[[TensorDictBase], TensorDictBase]:
+def rollout_policy(env: EnvBase, policy: Any) -> Callable[[TensorDictBase], TensorDictBase]:
     """The callable ``rollout`` uses for ``policy`` (``td -> td`` with the action written in):
     a ``torch.nn.Module`` that is not a tensordict module is called on observation tensors;
     anything else is called on the tensordict."""

@@ -156,7 +156,9 @@ def _carried_keys(steps: Sequence[TensorDictBase], keys: set) -> set[tuple]:
     return carried
 
 
-def _copy_carried(steps: Sequence[TensorDictBase], dim: int, dest: torch.Tensor, nxt: torch.Tensor, x0: torch.Tensor) -> None:
+def _copy_carried(
+    steps: Sequence[TensorDictBase], dim: int, dest: torch.Tensor, nxt: torch.Tensor, x0: torch.Tensor
+) -> None:
     """Fills ``dest`` (a carried root leaf's output) from ``nxt`` (the stacked ``"next"`` leaf):
     ``dest[t] = nxt[t - 1]`` along ``dim`` for ``t >= 1``, ``dest[0] = x0`` (``dest`` was allocated
     like ``x0``). Raises ``_Fallback`` where ``nxt``'s shape or dtype differs (``copy_`` would

@@ -38,7 +38,7 @@ def same_device(value: torch.device, spec: torch.device) -> bool:
     return value.type == "cpu" or spec.index is None or value.index == spec.index
 
 
-def not_a_tensordict(env: "EnvBase", value: Any, where: str) -> str:
+def not_a_tensordict(env: EnvBase, value: Any, where: str) -> str:
     """The message of a ``step``/``reset`` given something that is not a tensordict."""
     name = type(env).__name__
     got = f"{type(value).__module__}.{type(value).__qualname__}".replace("builtins.", "")
@@ -48,9 +48,7 @@ def not_a_tensordict(env: "EnvBase", value: Any, where: str) -> str:
             f"step's data with a '_reset' entry), got {got}"
         )
     spec = env.full_action_spec
-    actions = ", ".join(
-        f"{_keys.fmt(k)} (shape {list(spec[k].shape)}, dtype {spec[k].dtype})" for k in env.action_keys
-    )
+    actions = ", ".join(f"{_keys.fmt(k)} (shape {list(spec[k].shape)}, dtype {spec[k].dtype})" for k in env.action_keys)
     return (
         f"{name}.step expects a TensorDict of batch_size {list(env.batch_size)} holding the action entry "
         f"{actions} and the state from reset(), got {got}: write the action into the reset output, e.g. "

@@ -21,7 +21,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from tensordict import LazyStackedTensorDict, TensorDictBase, is_non_tensor
 
@@ -71,13 +71,9 @@ class StepMDPPlan:
         kept = [] if exclude_action else list(action_keys)
         self._root_include = None if keep_other else exclusion_tree(exclusive(kept))
 
-    def __call__(
-        self, tensordict: TensorDictBase, next_tensordict: TensorDictBase | None = None
-    ) -> TensorDictBase:
+    def __call__(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase | None = None) -> TensorDictBase:
         if isinstance(tensordict, LazyStackedTensorDict):
-            out = LazyStackedTensorDict.lazy_stack(
-                [self(td) for td in tensordict.tensordicts], tensordict.stack_dim
-            )
+            out = LazyStackedTensorDict.lazy_stack([self(td) for td in tensordict.tensordicts], tensordict.stack_dim)
         else:
             nxt = fast_get(tensordict, "next")
             if nxt is None:
@@ -141,9 +137,7 @@ def _copy(
 
 def _same_stack(a: TensorDictBase, b: TensorDictBase) -> bool:
     return (
-        isinstance(b, LazyStackedTensorDict)
-        and a.stack_dim == b.stack_dim
-        and len(a.tensordicts) == len(b.tensordicts)
+        isinstance(b, LazyStackedTensorDict) and a.stack_dim == b.stack_dim and len(a.tensordicts) == len(b.tensordicts)
     )
 
 

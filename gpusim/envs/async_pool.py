@@ -36,7 +36,8 @@ import queue
 import threading
 import time
 import traceback
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.multiprocessing
@@ -44,7 +45,7 @@ from tensordict import LazyStackedTensorDict, NonTensorData, TensorDict, TensorD
 
 from gpusim.envs.batched import _serialize
 from gpusim.envs.common import EnvBase
-from gpusim.specs import Composite, NonTensor
+from gpusim.specs import NonTensor
 
 __all__ = ["AsyncEnvPool", "ThreadingAsyncEnvPool", "ProcessorAsyncEnvPool"]
 
@@ -225,7 +226,7 @@ class AsyncEnvPool(EnvBase):
         self._start()
         specs = [self._control(i, "specs") for i in range(n)]
         first, env_batch, env_device = specs[0]
-        for i, (spec, batch, device) in enumerate(specs[1:], 1):
+        for i, (spec, batch, _device) in enumerate(specs[1:], 1):
             if batch != env_batch or spec != first:
                 self._maybe_shutdown()
                 raise ValueError(
@@ -405,7 +406,9 @@ class AsyncEnvPool(EnvBase):
                 data = data.exclude(self._env_idx_key)
             self._send_command(i, kind, kind, data, per_env)
 
-    def async_reset_send(self, tensordict: TensorDictBase | None = None, env_index: int | Sequence[int] | None = None) -> None:
+    def async_reset_send(
+        self, tensordict: TensorDictBase | None = None, env_index: int | Sequence[int] | None = None
+    ) -> None:
         """Queues a reset of the envs named by ``tensordict["env_index"]`` or ``env_index``.
 
         Examples:
@@ -454,14 +457,18 @@ class AsyncEnvPool(EnvBase):
         self._send("step_and_maybe_reset", tensordict, env_index)
 
     # ------------------------------------------------------------------ receiving
-    def _receive(self, kind: str, min_get: int | None, max_get: int | None, timeout: float | None, env_index: int | None):
+    def _receive(
+        self, kind: str, min_get: int | None, max_get: int | None, timeout: float | None, env_index: int | None
+    ):
         if env_index is not None:
             return self._unwrap(self._private[self._check_index(env_index)].get())
         min_get = self.min_get if min_get is None else min_get
         if min_get < 1:
             raise ValueError(f"min_get must be positive, got {min_get}")
         if max_get is not None and max_get < min_get:
-            raise ValueError(f"max_get must be greater than or equal to min_get, got min_get={min_get}, max_get={max_get}")
+            raise ValueError(
+                f"max_get must be greater than or equal to min_get, got min_get={min_get}, max_get={max_get}"
+            )
         if timeout is not None and timeout < 0:
             raise ValueError(f"timeout must be non-negative, got {timeout}")
         if min_get > self._pending[kind]:
@@ -498,7 +505,12 @@ class AsyncEnvPool(EnvBase):
         return torch.stack(tds, 0)
 
     def async_reset_recv(
-        self, min_get: int | None = None, env_index: int | None = None, *, max_get: int | None = None, timeout: float | None = None
+        self,
+        min_get: int | None = None,
+        env_index: int | None = None,
+        *,
+        max_get: int | None = None,
+        timeout: float | None = None,
     ) -> TensorDictBase:
         """The results of queued resets, stacked in env order.
 
@@ -522,7 +534,12 @@ class AsyncEnvPool(EnvBase):
         return self._receive("reset", min_get, max_get, timeout, env_index)
 
     def async_step_recv(
-        self, min_get: int | None = None, env_index: int | None = None, *, max_get: int | None = None, timeout: float | None = None
+        self,
+        min_get: int | None = None,
+        env_index: int | None = None,
+        *,
+        max_get: int | None = None,
+        timeout: float | None = None,
     ) -> TensorDictBase:
         """The results of queued steps (arguments as :meth:`async_reset_recv`).
 
@@ -539,7 +556,12 @@ class AsyncEnvPool(EnvBase):
         return self._receive("step", min_get, max_get, timeout, env_index)
 
     def async_step_and_maybe_reset_recv(
-        self, min_get: int | None = None, env_index: int | None = None, *, max_get: int | None = None, timeout: float | None = None
+        self,
+        min_get: int | None = None,
+        env_index: int | None = None,
+        *,
+        max_get: int | None = None,
+        timeout: float | None = None,
     ) -> tuple[TensorDictBase, TensorDictBase]:
         """The results of queued ``step_and_maybe_reset`` calls: ``(stepped, next roots)``
         (arguments as :meth:`async_reset_recv`).
@@ -669,7 +691,9 @@ class AsyncEnvPool(EnvBase):
         return seed
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(num_envs={self.num_envs}, batch_size={list(self.batch_size)}, stack={self.stack!r})"
+        return (
+            f"{type(self).__name__}(num_envs={self.num_envs}, batch_size={list(self.batch_size)}, stack={self.stack!r})"
+        )
 
 
 class ThreadingAsyncEnvPool(AsyncEnvPool):
@@ -687,7 +711,7 @@ class ThreadingAsyncEnvPool(AsyncEnvPool):
     _backend = "threading"
 
     def _parts(self) -> tuple[Callable[[], Any], Callable[..., Any], Callable[[Any, dict], Any]]:
-        return queue.Queue, threading.Thread, lambda maker, kwargs: (lambda: _build(maker, kwargs))
+        return queue.Queue, threading.Thread, lambda maker, kwargs: lambda: _build(maker, kwargs)
 
 
 class ProcessorAsyncEnvPool(AsyncEnvPool):

@@ -45,7 +45,7 @@ def _fmt(key) -> str:
 
 
 def check_env_specs(
-    env: "EnvBase",
+    env: EnvBase,
     return_contiguous: bool | None = None,
     check_dtype: bool = True,
     seed: int | None = None,
@@ -97,7 +97,7 @@ def check_env_specs(
     dynamic = _dynamic_shapes(env) if env._has_dynamic_specs else {}
     count = iter(range(steps))
 
-    def compare(env: "EnvBase", stepped: TensorDictBase) -> None:  # right after each step
+    def compare(env: EnvBase, stepped: TensorDictBase) -> None:  # right after each step
         _compare(stepped, fake, check_dtype, f"step {next(count)}", optional, dynamic)
 
     env.step_pipeline.run(td, env.rand_action, steps, reset=False, callback=compare)
@@ -116,7 +116,7 @@ def check_env_specs(
     _check_values(env, real)
 
 
-def _dynamic_shapes(env: "EnvBase") -> dict:
+def _dynamic_shapes(env: EnvBase) -> dict:
     """``{key: spec shape}`` of the leaves with a dynamic (``-1``) dim, as they appear in a step."""
     out = {}
     for where, spec in (
@@ -144,9 +144,7 @@ def _shape_matches(data: torch.Size, expected: torch.Size, spec_shape: tuple | N
     if len(data) != len(expected):
         return False
     lead = len(expected) - len(spec_shape)
-    return all(
-        d == e or (i >= lead and spec_shape[i - lead] == -1) for i, (d, e) in enumerate(zip(data, expected))
-    )
+    return all(d == e or (i >= lead and spec_shape[i - lead] == -1) for i, (d, e) in enumerate(zip(data, expected)))
 
 
 def _compare(
@@ -179,7 +177,7 @@ def _compare(
             raise AssertionError(f"Device mismatch for key {_fmt(key)} at {where}: data {r.device}, specs {f.device}")
 
 
-def _check_values(env: "EnvBase", real: TensorDictBase) -> None:
+def _check_values(env: EnvBase, real: TensorDictBase) -> None:
     groups = [
         ("next", env.full_observation_spec),
         ("next", env.full_reward_spec),

@@ -32,7 +32,8 @@ from __future__ import annotations
 import abc
 import os
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDictBase
@@ -43,12 +44,12 @@ from gpusim.envs._action_guard import guarded_step, plan_guards
 from gpusim.envs._boundary import StepBoundary
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
 from gpusim.envs._keys import NestedKey
+from gpusim.envs._step_inputs import not_a_tensordict
 from gpusim.envs.env_specs import EnvSpecs, _as_size, _cached_plan
 from gpusim.envs.episode import AutoResetMode, ResetMasks, resolve_set_state
 from gpusim.envs.key_plans import KeyPlans
 from gpusim.envs.pipeline import StepPipeline
 from gpusim.envs.rollout import RolloutMixin
-from gpusim.envs._step_inputs import not_a_tensordict
 from gpusim.envs.sampling import EnvSampling
 from gpusim.envs.utils import StepMDP
 from gpusim.specs import Categorical, Composite, Unbounded
@@ -234,7 +235,7 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
     #: ``TransformedEnv`` whose transforms define that hook; plain envs never do).
     _post_mdp_hook: bool = False
 
-    def __new__(cls, *args: Any, _inplace_update: bool = False, _batch_locked: bool = True, **kwargs: Any) -> "EnvBase":
+    def __new__(cls, *args: Any, _inplace_update: bool = False, _batch_locked: bool = True, **kwargs: Any) -> EnvBase:
         """Creates the env with default state, so that attributes and specs can be set before
         ``super().__init__()`` runs; constructor arguments are accepted (and left to
         ``__init__``). Specs set on the class (``cls._input_spec``/``cls._output_spec``, as
@@ -286,9 +287,7 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
         d["_cache"] = {}
         d["_locked_now"] = False
         d.setdefault("_closed", False)
-        d["_auto_reset_mode"] = (
-            None if auto_reset_mode is None else AutoResetMode.parse(auto_reset_mode, self._device)
-        )
+        d["_auto_reset_mode"] = None if auto_reset_mode is None else AutoResetMode.parse(auto_reset_mode, self._device)
         self.run_type_checks = bool(run_type_checks) or os.environ.get("GPUSIM_VALIDATE", "0") not in ("", "0")
         self.allow_done_after_reset = allow_done_after_reset
         d.setdefault("_batch_locked", True)
@@ -365,7 +364,10 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
         B = self.batch_size
         full_reward = self.output_spec["full_reward_spec"]
         if len(full_reward.keys()) == 0:
-            self._set_full("full_reward_spec", Composite(reward=Unbounded((*B, 1), device=self.device), shape=B, device=self.device))
+            self._set_full(
+                "full_reward_spec",
+                Composite(reward=Unbounded((*B, 1), device=self.device), shape=B, device=self.device),
+            )
         if len(self.output_spec["full_done_spec"].keys()) == 0:
             self._set_full(
                 "full_done_spec",
@@ -579,7 +581,9 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
         if partial is None:
             return fast_set(tensordict, "next", self._step_output(tensordict))
         next_td = _partial.step_partial(
-            self, partial, tensordict.batch_size,
+            self,
+            partial,
+            tensordict.batch_size,
             every=lambda: self._step_output(tensordict),
             some=lambda mask: self._step_rows(tensordict, mask),
             none=lambda: _partial.skip_next(self, tensordict, clone=True),
@@ -772,7 +776,7 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
         transform that needs its own ``step_and_maybe_reset``); default: it can."""
 
     # ------------------------------------------------------------------ misc
-    def to(self, *args: Any, **kwargs: Any) -> "EnvBase":
+    def to(self, *args: Any, **kwargs: Any) -> EnvBase:
         """Moves the env (specs and buffers) to a device.
 
         Args:
@@ -795,9 +799,13 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
             device = torch.device(kwargs["device"])
         super().to(*args, **kwargs)
         if device is not None and device != self.device:
+
             def move():
                 self.__dict__["_input_spec"] = self._input_spec.to(device)  # nn.Module slot (see the module docstring)
-                self.__dict__["_output_spec"] = self._output_spec.to(device)  # nn.Module slot (see the module docstring)
+                self.__dict__["_output_spec"] = self._output_spec.to(
+                    device
+                )  # nn.Module slot (see the module docstring)
+
             self._with_unlocked(move)
             self.device = device
         return self
@@ -830,7 +838,7 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
         done_key: NestedKey | list[NestedKey] | None = None,
         observation_key: NestedKey | list[NestedKey] = "observation",
         reward_key: NestedKey | list[NestedKey] = "reward",
-    ) -> "EnvBase":
+    ) -> EnvBase:
         """Sets the env's specs from two steps of its ``_reset``/``_step`` hooks driven by
         ``policy``; returns the env.
 
@@ -882,7 +890,7 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
 
         check_env_specs(self, *args, **kwargs)
 
-    def append_transform(self, transform: Any) -> "EnvBase":
+    def append_transform(self, transform: Any) -> EnvBase:
         """A :class:`~gpusim.transforms.TransformedEnv` of this env with ``transform`` appended.
 
         Args:

@@ -44,15 +44,16 @@ import itertools
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim import _torch_internals as internals
 from gpusim._torch_internals import pytree
-from gpusim.envs._compile_errors import explain_compile_errors
 from gpusim.envs._args import positive_int
+from gpusim.envs._compile_errors import explain_compile_errors
 from gpusim.envs._rollout_cache import rollout_empty
 from gpusim.kernels._inductor import pack_bool, unpack_bool
 
@@ -173,11 +174,13 @@ class _TaggedInductor:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         if self._compile is None:
-            raise RuntimeError("gpusim's tagged Inductor backend needs the torch internals (see gpusim._torch_internals)")
+            raise RuntimeError(
+                "gpusim's tagged Inductor backend needs the torch internals (see gpusim._torch_internals)"
+            )
         return self._compile(gm, example_inputs)
 
 
-def _recapture_reason(captured: "_Captured", tag: int | None, addresses: tuple) -> str:
+def _recapture_reason(captured: _Captured, tag: int | None, addresses: tuple) -> str:
     """Why a run's first call does not allow a replay of ``captured`` (for ``recaptures``)."""
     if tag != captured.tag:
         return f"compiled graph {captured.tag} -> {tag} (guards failed: recompiled or another cache entry)"
@@ -261,12 +264,12 @@ def _root_set(leaves: tuple) -> tuple:
     return tuple(torch.empty_like(v, memory_format=torch.contiguous_format) for v in leaves)
 
 
-def _on_cpu(env: "EnvBase") -> bool:
+def _on_cpu(env: EnvBase) -> bool:
     """Whether the env's tensors live on the CPU (an env without a device: on the CPU)."""
     return env.device is None or env.device.type == "cpu"
 
 
-def _default_options(env: "EnvBase") -> dict:
+def _default_options(env: EnvBase) -> dict:
     """The Inductor options a runner adds under the default mode and backend (the caller's
     ``options`` prevail): :data:`SKIP_SIZE_ASSERTS`, :data:`VECTORIZE_STRIDED` (CPU envs).
 
@@ -314,7 +317,7 @@ def _output_buffer(shape: tuple, dtype: torch.dtype, device: torch.device) -> to
 DRY_LAYOUT = True
 
 
-def _copies(env: "EnvBase", policy: Callable, root: TensorDictBase) -> tuple:
+def _copies(env: EnvBase, policy: Callable, root: TensorDictBase) -> tuple:
     """Deep copies of ``(env, policy, root)`` (one memo: a policy that holds the env holds the
     copy), without the env's compiled runners and compiled step (the copy steps eagerly)."""
     import copy
@@ -434,7 +437,7 @@ class CompiledRollout:
 
     def __init__(
         self,
-        env: "EnvBase",
+        env: EnvBase,
         policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
         *,
         steps_per_call: int | None = None,
@@ -470,9 +473,7 @@ class CompiledRollout:
         # direct calls (DIRECT_CALLS) need the same backend as CUDA graphs: it says which compiled
         # graph ran
         self._direct = DIRECT_CALLS and default and _on_cpu(env) and self._pingpong and _TaggedInductor.available()
-        self._backend = (
-            _TaggedInductor(compile_kwargs.get("options")) if self._cuda_graphs or self._direct else None
-        )
+        self._backend = _TaggedInductor(compile_kwargs.get("options")) if self._cuda_graphs or self._direct else None
         self._direct_fns: dict[int, Callable] = {}  # compiled graph tag -> its entry's code as a function
         #: calls of this runner's rollouts that ran directly (see :data:`DIRECT_CALLS`)
         self.direct_calls = 0
@@ -497,16 +498,23 @@ class CompiledRollout:
         if cuda_graphs is None:
             rows = max(1, self.env.batch_size.numel())
             cuda_graphs = (
-                on_cuda and self.mode is None and "backend" not in compile_kwargs and rows <= CUDA_GRAPHS_UP_TO
+                on_cuda
+                and self.mode is None
+                and "backend" not in compile_kwargs
+                and rows <= CUDA_GRAPHS_UP_TO
                 and _TaggedInductor.available()
             )
         elif cuda_graphs:
             why = (
-                f"the env's device is {device}, not CUDA" if not on_cuda
-                else f"mode={self.mode!r} (PyTorch's own CUDA graphs)" if self.mode is not None
-                else "a backend= of its own" if "backend" in compile_kwargs
+                f"the env's device is {device}, not CUDA"
+                if not on_cuda
+                else f"mode={self.mode!r} (PyTorch's own CUDA graphs)"
+                if self.mode is not None
+                else "a backend= of its own"
+                if "backend" in compile_kwargs
                 else "gpusim's torch internals are off (gpusim._torch_internals.PRIVATE_API; "
-                "mode='reduce-overhead' gives PyTorch's own CUDA graphs)" if not _TaggedInductor.available()
+                "mode='reduce-overhead' gives PyTorch's own CUDA graphs)"
+                if not _TaggedInductor.available()
                 else None
             )
             if why is not None:
@@ -658,7 +666,9 @@ class CompiledRollout:
         return self._layouts.get(_key_set(root))
 
     # ---------------------------------------------------------------- rollout
-    def __call__(self, max_steps: int, tensordict: TensorDictBase | None = None, auto_reset: bool = True) -> TensorDictBase:
+    def __call__(
+        self, max_steps: int, tensordict: TensorDictBase | None = None, auto_reset: bool = True
+    ) -> TensorDictBase:
         """Runs ``max_steps`` steps (non-stop, with auto-reset) and returns ``[*B, T]`` data.
 
         Args:
@@ -886,5 +896,3 @@ class CompiledRollout:
                 result.get(key).batch_size = torch.Size([*bs[:nb], T, *bs[nb:]])
         result.names = [None] * nb + ["time"]
         return result
-
-

@@ -17,7 +17,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -295,6 +296,7 @@ class EnvSpecs:
     def input_spec(self, value: Composite) -> None:
         def set_():
             self.__dict__["_input_spec"] = value  # nn.Module slot (see the module docstring)
+
         self._with_unlocked(set_)
 
     @property
@@ -313,6 +315,7 @@ class EnvSpecs:
     def output_spec(self, value: Composite) -> None:
         def set_():
             self.__dict__["_output_spec"] = value  # nn.Module slot (see the module docstring)
+
         self._with_unlocked(set_)
 
     def _with_unlocked(self, fn: Callable[[], None]) -> None:
@@ -336,8 +339,7 @@ class EnvSpecs:
         if tuple(value.shape) != tuple(B):
             if tuple(value.shape[: len(B)]) != tuple(B) and len(value.shape) != 0:
                 raise ValueError(
-                    f"{name} has shape {list(value.shape)}, which does not start with the env "
-                    f"batch_size {list(B)}"
+                    f"{name} has shape {list(value.shape)}, which does not start with the env batch_size {list(B)}"
                 )
             value = value.clone()
             value.shape = B
@@ -345,6 +347,7 @@ class EnvSpecs:
 
         def set_():
             parent[name] = value
+
         self._with_unlocked(set_)
 
     def _wrap_leaf(self, name: str, default_key: str, value) -> Composite:
@@ -355,8 +358,7 @@ class EnvSpecs:
         B = self.batch_size
         if tuple(value.shape[: len(B)]) != tuple(B):
             raise ValueError(
-                f"{name} has shape {list(value.shape)}, which does not start with the env "
-                f"batch_size {list(B)}"
+                f"{name} has shape {list(value.shape)}, which does not start with the env batch_size {list(B)}"
             )
         current = getattr(self, "full_" + name, None)
         key = default_key

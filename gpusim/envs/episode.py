@@ -99,7 +99,7 @@ class AutoResetMode(str, enum.Enum):
     SPARSE = "sparse"
 
     @classmethod
-    def parse(cls, value: "AutoResetMode | str | None", device: torch.device) -> "AutoResetMode":
+    def parse(cls, value: AutoResetMode | str | None, device: torch.device) -> AutoResetMode:
         """The mode for ``value`` (``None``: ``SPARSE`` on the CPU, ``MASKED`` elsewhere).
 
         Raises:
@@ -563,7 +563,9 @@ class EpisodePlan:
 
     def __init__(self, full_done_spec: Any, batch_size: torch.Size) -> None:
         self.batch_size = torch.Size(batch_size)
-        self.levels: list[DoneLevel] = _keys.done_levels(full_done_spec, self.batch_size) if full_done_spec is not None else []
+        self.levels: list[DoneLevel] = (
+            _keys.done_levels(full_done_spec, self.batch_size) if full_done_spec is not None else []
+        )
         self.root_level = self.levels[0] if self.levels and self.levels[0].prefix == () else None
         # the shape of a root mask: the root done level's (usually ``batch_size``)
         self.root_shape = self.root_level.shape if self.root_level is not None else self.batch_size
@@ -717,7 +719,9 @@ class EpisodePlan:
         names = self.flag_names[0]
         first = fast_get(tensordict, names[0])
         second = fast_get(tensordict, names[1]) if len(names) > 1 else None
-        if not _host_flag(first, numel) or (second is not None and not (_host_flag(second, numel) and second.shape == first.shape)):
+        if not _host_flag(first, numel) or (
+            second is not None and not (_host_flag(second, numel) and second.shape == first.shape)
+        ):
             return None
         return first, second
 

@@ -13,7 +13,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from gpusim.envs import _keys
 from gpusim.envs._keys import DoneLevel, NestedKey

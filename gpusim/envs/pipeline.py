@@ -36,7 +36,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDictBase
@@ -97,10 +98,10 @@ class StepPipeline:
         ('masked', torch.Size([2, 1]))
     """
 
-    def __init__(self, env: "EnvBase") -> None:
+    def __init__(self, env: EnvBase) -> None:
         self._plan(env)
 
-    def _plan(self, env: "EnvBase") -> None:
+    def _plan(self, env: EnvBase) -> None:
         from gpusim.envs.common import EnvBase
 
         cls = type(env)
@@ -369,7 +370,7 @@ class StepPipeline:
         return root
 
 
-def _set_truncated(env: "EnvBase", next_td: TensorDictBase) -> None:
+def _set_truncated(env: EnvBase, next_td: TensorDictBase) -> None:
     """Marks every row of ``next_td`` truncated and done (at the levels with a ``truncated``)."""
     for level in env.done_levels:
         node = next_td if level.prefix == () else next_td.get(level.prefix)

@@ -23,7 +23,8 @@ import inspect
 import itertools
 import math
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -76,8 +77,7 @@ class HashRandomPolicy:
         nb = len(batch_size)
         self.specs = [action_spec[k] for k in self.keys]
         self.sizes = [
-            (math.prod(s.shape[nb:]) if not isinstance(s, OneHot) else math.prod(s.shape[nb:-1]))
-            for s in self.specs
+            (math.prod(s.shape[nb:]) if not isinstance(s, OneHot) else math.prod(s.shape[nb:-1])) for s in self.specs
         ]
         # Bounds read once: a Composite stores batch-uniform bounds compactly, and reading
         # ``spec.low`` then builds a full copy.
@@ -149,8 +149,8 @@ class HashRandomPolicy:
 
 # ---------------------------------------------------------------- the env's own action stream
 _ACTION_SALT = 0x2545F4914F6CDD1D  # keys the action stream apart from the env's own streams
-_SEEDS: "weakref.WeakKeyDictionary[Any, tuple[int | None, int]]" = weakref.WeakKeyDictionary()
-_STREAMS: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
+_SEEDS: weakref.WeakKeyDictionary[Any, tuple[int | None, int]] = weakref.WeakKeyDictionary()
+_STREAMS: weakref.WeakKeyDictionary[Any, list] = weakref.WeakKeyDictionary()
 _GENERATIONS = itertools.count(1)
 
 
@@ -230,11 +230,7 @@ def rollout_actions(env: Any) -> Callable[[TensorDictBase], TensorDictBase]:
         (True, True)
     """
     spec = env.full_action_spec
-    if (
-        _own_rand_action(env)
-        or not HashRandomPolicy.supports(spec)
-        or (not env.batch_locked and not env.batch_size)
-    ):
+    if _own_rand_action(env) or not HashRandomPolicy.supports(spec) or (not env.batch_locked and not env.batch_size):
         return env.rand_action
     seed, generation = _seed_of(env)
     entry = _STREAMS.get(env)

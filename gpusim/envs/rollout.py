@@ -11,13 +11,14 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
-from gpusim.envs._args import positive_int
 from gpusim.envs import _keys, _policy
+from gpusim.envs._args import positive_int
 from gpusim.envs._keys import NestedKey
 from gpusim.envs._rollout_stack import stack_steps
 from gpusim.envs.pipeline import PolicyExhausted
@@ -68,7 +69,7 @@ def _cast_to(device: torch.device, policy: Callable) -> Callable:
     return cast
 
 
-def stack_rollout(env: "EnvBase", steps: list[TensorDictBase], return_contiguous: bool) -> TensorDictBase:
+def stack_rollout(env: EnvBase, steps: list[TensorDictBase], return_contiguous: bool) -> TensorDictBase:
     """The steps of a run stacked on a new last dim named ``"time"`` (contiguous, or a lazy
     stack); steps whose entries differ (a reward written by ``_reset`` in the first root) are
     kept as a lazy stack with those entries exclusive.
@@ -112,7 +113,7 @@ class RolloutMixin:
         torch.Size([2, 3])
     """
 
-    def compile_step_and_maybe_reset(self, *, warmup: int | None = None, **kwargs: Any) -> "EnvBase":
+    def compile_step_and_maybe_reset(self, *, warmup: int | None = None, **kwargs: Any) -> EnvBase:
         """Compiles :meth:`step_and_maybe_reset` in place with ``torch.compile``; returns the env.
 
         TorchRL's ``env.compile(**options)`` and ``compile=`` construction option (the latter is
@@ -146,7 +147,7 @@ class RolloutMixin:
         self._cache.pop("step_pipeline", None)
         return self
 
-    def eager(self) -> "EnvBase":
+    def eager(self) -> EnvBase:
         """Undoes :meth:`compile_step_and_maybe_reset`: ``step_and_maybe_reset`` runs eagerly
         again. Returns the env.
 
@@ -165,7 +166,7 @@ class RolloutMixin:
         self,
         max_steps: int,
         policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
-        callback: Callable[["EnvBase", TensorDictBase], Any] | None = None,
+        callback: Callable[[EnvBase, TensorDictBase], Any] | None = None,
         *,
         actions: Iterable[Any] | None = None,
         auto_reset: bool = True,
@@ -296,15 +297,21 @@ class RolloutMixin:
         if auto_cast_to_device:
             policy = _cast_to(self.device, policy)
         steps, _ = self.step_pipeline.run(
-            tensordict, policy, max_steps, reset_last=False, break_when_any_done=break_when_any_done,
-            break_when_all_done=bool(break_when_all_done), callback=callback, set_truncated=set_truncated,
+            tensordict,
+            policy,
+            max_steps,
+            reset_last=False,
+            break_when_any_done=break_when_any_done,
+            break_when_all_done=bool(break_when_all_done),
+            callback=callback,
+            set_truncated=set_truncated,
         )
         out = stack_rollout(self, steps, return_contiguous)
         if storing_device is not None and out.device != torch.device(storing_device):
             out = out.to(storing_device)
         return out
 
-    def add_truncated_keys(self) -> "EnvBase":
+    def add_truncated_keys(self) -> EnvBase:
         """Adds a ``truncated`` entry beside every ``done`` entry of the done spec (``False``
         unless the env or a transform writes it); returns the env.
 
@@ -323,7 +330,9 @@ class RolloutMixin:
         self.full_done_spec = done
         return self
 
-    def compile(self, policy: Callable[[TensorDictBase], TensorDictBase] | None = None, **kwargs: Any) -> "CompiledRollout":
+    def compile(
+        self, policy: Callable[[TensorDictBase], TensorDictBase] | None = None, **kwargs: Any
+    ) -> CompiledRollout:
         """A compiled ``policy + step_and_maybe_reset`` loop, cached per policy and options.
 
         The returned :class:`~gpusim.envs.compiled.CompiledRollout` is called as

@@ -17,7 +17,8 @@ Examples:
 from __future__ import annotations
 
 import importlib.util
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tensordict import NonTensorData, NonTensorStack, TensorDictBase, is_tensorclass
 from tensordict.nn import InteractionType, set_interaction_type

@@ -24,7 +24,7 @@ def _check_env(env: Any, what: str) -> None:
         raise TypeError(f"{what} takes a gpusim env (a gpusim.EnvBase), got {type(env).__name__}")
 
 
-def to_torchrl(env: EnvBase, *, allow_done_after_reset: bool = False) -> "TorchRLEnv":
+def to_torchrl(env: EnvBase, *, allow_done_after_reset: bool = False) -> TorchRLEnv:
     """A TorchRL view of a gpusim env: a ``torchrl.envs.EnvBase`` that TorchRL's stack takes as is.
 
     ``check_env_specs``, collectors (``torchrl.collectors.Collector``), ``TransformedEnv`` and
@@ -71,7 +71,7 @@ def to_gymnasium(
     copy: bool = True,
     render_mode: str | None = None,
     render_key: Any = "pixels",
-) -> "GymnasiumVectorEnv":
+) -> GymnasiumVectorEnv:
     """A gymnasium view of a gpusim env: a ``gymnasium.vector.VectorEnv`` over its batch.
 
     Spaces come from the specs, ``metadata["autoreset_mode"]`` declares the auto-reset mode
@@ -136,7 +136,7 @@ def to_sb3(
     observation_keys: Any = None,
     render_mode: str | None = None,
     render_key: Any = "pixels",
-) -> "SB3VecEnv":
+) -> SB3VecEnv:
     """A Stable-Baselines3 view of a gpusim env: a ``stable_baselines3`` ``VecEnv`` over its batch.
 
     SB3's algorithms (``PPO``, ``A2C``, ``DQN``, ``SAC``, ...) and vector wrappers

@@ -51,7 +51,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -277,7 +278,9 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         chosen = [_keys.unravel(k) for k in keys]
         for key in chosen:
             if key not in available:
-                raise KeyError(f"observation_keys: {_keys.fmt(key)} is not an observation of the env; it has {available}")
+                raise KeyError(
+                    f"observation_keys: {_keys.fmt(key)} is not an observation of the env; it has {available}"
+                )
         if not chosen:
             raise ValueError("observation_keys must name at least one observation entry")
         return chosen
@@ -337,7 +340,9 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             td.set(leaves[0].key, leaves[0].encode(actions, "step"))
             return
         if not isinstance(actions, dict):
-            raise TypeError(f"step: the env has several action entries, pass a dict of them; got {type(actions).__name__}")
+            raise TypeError(
+                f"step: the env has several action entries, pass a dict of them; got {type(actions).__name__}"
+            )
         for leaf in leaves:
             td.set(leaf.key, leaf.encode(_pick(actions, leaf.key), "step"))
 

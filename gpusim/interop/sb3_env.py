@@ -258,7 +258,9 @@ class SB3VecEnv(VecEnv):
             )
         setattr(self._target(attr_name, owner=True), attr_name, value)
 
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any) -> list[Any]:
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
         """Calls the gpusim env's method once; its result is answered once per requested env.
 
         Examples:

@@ -144,7 +144,9 @@ class TorchRLEnv(_TorchRLEnvBase):
             return self._keep_skipped_rows(tensordict, next_tensordict, partial)
         return next_tensordict
 
-    def _keep_skipped_rows(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase, partial: Any) -> TensorDictBase:
+    def _keep_skipped_rows(
+        self, tensordict: TensorDictBase, next_tensordict: TensorDictBase, partial: Any
+    ) -> TensorDictBase:
         """Rows whose ``"_step"`` is False keep the input's data (zeros where it has none, as
         TorchRL's skipped steps do); only a functional step may be computed and discarded."""
         env = self._gpusim_env
@@ -214,7 +216,7 @@ class TorchRLEnv(_TorchRLEnvBase):
         self._gpusim_env.close()
         super().close(raise_if_closed=raise_if_closed)
 
-    def to(self, device: Any) -> "TorchRLEnv":
+    def to(self, device: Any) -> TorchRLEnv:
         """Moves the gpusim env and the specs to ``device``; returns ``self``."""
         if torch.device(device) != self._gpusim_env.device:
             self._gpusim_env.to(device)

@@ -13,9 +13,7 @@ import torch
 __all__ = ["check_merge_args", "check_cat_frames_args", "check_vecnorm_args", "frame_layout"]
 
 
-def check_merge_args(
-    new: Sequence[torch.Tensor], old: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]
-) -> None:
+def check_merge_args(new: Sequence[torch.Tensor], old: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]) -> None:
     """Validate the leaves of a masked merge.
 
     Args:
@@ -32,10 +30,7 @@ def check_merge_args(
         >>> check_merge_args([a], [a], [torch.ones(3, dtype=torch.bool)])
     """
     if not (len(new) == len(old) == len(masks)):
-        raise ValueError(
-            f"new, old and masks must have the same length, got {len(new)}, {len(old)}, "
-            f"{len(masks)}"
-        )
+        raise ValueError(f"new, old and masks must have the same length, got {len(new)}, {len(old)}, {len(masks)}")
     for i, (n, o, m) in enumerate(zip(new, old, masks)):
         if n.shape != o.shape:
             raise ValueError(f"leaf {i}: new.shape {tuple(n.shape)} != old.shape {tuple(o.shape)}")
@@ -45,14 +40,10 @@ def check_merge_args(
             raise TypeError(f"leaf {i}: mask dtype must be torch.bool, got {m.dtype}")
         if tuple(n.shape[: m.ndim]) != tuple(m.shape):
             raise ValueError(
-                f"leaf {i}: mask shape {tuple(m.shape)} is not a prefix of the leaf shape "
-                f"{tuple(n.shape)}"
+                f"leaf {i}: mask shape {tuple(m.shape)} is not a prefix of the leaf shape {tuple(n.shape)}"
             )
         if not (n.device == o.device == m.device):
-            raise ValueError(
-                f"leaf {i}: tensors on different devices: new {n.device}, old {o.device}, "
-                f"mask {m.device}"
-            )
+            raise ValueError(f"leaf {i}: tensors on different devices: new {n.device}, old {o.device}, mask {m.device}")
 
 
 def frame_layout(frame: torch.Tensor, dim: int) -> tuple[int, int]:
@@ -113,9 +104,7 @@ def check_cat_frames_args(
     if padding == "constant" and not buffer.is_floating_point() and buffer.dtype != torch.bool:
         info = torch.iinfo(buffer.dtype)
         if not info.min <= padding_value <= info.max:
-            raise ValueError(
-                f"padding_value {padding_value} does not fit the buffer dtype {buffer.dtype}"
-            )
+            raise ValueError(f"padding_value {padding_value} does not fit the buffer dtype {buffer.dtype}")
     if not isinstance(dim, int) or dim >= 0 or -dim > frame.ndim:
         raise ValueError(f"dim must be a negative int within the frame's dims, got {dim!r}")
     if buffer.ndim != frame.ndim:
@@ -143,13 +132,11 @@ def check_cat_frames_args(
             raise ValueError(f"reset_mask on {reset_mask.device} but frame on {frame.device}")
         if tuple(frame.shape[: reset_mask.ndim]) != tuple(reset_mask.shape):
             raise ValueError(
-                f"reset_mask shape {tuple(reset_mask.shape)} is not a prefix of the frame shape "
-                f"{tuple(frame.shape)}"
+                f"reset_mask shape {tuple(reset_mask.shape)} is not a prefix of the frame shape {tuple(frame.shape)}"
             )
         if reset_mask.ndim > frame.ndim + dim:
             raise ValueError(
-                f"dim {dim} falls inside the batch dims {tuple(reset_mask.shape)} of the frame "
-                f"{tuple(frame.shape)}"
+                f"dim {dim} falls inside the batch dims {tuple(reset_mask.shape)} of the frame {tuple(frame.shape)}"
             )
     return n
 

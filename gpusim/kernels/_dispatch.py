@@ -66,7 +66,7 @@ import importlib.util
 import os
 from collections.abc import Iterable, Iterator
 from types import MappingProxyType
-from typing import Literal, Optional, Union
+from typing import Literal
 
 import torch
 
@@ -158,24 +158,23 @@ BACKEND_TABLE = MappingProxyType(
 
 @dataclasses.dataclass(frozen=True)
 class _State:
-    forced: Optional[str] = None  # a backend name, or None (automatic)
-    forced_ops: Optional[frozenset] = None  # ops the forcing applies to (None: all)
-    record: Optional[list] = None  # (op, backend) of every choice, when recording
+    forced: str | None = None  # a backend name, or None (automatic)
+    forced_ops: frozenset | None = None  # ops the forcing applies to (None: all)
+    record: list | None = None  # (op, backend) of every choice, when recording
 
 
-def _backend_from_env() -> Optional[str]:
+def _backend_from_env() -> str | None:
     value = os.environ.get("GPUSIM_BACKEND", "auto").strip().lower()
     if value in ("", "auto"):
         return None
     if value not in BACKENDS:
-        raise ValueError(
-            f"GPUSIM_BACKEND must be one of 'auto', {', '.join(map(repr, BACKENDS))}, got {value!r}"
-        )
+        raise ValueError(f"GPUSIM_BACKEND must be one of 'auto', {', '.join(map(repr, BACKENDS))}, got {value!r}")
     return value
 
 
 _STATE: contextvars.ContextVar[_State] = contextvars.ContextVar(
-    "gpusim_backend_state", default=_State(forced=_backend_from_env())
+    "gpusim_backend_state",
+    default=_State(forced=_backend_from_env()),  # noqa: B039 (replaced by set(), never mutated)
 )
 
 
@@ -216,7 +215,7 @@ def threshold(op: str) -> int:
     return _entry(op).threshold
 
 
-def select(op: str, device: Union[torch.device, str, None], size: int = 0) -> Backend:
+def select(op: str, device: torch.device | str | None, size: int = 0) -> Backend:
     """Chooses the backend of one call of ``op`` (see the module docstring for the rules).
 
     Reads only host metadata: no device sync, nothing imported.
@@ -292,7 +291,7 @@ def takes_cpu_path(op: str, x: torch.Tensor, size: int) -> bool:
 
 
 @contextlib.contextmanager
-def force_backend(backend: Optional[str], ops: Union[str, Iterable[str], None] = None) -> Iterator[None]:
+def force_backend(backend: str | None, ops: str | Iterable[str] | None = None) -> Iterator[None]:
     """Forces ``backend`` for ``ops`` (default: all) inside the block (tests, debugging).
 
     An op that lacks the forced backend (or ``"cpu"`` on a non-CPU device) takes its reference;

@@ -34,7 +34,7 @@ import functools
 import importlib
 import inspect
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -43,10 +43,10 @@ from gpusim.kernels._dispatch import BACKEND_TABLE, select
 __all__ = ["KernelOp", "KERNEL_OPS", "kernel_op", "leaves_device", "largest_leaf", "tensor_device", "tensor_numel"]
 
 #: Every op built by :meth:`KernelOp.define`, by name.
-KERNEL_OPS: dict[str, "KernelOp"] = {}
+KERNEL_OPS: dict[str, KernelOp] = {}
 
 
-def leaves_device(leaves: Any) -> Optional[torch.device]:
+def leaves_device(leaves: Any) -> torch.device | None:
     """Device of the first tensor of a list of leaves (``None`` for an empty list).
 
     Examples:
@@ -131,10 +131,10 @@ class KernelOp:
     table: str
     reference: Callable[..., Any]
     fake: Callable[..., Any]
-    cpu: Optional[Callable[..., Any]] = None
-    triton: Optional[str] = None
+    cpu: Callable[..., Any] | None = None
+    triton: str | None = None
     mutates_args: tuple[str, ...] = ()
-    device: Callable[[Any], Optional[torch.device]] = tensor_device
+    device: Callable[[Any], torch.device | None] = tensor_device
     size: Callable[[Any], int] = tensor_numel
     _impls: dict = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -23,8 +23,6 @@ Examples:
     tensor([[3., 4., 3., 4., 3., 4.]])
 """
 
-from typing import Optional
-
 import torch
 
 from gpusim.kernels._checks import check_cat_frames_args
@@ -42,7 +40,7 @@ CPU_PATH_MIN_NUMEL = threshold("cat_frames_update")
 def cat_frames_update_reference(
     buffer: torch.Tensor,
     frame: torch.Tensor,
-    reset_mask: Optional[torch.Tensor],
+    reset_mask: torch.Tensor | None,
     dim: int,
     padding: str = "same",
     padding_value: float = 0.0,
@@ -127,7 +125,7 @@ def refill_rows_cpu_(
 def cat_frames_update_cpu(
     buffer: torch.Tensor,
     frame: torch.Tensor,
-    reset_mask: Optional[torch.Tensor],
+    reset_mask: torch.Tensor | None,
     dim: int,
     padding: str = "same",
     padding_value: float = 0.0,
@@ -169,7 +167,7 @@ def cat_frames_update_cpu(
 def _cat_frames_update_fake(
     buffer: torch.Tensor,
     frame: torch.Tensor,
-    reset_mask: Optional[torch.Tensor],
+    reset_mask: torch.Tensor | None,
     dim: int,
     padding: str = "same",
     padding_value: float = 0.0,
@@ -190,7 +188,7 @@ def _cat_frames_update_fake(
 def cat_frames_update(
     buffer: torch.Tensor,
     frame: torch.Tensor,
-    reset_mask: Optional[torch.Tensor],
+    reset_mask: torch.Tensor | None,
     dim: int,
     padding: str = "same",
     padding_value: float = 0.0,

@@ -152,4 +152,3 @@ def cat_frames_update_triton(
     if work is not buffer:
         buffer.copy_(work)
     return out
-

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Union
 
 import torch
 
@@ -31,7 +30,7 @@ _NARROW = (torch.bool, torch.uint8, torch.int8)
 
 
 def categorical_rand_reference(
-    n: int, shape: Sequence[int], dtype: torch.dtype = torch.int64, device: Union[torch.device, str] = "cpu"
+    n: int, shape: Sequence[int], dtype: torch.dtype = torch.int64, device: torch.device | str = "cpu"
 ) -> torch.Tensor:
     """``torch.randint(0, n, shape, dtype=dtype, device=device)``.
 
@@ -60,7 +59,7 @@ def _bit_shifts(bits: int) -> torch.Tensor:
 
 
 def categorical_rand_packed(
-    n: int, shape: Sequence[int], dtype: torch.dtype = torch.int64, device: Union[torch.device, str] = "cpu"
+    n: int, shape: Sequence[int], dtype: torch.dtype = torch.int64, device: torch.device | str = "cpu"
 ) -> torch.Tensor:
     """Uniform integers in ``[0, n)`` on the CPU, several cut from each 31-bit generator draw.
 
@@ -89,7 +88,7 @@ def categorical_rand_packed(
 
 
 def categorical_rand(
-    n: int, shape: Sequence[int], dtype: torch.dtype = torch.int64, device: Union[torch.device, str] = "cpu"
+    n: int, shape: Sequence[int], dtype: torch.dtype = torch.int64, device: torch.device | str = "cpu"
 ) -> torch.Tensor:
     """Uniform integers in ``[0, n)`` of ``shape``: the packed draw on eager CPU from
     ``threshold("categorical_rand")`` values (:func:`categorical_rand_packed`), ``torch.randint``

@@ -167,7 +167,6 @@ def masked_fill_rows_cpu_rows_(
             _as_rows(d, m.numel()).index_copy_(0, rows, _as_rows(s, m.numel()).index_select(0, rows))
 
 
-
 # --- op table: public functions and torch.ops.gpusim.* ----------------------------------------
 
 
@@ -178,9 +177,7 @@ def _masked_merge_fake(
     return [torch.empty(n.shape, dtype=n.dtype, device=n.device) for n in new]
 
 
-def _masked_fill_rows_fake(
-    dst: list[torch.Tensor], src: list[torch.Tensor], masks: list[torch.Tensor]
-) -> None:
+def _masked_fill_rows_fake(dst: list[torch.Tensor], src: list[torch.Tensor], masks: list[torch.Tensor]) -> None:
     check_merge_args(src, dst, masks)
 
 
@@ -237,9 +234,7 @@ def masked_merge(
     device=leaves_device,
     size=largest_leaf,
 )
-def masked_fill_rows_(
-    dst: Sequence[torch.Tensor], src: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]
-) -> None:
+def masked_fill_rows_(dst: Sequence[torch.Tensor], src: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]) -> None:
     """In-place masked row fill: ``dst[i][masks[i]] = src[i][masks[i]]`` for every leaf.
 
     On CUDA (eager, Triton installed) one launch reads and writes only the selected rows; on

@@ -160,7 +160,13 @@ def _plan(x: torch.Tensor, loc_sum: torch.Tensor, batch_ndim: int) -> dict:
     acc = tl.float64 if loc_sum.dtype == torch.float64 else tl.float32
     acc_torch = torch.float64 if loc_sum.dtype == torch.float64 else torch.float32
     return dict(
-        R=rows, F=feats, P=p, f_blocks=f_blocks, BLOCK_R=block_r, BLOCK_F=block_f, ACC=acc,
+        R=rows,
+        F=feats,
+        P=p,
+        f_blocks=f_blocks,
+        BLOCK_R=block_r,
+        BLOCK_F=block_f,
+        ACC=acc,
         acc_torch=acc_torch,
     )
 

@@ -136,7 +136,12 @@ def draw_pendulum(env: PendulumEnv, data: TensorDictBase) -> torch.Tensor:
     canvas = Canvas(data.batch_size, dim, dim, env.device)
     angle = theta + math.pi / 2
     xs, ys = [], []
-    for cx, cy in ((0.0, -rod_width / 2), (0.0, rod_width / 2), (rod_length, rod_width / 2), (rod_length, -rod_width / 2)):
+    for cx, cy in (
+        (0.0, -rod_width / 2),
+        (0.0, rod_width / 2),
+        (rod_length, rod_width / 2),
+        (rod_length, -rod_width / 2),
+    ):
         rx, ry = rotate(cx, cy, angle)
         xs.append(rx + offset)
         ys.append(ry + offset)
@@ -195,7 +200,9 @@ def draw_mountain_car(env: MountainCarEnv, data: TensorDictBase) -> torch.Tensor
     canvas.paint(canvas.polygon(xs, ys, clockwise=True), BLACK)
     for cx in (car_width / 4, -car_width / 4):
         rx, ry = rotate(cx, 0.0, angle)
-        canvas.paint(canvas.disk(torch.trunc(rx + base_x), torch.trunc(ry + base_y), int(car_height / 2.5)), (128, 128, 128))
+        canvas.paint(
+            canvas.disk(torch.trunc(rx + base_x), torch.trunc(ry + base_y), int(car_height / 2.5)), (128, 128, 128)
+        )
     canvas.paint(flag_pole, BLACK)
     canvas.paint(banner, (204, 204, 0))
     return canvas.frames()
@@ -295,7 +302,9 @@ def draw_tictactoe(env: TicTacToeEnv, data: TensorDictBase) -> torch.Tensor:
     player0 = ((board == 1) & (turn == 0)) | ((board == 0) & (turn == 1))
     player1 = ((board == 1) & (turn == 1)) | ((board == 0) & (turn == 0))
     size = 3 * _CELL
-    canvas = Canvas(data.batch_size, size, size, env.device, background=_static(env, "grid", lambda: _board_grid(env)), flip=False)
+    canvas = Canvas(
+        data.batch_size, size, size, env.device, background=_static(env, "grid", lambda: _board_grid(env)), flip=False
+    )
     # each pixel's cell and its offset from the cell's centre
     col = torch.div(canvas.x, _CELL, rounding_mode="floor").clamp(max=2).long()
     row = torch.div(canvas.y, _CELL, rounding_mode="floor").clamp(max=2).long()

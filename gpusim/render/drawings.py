@@ -29,7 +29,7 @@ from tensordict import TensorDict, TensorDictBase
 __all__ = ["Drawing", "Renderable", "drawing_for", "register_drawing"]
 
 #: env class -> its drawing (looked up along the MRO)
-_DRAWINGS: dict[type, "Drawing"] = {}
+_DRAWINGS: dict[type, Drawing] = {}
 # rows of a batch rendered at once in eager mode (bounds the [rows, H, W] temporaries of the
 # pixel tests to a few hundred MB); a compiled graph fuses the tests and renders all rows at once
 _EAGER_PIXELS = 1 << 22

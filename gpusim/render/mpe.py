@@ -74,7 +74,9 @@ def _goal_colour_of_reference(env: SimpleReferenceEnv, state: TensorDictBase, co
     return torch.cat([goal_colours.flip(-2), colours[..., 2:, :]], -2)  # agent i wears the other's goal
 
 
-def _goal_colour_of_listener(env: SimpleSpeakerListenerEnv, state: TensorDictBase, colours: torch.Tensor) -> torch.Tensor:
+def _goal_colour_of_listener(
+    env: SimpleSpeakerListenerEnv, state: TensorDictBase, colours: torch.Tensor
+) -> torch.Tensor:
     listener = env._landmark_colors[state.get("goal")] + 0.45  # [*B, 1, 3]
     return torch.cat([colours[..., :1, :], listener, colours[..., 2:, :]], -2)
 
@@ -164,7 +166,9 @@ def draw_mpe(env: MpeEnv, data: TensorDictBase) -> torch.Tensor:
         ink = torch.tensor([round(c * 255) for c in colour], dtype=torch.float32, device=env.device)
         side = (half_side * scale)[..., None, None]
         dx, dy = (canvas.x - size / 2.0).abs(), (canvas.y - size / 2.0).abs()
-        edge = (((dx - side).abs() <= width) & (dy <= side + width)) | (((dy - side).abs() <= width) & (dx <= side + width))
+        edge = (((dx - side).abs() <= width) & (dy <= side + width)) | (
+            ((dy - side).abs() <= width) & (dx <= side + width)
+        )
         image = torch.where(edge.unsqueeze(-1), ink, image)
     for i in order:  # entities (a handful), never rows
         r = radius[i] * scale

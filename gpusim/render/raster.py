@@ -146,8 +146,14 @@ class Canvas:
         """
         if len(xs) != len(ys) or len(xs) < 3:
             raise ValueError(f"Canvas.polygon needs >= 3 vertices with as many xs as ys, got {len(xs)} and {len(ys)}")
-        vx = [_col(torch.trunc(v) if truncate and isinstance(v, torch.Tensor) else (int(v) if truncate else v)) for v in xs]
-        vy = [_col(torch.trunc(v) if truncate and isinstance(v, torch.Tensor) else (int(v) if truncate else v)) for v in ys]
+        vx = [
+            _col(torch.trunc(v) if truncate and isinstance(v, torch.Tensor) else (int(v) if truncate else v))
+            for v in xs
+        ]
+        vy = [
+            _col(torch.trunc(v) if truncate and isinstance(v, torch.Tensor) else (int(v) if truncate else v))
+            for v in ys
+        ]
         pos = neg = None
         n = len(vx)
         for i in range(n):

@@ -19,6 +19,7 @@ from gpusim.specs.continuous import (
     UnboundedDiscrete,
 )
 from gpusim.specs.discrete import Binary, Categorical, OneHot
+from gpusim.specs.functional import index_select_spec, stack_specs
 from gpusim.specs.multi import MultiCategorical, MultiOneHot
 from gpusim.specs.nontensor import NonTensor
 from gpusim.specs.spaces import (
@@ -30,7 +31,6 @@ from gpusim.specs.spaces import (
     DiscreteBox,
     MultiCategoricalBox,
 )
-from gpusim.specs.functional import index_select_spec, stack_specs
 from gpusim.specs.stacked import Stacked
 from gpusim.specs.stacked_composite import StackedComposite
 from gpusim.specs.utils import check_no_exclusive_keys, consolidate_spec, contains_lazy_spec

@@ -133,6 +133,4 @@ def prep_mask(cls: str, mask: Any, shape: torch.Size, device: torch.device) -> t
     try:
         return mask.expand(shape)
     except RuntimeError as err:
-        raise ValueError(
-            f"{cls}: mask of shape {tuple(mask.shape)} does not broadcast to {tuple(shape)}"
-        ) from err
+        raise ValueError(f"{cls}: mask of shape {tuple(mask.shape)} does not broadcast to {tuple(shape)}") from err

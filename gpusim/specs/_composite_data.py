@@ -379,16 +379,11 @@ class CompositeDataMixin:
                 raise RuntimeError(f"Composite.encode cannot be used with missing values (key {key!r})")
             spec = self._specs.get(key) if isinstance(key, str) else self.get(key, None)
             if spec is None:
-                raise KeyError(
-                    f"The Composite instance with keys {list(self.keys())} does not have a "
-                    f"{key!r} key."
-                )
+                raise KeyError(f"The Composite instance with keys {list(self.keys())} does not have a {key!r} key.")
             try:
                 source[key] = spec.encode(val, ignore_device=ignore_device)
             except RuntimeError as err:
-                raise RuntimeError(
-                    f"Encoding key {key!r} raised a RuntimeError. Scroll up to know more."
-                ) from err
+                raise RuntimeError(f"Encoding key {key!r} raised a RuntimeError. Scroll up to know more.") from err
         return self._make_td(source, self._safe_shape, None if ignore_device else self._device)
 
     def to_numpy(self, td: Any, safe: bool | None = None) -> dict:

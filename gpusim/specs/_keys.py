@@ -10,7 +10,6 @@ __all__ = ["NestedKey", "unravel", "pack", "KeysView"]
 NestedKey = str | tuple
 
 
-
 def unravel(key: Any) -> tuple[str, ...]:
     """Flattens a (nested) string key into a tuple of strings.
 

@@ -83,9 +83,7 @@ class NamesMixin:
         current = self.names
         for old, new in zip(current, given):
             if old is not None and old != new:
-                raise RuntimeError(
-                    f"refine_names: cannot coerce Composite names {current} with {list(names)}."
-                )
+                raise RuntimeError(f"refine_names: cannot coerce Composite names {current} with {list(names)}.")
         self.names = [new if new is not None else old for old, new in zip(current, given)]
         return self
 

@@ -138,9 +138,7 @@ class ShapeOpsMixin:
         if dim is not None:
             d = dim + self.ndim if dim < 0 else dim
             if not 0 <= d < self.ndim:
-                raise ValueError(
-                    f"squeeze: dim {dim} is out of range for shape {tuple(self.shape)}"
-                )
+                raise ValueError(f"squeeze: dim {dim} is out of range for shape {tuple(self.shape)}")
             if d >= bnd:
                 raise ValueError(
                     f"squeeze: dim {dim} is not a batch dim of {type(self).__name__} with shape "
@@ -204,8 +202,7 @@ class ShapeOpsMixin:
         new_shape = torch.Size(target)
         if new_shape.numel() != self.numel():
             raise ValueError(
-                f"reshape: cannot reshape {type(self).__name__} of shape {tuple(self.shape)} "
-                f"into {tuple(new_shape)}"
+                f"reshape: cannot reshape {type(self).__name__} of shape {tuple(self.shape)} into {tuple(new_shape)}"
             )
         self._check_new_batch("reshape", new_shape)
         new_batch = new_shape[: len(new_shape) - self._event_ndim]
@@ -261,8 +258,7 @@ class ShapeOpsMixin:
                 first = t.narrow(d, 0, 1)
                 if not torch.equal(t, first.expand_as(t)):
                     raise ValueError(
-                        f"make_neg_dim: {type(self).__name__}.{name} differs along dim {dim}; "
-                        "it cannot become dynamic"
+                        f"make_neg_dim: {type(self).__name__}.{name} differs along dim {dim}; it cannot become dynamic"
                     )
                 params[name] = first
         self._shape = torch.Size(DYNAMIC if i == d else s for i, s in enumerate(self.shape))

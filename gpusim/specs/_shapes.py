@@ -42,9 +42,7 @@ def as_size(shape: Any) -> torch.Size:
         except TypeError as err:
             raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}") from err
     if any(d < DYNAMIC for d in dims):
-        raise ValueError(
-            f"shape dims must be >= 0 (or -1 for a dynamic dim), got shape={tuple(dims)}"
-        )
+        raise ValueError(f"shape dims must be >= 0 (or -1 for a dynamic dim), got shape={tuple(dims)}")
     return torch.Size(dims)
 
 
@@ -96,17 +94,14 @@ def expand_index(idx: Any, ndim: int) -> tuple:
     """
     if not isinstance(idx, tuple):
         idx = (idx,)
-    idx = tuple(
-        list(item) if isinstance(item, (range, tuple)) else item for item in idx
-    )
+    idx = tuple(list(item) if isinstance(item, (range, tuple)) else item for item in idx)
     n_ellipsis = sum(item is Ellipsis for item in idx)
     if n_ellipsis > 1:
         raise IndexError(f"an index can only have a single ellipsis (`...`), got {idx!r}")
     consumed = sum(_consumed(item) for item in idx)
     if consumed > ndim:
         raise IndexError(
-            f"too many indices: the spec has {ndim} indexable dim(s) but {consumed} were indexed "
-            f"by {idx!r}"
+            f"too many indices: the spec has {ndim} indexable dim(s) but {consumed} were indexed by {idx!r}"
         )
     if n_ellipsis == 0:
         return idx
@@ -120,9 +115,15 @@ def expand_index(idx: Any, ndim: int) -> tuple:
 
 
 def _is_full_slice(item: Any) -> bool:
-    return isinstance(item, slice) and item.start is None and item.stop is None and item.step in (
-        None,
-        1,
+    return (
+        isinstance(item, slice)
+        and item.start is None
+        and item.stop is None
+        and item.step
+        in (
+            None,
+            1,
+        )
     )
 
 

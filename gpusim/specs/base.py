@@ -17,7 +17,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ __all__ = [
     "check_spec_encode",
 ]
 
-DEVICE_TYPING = Union[torch.device, str, int]
+DEVICE_TYPING = torch.device | str | int
 
 _INDEX_TYPES = (int, slice, type(Ellipsis), type(None), torch.Tensor, np.ndarray, list, range)
 
@@ -195,9 +195,7 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
     domain: str
 
     @classmethod
-    def __torch_function__(
-        cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
-    ) -> Any:
+    def __torch_function__(cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
         return spec_torch_function(func, types, args, kwargs)
 
     # ------------------------------------------------------------------ basics
@@ -319,11 +317,7 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
 
     def _params(self) -> dict[str, torch.Tensor]:
         """The tensor parameters, full shape (possibly expanded views)."""
-        return {
-            name: getattr(self, name)
-            for name, _ in self._tensor_params
-            if getattr(self, name) is not None
-        }
+        return {name: getattr(self, name) for name, _ in self._tensor_params if getattr(self, name) is not None}
 
     def _param_event(self, name: str) -> int:
         return dict(self._tensor_params)[name]
@@ -430,10 +424,7 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         if val.dtype != self.dtype:
             return f"dtype mismatch: value has {val.dtype}, spec has {self.dtype}"
         if not self._shape_matches(val.shape):
-            return (
-                f"shape mismatch: value shape {tuple(val.shape)} does not end with spec shape "
-                f"{tuple(self.shape)}"
-            )
+            return f"shape mismatch: value shape {tuple(val.shape)} does not end with spec shape {tuple(self.shape)}"
         return None
 
     @abc.abstractmethod
@@ -505,9 +496,7 @@ class TensorSpec(ShapeOpsMixin, abc.ABC):
         if not isinstance(value, torch.Tensor) or value.dtype != self.dtype:
             got = value.dtype if isinstance(value, torch.Tensor) else type(value).__name__
             where = f" for key {key!r}" if key is not None else ""
-            raise TypeError(
-                f"{type(self).__name__}: expected a tensor of dtype {self.dtype}{where}, got {got}"
-            )
+            raise TypeError(f"{type(self).__name__}: expected a tensor of dtype {self.dtype}{where}, got {got}")
 
     # ------------------------------------------------------------ conversion
     @abc.abstractmethod

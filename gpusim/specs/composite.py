@@ -76,9 +76,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
     domain = "composite"
 
     @classmethod
-    def __torch_function__(
-        cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
-    ) -> Any:
+    def __torch_function__(cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
         return spec_torch_function(func, types, args, kwargs)
 
     def __init__(
@@ -106,9 +104,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         self.data_cls = data_cls
         self.step_mdp_static = bool(step_mdp_static)
         if len(args) > 1:
-            raise TypeError(
-                f"Composite: expected at most one positional mapping of specs, got {len(args)}"
-            )
+            raise TypeError(f"Composite: expected at most one positional mapping of specs, got {len(args)}")
         entries: list[tuple[Any, Any]] = []
         if args and args[0] is not None:
             spec_dict = args[0]
@@ -117,9 +113,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
             elif isinstance(spec_dict, Mapping):
                 entries.extend(spec_dict.items())
             else:
-                raise TypeError(
-                    f"Composite: expected a dict of specs, got {type(spec_dict).__name__}"
-                )
+                raise TypeError(f"Composite: expected a dict of specs, got {type(spec_dict).__name__}")
         entries.extend(kwargs.items())
         for key, value in entries:
             self.set(key, value)
@@ -229,9 +223,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         self._check_unlocked("set the device of")
         if value is None:
             if self._device is not None:
-                raise RuntimeError(
-                    "To erase the device of a Composite, call spec.clear_device_()."
-                )
+                raise RuntimeError("To erase the device of a Composite, call spec.clear_device_().")
             return
         device = make_device(value)
         for key, spec in self._specs.items():
@@ -280,9 +272,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
                 raise RuntimeError(f"Cannot modify a locked Composite (tried to set {name}).")
             object.__setattr__(self, name, value)
             return
-        raise AttributeError(
-            f"Composite has no attribute {name!r}; use composite[{name!r}] = spec to add entries"
-        )
+        raise AttributeError(f"Composite has no attribute {name!r}; use composite[{name!r}] = spec to add entries")
 
     # ------------------------------------------------------------------ mapping
     def _validate(self, key: NestedKey, value: Any) -> Any:
@@ -354,10 +344,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
                 child = Composite(shape=node._shape, device=node._device)
                 node._specs[part] = child
             elif not isinstance(child, Composite):
-                raise KeyError(
-                    f"cannot set {pack(parts)!r}: {part!r} holds a {type(child).__name__}, "
-                    "not a Composite"
-                )
+                raise KeyError(f"cannot set {pack(parts)!r}: {part!r} holds a {type(child).__name__}, not a Composite")
             node = child
         leaf = parts[-1]
         if not isinstance(node._specs, dict):
@@ -374,9 +361,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if is_index(key):
-            raise TypeError(
-                f"Composite: setting by index ({key!r}) is not supported; set string keys"
-            )
+            raise TypeError(f"Composite: setting by index ({key!r}) is not supported; set string keys")
         self.set(key, value)
 
     def _get_node(self, parts: tuple[str, ...]) -> Any:
@@ -384,8 +369,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         for i, part in enumerate(parts):
             if not isinstance(node, Composite):
                 raise KeyError(
-                    f"key {pack(parts)!r} not found: {pack(parts[:i])!r} is a "
-                    f"{type(node).__name__}, not a Composite"
+                    f"key {pack(parts)!r} not found: {pack(parts[:i])!r} is a {type(node).__name__}, not a Composite"
                 )
             node = node._get_child(part, parts)
         return node
@@ -394,9 +378,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         if part not in self._specs:
             if part in _RESERVED:
                 raise AttributeError(f"Composite has no key {part!r} ({part!r} is an attribute)")
-            raise KeyError(
-                f"key {pack(parts)!r} not found in Composite with keys {list(self._specs)}"
-            )
+            raise KeyError(f"key {pack(parts)!r} not found in Composite with keys {list(self._specs)}")
         return self._specs[part]
 
     def __getitem__(self, key: Any) -> Any:
@@ -589,8 +571,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
 
     def _like(self, specs: dict[str, Any], shape: Any, device: Any, names: list | None) -> Composite:
         """A new Composite holding ``specs`` (set without checks) with this one's settings."""
-        out = Composite(shape=shape, device=device, data_cls=self.data_cls,
-                        step_mdp_static=self.step_mdp_static)
+        out = Composite(shape=shape, device=device, data_cls=self.data_cls, step_mdp_static=self.step_mdp_static)
         out._specs = specs
         if names is not None and len(names) == out.ndim and any(n is not None for n in names):
             out._names = list(names)
@@ -657,9 +638,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         return not any(v is not None for v in self.values(True, True))
 
     # ------------------------------------------------------------------ indexing / shape
-    def _map(
-        self, fn: Callable[[Any], Any], shape: torch.Size, device: Any, names: list | None = None
-    ) -> Composite:
+    def _map(self, fn: Callable[[Any], Any], shape: torch.Size, device: Any, names: list | None = None) -> Composite:
         specs = {key: None if spec is None else fn(spec) for key, spec in self._specs.items()}
         return self._like(specs, shape, device, names)
 
@@ -677,9 +656,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
             torch.Size([5, 3, 2])
         """
         new = shape_args(shape)
-        ok = len(new) >= self.ndim and all(
-            n == c or c == 1 for n, c in zip(new[len(new) - self.ndim :], self._shape)
-        )
+        ok = len(new) >= self.ndim and all(n == c or c == 1 for n, c in zip(new[len(new) - self.ndim :], self._shape))
         if not ok:
             raise ValueError(
                 f"The last {self.ndim} of the expanded shape {tuple(new)} must match the shape "
@@ -688,9 +665,7 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
         names = None
         if self._names is not None:
             names = [None] * (len(new) - self.ndim) + self._names
-        return self._map(
-            lambda s: s.expand(*new, *s.shape[self.ndim :]), new, self._device, names
-        )
+        return self._map(lambda s: s.expand(*new, *s.shape[self.ndim :]), new, self._device, names)
 
     def squeeze(self, dim: int | None = None) -> Composite:
         """Removes size-1 batch dims (all, or ``dim``); returns self when there is none.
@@ -762,12 +737,8 @@ class Composite(NamesMixin, CompositeDataMixin, LockMixin):
             >>> spec.reshape(6)["obs"].shape, spec.view(-1).shape
             (torch.Size([6, 5]), torch.Size([6]))
         """
-        target = torch.empty((), dtype=torch.uint8).expand(self._safe_shape).reshape(
-            shape_args(shape)
-        ).shape
-        return self._map(
-            lambda s: s.reshape(*target, *s.shape[self.ndim :]), target, self._device
-        )
+        target = torch.empty((), dtype=torch.uint8).expand(self._safe_shape).reshape(shape_args(shape)).shape
+        return self._map(lambda s: s.reshape(*target, *s.shape[self.ndim :]), target, self._device)
 
     view = reshape
 

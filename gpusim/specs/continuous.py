@@ -167,9 +167,7 @@ class Unbounded(TensorSpec):
         if isinstance(other, Bounded):
             # An Unbounded spec equals the Bounded spec spanning its dtype's limits.
             lo, hi = _dtype_limits(self.dtype)
-            as_bounded = Bounded(
-                lo, hi, shape=self.shape, device=self.device, dtype=self.dtype, domain=self.domain
-            )
+            as_bounded = Bounded(lo, hi, shape=self.shape, device=self.device, dtype=self.dtype, domain=self.domain)
             return as_bounded == other
         return super().__eq__(other)
 
@@ -269,8 +267,7 @@ class Bounded(TensorSpec):
                 shape = torch.broadcast_shapes(low_t.shape, high_t.shape)
             except RuntimeError as err:
                 raise ValueError(
-                    f"{cls}: low shape {tuple(low_t.shape)} and high shape "
-                    f"{tuple(high_t.shape)} do not broadcast"
+                    f"{cls}: low shape {tuple(low_t.shape)} and high shape {tuple(high_t.shape)} do not broadcast"
                 ) from err
         self._shape = as_size(shape)
         safe = safe_size(self._shape)
@@ -281,8 +278,7 @@ class Bounded(TensorSpec):
                 t.expand(safe)
             except RuntimeError as err:
                 raise ValueError(
-                    f"{cls}: {name} of shape {tuple(t.shape)} does not broadcast to shape "
-                    f"{tuple(self._shape)}"
+                    f"{cls}: {name} of shape {tuple(t.shape)} does not broadcast to shape {tuple(self._shape)}"
                 ) from err
         bad = low_t > high_t
         if bool(bad.any()):
@@ -381,9 +377,7 @@ class Bounded(TensorSpec):
             'continuous'
         """
         if isinstance(dest, torch.dtype) and dest != self.dtype:
-            return self._replace(
-                params=self._cast_params(dest), dtype=dest, domain=_default_domain(dest)
-            )
+            return self._replace(params=self._cast_params(dest), dtype=dest, domain=_default_domain(dest))
         return super().to(dest)
 
     def _bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -395,8 +389,12 @@ class Bounded(TensorSpec):
         """Picks (once per bounds version) the fastest sampler the bounds allow."""
         box = self._space
         key = (
-            id(box._low), box._low._version, id(box._high), box._high._version,
-            box._batch_size, self.dtype,
+            id(box._low),
+            box._low._version,
+            id(box._high),
+            box._high._version,
+            box._batch_size,
+            self.dtype,
         )
         if key == self._cache_key:
             return self._mode, self._mode_data
@@ -514,7 +512,10 @@ class Bounded(TensorSpec):
         if not isinstance(other, Bounded):
             return False
         if (self.shape, self.dtype, self.device, self.domain) != (
-            other.shape, other.dtype, other.device, other.domain,
+            other.shape,
+            other.dtype,
+            other.device,
+            other.domain,
         ):
             return False
         return bool(self._space == other._space)

@@ -120,8 +120,7 @@ class Categorical(TensorSpec):
         if n == -1:
             if self._provisional_n is None:
                 raise RuntimeError(
-                    f"Undefined cardinality for {type(self).__name__} (n=-1): call "
-                    "spec.set_provisional_n(n) first"
+                    f"Undefined cardinality for {type(self).__name__} (n=-1): call spec.set_provisional_n(n) first"
                 )
             return self._provisional_n
         return n
@@ -353,9 +352,7 @@ class OneHot(TensorSpec):
         shape = (n,) if shape is None else shape
         self._init_common(shape, device, resolve_dtype(dtype, torch.bool), "discrete")
         if not self.shape or self.shape[-1] != n:
-            raise ValueError(
-                f"{cls}: the last dim of shape must be n={n}, got shape={tuple(self.shape)}"
-            )
+            raise ValueError(f"{cls}: the last dim of shape must be n={n}, got shape={tuple(self.shape)}")
         self.space: Any = CategoricalBox(n)
         self.use_register = bool(use_register)
         self._register: dict[Any, int] = {}
@@ -434,9 +431,7 @@ class OneHot(TensorSpec):
 
         def encode(v: Any) -> torch.Tensor:
             t = v if isinstance(v, torch.Tensor) else torch.as_tensor(np.asarray(v), device=device)
-            if t.dtype == torch.bool and t.ndim >= self.ndim and (
-                t.shape[t.ndim - self.ndim :] == self.shape
-            ):
+            if t.dtype == torch.bool and t.ndim >= self.ndim and (t.shape[t.ndim - self.ndim :] == self.shape):
                 return t.to(self.dtype)
             return self._indices_to_one_hot(t)
 
@@ -606,9 +601,7 @@ class Binary(TensorSpec):
             n = self.shape[-1]
         self.n = check_n(cls, "n", n)
         if self.shape[-1] != self.n:
-            raise ValueError(
-                f"{cls}: the last dim of shape must be n={self.n}, got shape={tuple(self.shape)}"
-            )
+            raise ValueError(f"{cls}: the last dim of shape must be n={self.n}, got shape={tuple(self.shape)}")
 
     @property
     def _event_ndim(self) -> int:  # type: ignore[override]

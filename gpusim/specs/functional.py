@@ -116,8 +116,7 @@ def index_select_spec(input: Any, dim: int, index: torch.Tensor) -> Any:  # noqa
     """
     if isinstance(input, (Stacked, StackedComposite)):
         raise NotImplementedError(
-            f"index_select is not supported for {type(input).__name__} specs (lazy stacks); "
-            "index the stack dim instead"
+            f"index_select is not supported for {type(input).__name__} specs (lazy stacks); index the stack dim instead"
         )
     ndim = len(input.shape)
     d = dim + ndim if dim < 0 else dim
@@ -126,13 +125,10 @@ def index_select_spec(input: Any, dim: int, index: torch.Tensor) -> Any:  # noqa
     index = torch.as_tensor(index)
     size = input.shape[d]
     if index.numel() and bool(((index < 0) | (index >= size)).any()):
-        raise IndexError(
-            f"index_select: index {index.tolist()} is out of bounds for dim {d} with size {size}"
-        )
+        raise IndexError(f"index_select: index {index.tolist()} is out of bounds for dim {d} with size {size}")
     if isinstance(input, TensorSpec) and d >= len(input.batch_shape):
         raise ValueError(
-            f"Cannot index_select along the last dimension of {type(input).__name__} spec, as it "
-            "represents the domain."
+            f"Cannot index_select along the last dimension of {type(input).__name__} spec, as it represents the domain."
         )
     return input[(slice(None),) * d + (index.reshape(-1).long(),)]
 

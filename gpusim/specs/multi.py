@@ -103,8 +103,7 @@ class MultiCategorical(TensorSpec):
         self._init_common(nv.shape if shape is None else shape, device, resolve_dtype(dtype, torch.int64), "discrete")
         if not self.shape or self.shape[-1] != nv.shape[-1]:
             raise ValueError(
-                f"{cls}: the last dim of shape must be len(nvec)={nv.shape[-1]}, got "
-                f"shape={tuple(self.shape)}"
+                f"{cls}: the last dim of shape must be len(nvec)={nv.shape[-1]}, got shape={tuple(self.shape)}"
             )
         _check_discrete_dtype(cls, self.dtype, int(nv.max()))
         safe = self._safe_shape
@@ -114,8 +113,7 @@ class MultiCategorical(TensorSpec):
             rows = nv.reshape(-1, nv.shape[-1])
             if not bool((rows == rows[:1]).all()):
                 raise ValueError(
-                    f"{cls}: nvec of shape {tuple(nv.shape)} does not broadcast to shape "
-                    f"{tuple(self.shape)}"
+                    f"{cls}: nvec of shape {tuple(nv.shape)} does not broadcast to shape {tuple(self.shape)}"
                 ) from None
             nv = rows[0].to(self.device).expand(safe)
         self.nvec = nv
@@ -133,8 +131,7 @@ class MultiCategorical(TensorSpec):
     def _homogeneous(self, what: str) -> tuple[int, ...]:
         if self._row is None:
             raise ValueError(
-                f"{type(self).__name__}.{what} needs the same nvec for every element, got "
-                f"nvec={self.nvec.tolist()}"
+                f"{type(self).__name__}.{what} needs the same nvec for every element, got nvec={self.nvec.tolist()}"
             )
         return self._row
 
@@ -250,9 +247,7 @@ class MultiCategorical(TensorSpec):
             return "values out of range: " + bad_msg("outside [0, nvec)", bad, val)
         if self.mask is not None:
             mask = self.mask.to(val.device).expand(*val.shape[:-1], -1)
-            offsets = torch.tensor(
-                [off for _, off, _ in _segments(self._homogeneous("is_in"))], device=val.device
-            )
+            offsets = torch.tensor([off for _, off, _ in _segments(self._homogeneous("is_in"))], device=val.device)
             ok = mask.gather(-1, val.long() + offsets)
             if not bool(ok.all()):
                 return "values not allowed by mask"
@@ -378,10 +373,7 @@ class MultiOneHot(TensorSpec):
         shape = (total,) if shape is None else shape
         self._init_common(shape, device, resolve_dtype(dtype, torch.bool), "discrete")
         if not self.shape or self.shape[-1] != total:
-            raise ValueError(
-                f"{cls}: the last dim of shape must be sum(nvec)={total}, "
-                f"got shape={tuple(self.shape)}"
-            )
+            raise ValueError(f"{cls}: the last dim of shape must be sum(nvec)={total}, got shape={tuple(self.shape)}")
         self.use_register = bool(use_register)
         self.mask = prep_mask(cls, mask, self._safe_shape, self.device)
 
@@ -510,9 +502,7 @@ class MultiOneHot(TensorSpec):
         if val.ndim >= self.ndim and val.shape[val.ndim - self.ndim :] == self.shape:
             out = val
         else:
-            out = torch.cat(
-                [F.one_hot(val[..., i].long(), n) for i, n in enumerate(self.nvec)], -1
-            ).to(self.dtype)
+            out = torch.cat([F.one_hot(val[..., i].long(), n) for i, n in enumerate(self.nvec)], -1).to(self.dtype)
         if safe:
             self.assert_is_in(out)
         return out
@@ -535,9 +525,7 @@ class MultiOneHot(TensorSpec):
             >>> type(spec).__name__, spec.shape, spec.space
             ('MultiCategorical', torch.Size([4, 2]), MultiCategoricalBox(nvec=(2, 3)))
         """
-        return MultiCategorical(
-            self.nvec, shape=(*self.shape[:-1], len(self.nvec)), device=self.device, mask=self.mask
-        )
+        return MultiCategorical(self.nvec, shape=(*self.shape[:-1], len(self.nvec)), device=self.device, mask=self.mask)
 
     def _encoder(self, val: Any, ignore_device: bool) -> Any:
         """Per-segment indices become one-hot segments reshaped to the spec shape (as in
@@ -546,9 +534,7 @@ class MultiOneHot(TensorSpec):
 
         def encode(v: Any) -> torch.Tensor:
             t = v if isinstance(v, torch.Tensor) else torch.as_tensor(np.asarray(v), device=device)
-            if t.dtype == torch.bool and t.ndim >= self.ndim and (
-                t.shape[t.ndim - self.ndim :] == self.shape
-            ):
+            if t.dtype == torch.bool and t.ndim >= self.ndim and (t.shape[t.ndim - self.ndim :] == self.shape):
                 return t.to(self.dtype)
             if t.ndim == 0 or t.shape[-1] != len(self.nvec):
                 raise RuntimeError(

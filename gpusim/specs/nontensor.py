@@ -52,9 +52,7 @@ class NonTensor(TensorSpec):
         if feature_dims is None:
             feature_dims = 0 if batched else self.ndim
         if not 0 <= int(feature_dims) <= self.ndim:
-            raise ValueError(
-                f"NonTensor: feature_dims must be in [0, {self.ndim}], got {feature_dims}"
-            )
+            raise ValueError(f"NonTensor: feature_dims must be in [0, {self.ndim}], got {feature_dims}")
         self.batched = bool(batched)
         self.feature_dims = int(feature_dims)
 
@@ -243,4 +241,3 @@ class NonTensor(TensorSpec):
 
     def _repr_fields(self) -> list[str]:
         return [*super()._repr_fields(), f"example_data={self.example_data}"]
-

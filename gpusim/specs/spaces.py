@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -87,9 +88,7 @@ class ContinuousBox(Box):
         (torch.Size([2]), torch.Size([4, 2]))
     """
 
-    def __init__(
-        self, low: torch.Tensor, high: torch.Tensor, device: torch.device | None = None
-    ) -> None:
+    def __init__(self, low: torch.Tensor, high: torch.Tensor, device: torch.device | None = None) -> None:
         self._low = low
         self._high = high
         self._owned = False  # False: _low/_high may be views shared with another spec
@@ -147,8 +146,7 @@ class ContinuousBox(Box):
         full_shape = self._full("low").shape
         if full_shape[: len(value)] != value:
             raise ValueError(
-                f"ContinuousBox: batch size {tuple(value)} is not a prefix of the bounds' shape "
-                f"{tuple(full_shape)}"
+                f"ContinuousBox: batch size {tuple(value)} is not a prefix of the bounds' shape {tuple(full_shape)}"
             )
         low, high = self._full("low"), self._full("high")
         nb = len(value)
@@ -158,9 +156,7 @@ class ContinuousBox(Box):
             return
         row = (0,) * nb
         lo_row, hi_row = low[row], high[row]
-        uniform = all(
-            squash(t).shape[:nb] == (1,) * nb for t in (low, high)
-        ) or (
+        uniform = all(squash(t).shape[:nb] == (1,) * nb for t in (low, high)) or (
             torch.equal(low, lo_row.expand_as(low)) and torch.equal(high, hi_row.expand_as(high))
         )
         if uniform:
@@ -272,7 +268,8 @@ class ContinuousBox(Box):
         """
         low, high = self._full("low"), self._full("high")
         box = ContinuousBox(
-            squash(low).clone().expand(low.shape), squash(high).clone().expand(high.shape),
+            squash(low).clone().expand(low.shape),
+            squash(high).clone().expand(high.shape),
             self.device,
         )
         box._owned = True if not (_overlaps(box._low) or _overlaps(box._high)) else False
@@ -309,8 +306,7 @@ class ContinuousBox(Box):
         for name in ("low", "high"):
             t = self._full(name)
             lines.append(
-                f"\n{name}=Tensor(shape={t.shape}, device={t.device}, dtype={t.dtype}, "
-                f"contiguous={contiguous})"
+                f"\n{name}=Tensor(shape={t.shape}, device={t.device}, dtype={t.dtype}, contiguous={contiguous})"
             )
         low, high = (textwrap.indent(line, "    ") for line in lines)
         return f"ContinuousBox({low},{high})"

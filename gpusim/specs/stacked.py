@@ -26,9 +26,15 @@ def _is_spec(x: Any) -> bool:
 
 
 def _trivial(item: Any) -> bool:
-    return isinstance(item, slice) and item.start is None and item.stop is None and item.step in (
-        None,
-        1,
+    return (
+        isinstance(item, slice)
+        and item.start is None
+        and item.stop is None
+        and item.step
+        in (
+            None,
+            1,
+        )
     )
 
 
@@ -80,10 +86,7 @@ class _LazyStack:
         cls = type(self).__name__
         if not isinstance(item, tuple):
             if self._dim != 0:
-                raise IndexError(
-                    f"Trying to index a {cls} along dimension 0 when the stack dimension is "
-                    f"{self._dim}."
-                )
+                raise IndexError(f"Trying to index a {cls} along dimension 0 when the stack dimension is {self._dim}.")
             return self._pick(item)
         if any(i is None for i in item):
             raise IndexError(f"Cannot index a {cls} with None values")
@@ -335,10 +338,7 @@ class Stacked(_LazyStack, TensorSpec):
             torch.Size([2, -1])
         """
         first = self._specs[0].shape
-        dims = [
-            s if all(spec.shape[i] == s for spec in self._specs[1:]) else DYNAMIC
-            for i, s in enumerate(first)
-        ]
+        dims = [s if all(spec.shape[i] == s for spec in self._specs[1:]) else DYNAMIC for i, s in enumerate(first)]
         dims.insert(self._dim, len(self._specs))
         return torch.Size(dims)
 
@@ -346,9 +346,7 @@ class Stacked(_LazyStack, TensorSpec):
     def shape(self, value: Any) -> None:
         value = as_size(value)
         if len(value) != self.ndim or value[self._dim] != len(self._specs):
-            raise RuntimeError(
-                f"Stacked: cannot set shape {tuple(value)} on a stack of shape {tuple(self.shape)}"
-            )
+            raise RuntimeError(f"Stacked: cannot set shape {tuple(value)} on a stack of shape {tuple(self.shape)}")
         inner = torch.Size(s for i, s in enumerate(value) if i != self._dim)
         for spec in self._specs:
             spec.shape = inner
@@ -538,7 +536,9 @@ class Stacked(_LazyStack, TensorSpec):
         if isinstance(val, (tuple, list)) and len(val) == len(self._specs):
             parts = list(val)
         else:
-            parts = list(torch.as_tensor(np.asarray(val) if not isinstance(val, torch.Tensor) else val).unbind(self._dim))
+            parts = list(
+                torch.as_tensor(np.asarray(val) if not isinstance(val, torch.Tensor) else val).unbind(self._dim)
+            )
         samples = [s.encode(p, ignore_device=ignore_device) for s, p in zip(self._specs, parts)]
         return self._stack_values(samples, self._dim)
 

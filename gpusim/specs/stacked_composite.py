@@ -479,9 +479,7 @@ class StackedComposite(_LazyStack, Composite):
 
     def _build(self, shape: Any, method: str) -> Any:
         prefix = as_size(shape)
-        return self._stack_values(
-            [getattr(s, method)(prefix) for s in self._specs], self._dim + len(prefix)
-        )
+        return self._stack_values([getattr(s, method)(prefix) for s in self._specs], self._dim + len(prefix))
 
     def invalid_reason(self, td: Any) -> str | None:
         """Why ``td`` is not in the stack (checked Composite by Composite), or None.

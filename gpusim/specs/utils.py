@@ -13,9 +13,7 @@ from gpusim.specs.stacked_composite import StackedComposite
 __all__ = ["consolidate_spec", "check_no_exclusive_keys", "contains_lazy_spec", "has_dynamic_dims"]
 
 
-def consolidate_spec(
-    spec: Any, recurse_through_entries: bool = True, recurse_through_stack: bool = True
-) -> Any:
+def consolidate_spec(spec: Any, recurse_through_entries: bool = True, recurse_through_stack: bool = True) -> Any:
     """A copy of ``spec`` where every stacked Composite has the keys of all the others.
 
     A key only some stacked Composites hold (an *exclusive* key) is added to the others as an

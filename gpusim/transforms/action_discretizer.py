@@ -85,7 +85,7 @@ class ActionDiscretizer(Transform):
         num_intervals: int | torch.Tensor,
         action_key: NestedKey = "action",
         out_action_key: NestedKey | None = None,
-        sampling: "ActionDiscretizer.SamplingStrategy | int | None" = None,
+        sampling: ActionDiscretizer.SamplingStrategy | int | None = None,
         categorical: bool = True,
     ) -> None:
         action_key = unravel(action_key)
@@ -168,7 +168,9 @@ class ActionDiscretizer(Transform):
         pos_in_seg = torch.tensor([j for k in counts for j in range(k)], device=device)
         self.register_buffer("_seg", seg, persistent=False)
         self.register_buffer("_pos_in_seg", pos_in_seg, persistent=False)
-        self.register_buffer("jitters", width / self.nvec.to(dtype) if self.sampling == self.SamplingStrategy.RANDOM else None)
+        self.register_buffer(
+            "jitters", width / self.nvec.to(dtype) if self.sampling == self.SamplingStrategy.RANDOM else None
+        )
         self.__dict__["_scalar"] = scalar
         if scalar:
             cls = Categorical if self.categorical else OneHot

@@ -18,7 +18,7 @@ Examples:
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -129,8 +129,7 @@ class ActionScaling(_ActionMap):
         self.standard_normal = bool(standard_normal)
         if (loc is None) != (scale is None):
             raise ValueError(
-                f"ActionScaling: loc and scale must be given together or not at all, got "
-                f"loc={loc!r}, scale={scale!r}"
+                f"ActionScaling: loc and scale must be given together or not at all, got loc={loc!r}, scale={scale!r}"
             )
         self._explicit = loc is not None
         if not in_keys_inv and not self._explicit:
@@ -175,7 +174,7 @@ class ActionScaling(_ActionMap):
         high: torch.Tensor | None = None,
         eps: float = 1e-6,
         **kwargs,
-    ) -> "ActionScaling":
+    ) -> ActionScaling:
         """An instance with explicit statistics: ``mean``/``std`` (``loc=mean, scale=std``) or
         ``low``/``high`` (mapped to ``[-1, 1]``). The scale is floored at ``eps``.
 
@@ -209,7 +208,7 @@ class ActionScaling(_ActionMap):
         return cls(loc=loc, scale=scale.clamp_min(eps), **kwargs)
 
     @classmethod
-    def from_metadata(cls, metadata, **kwargs) -> "ActionScaling":
+    def from_metadata(cls, metadata, **kwargs) -> ActionScaling:
         """An instance from an object with ``action_key`` and ``action_mean``/``action_std`` or
         ``action_low``/``action_high`` attributes (a dataset's metadata).
 
@@ -534,7 +533,7 @@ class FlattenAction(_ActionMap):
             action_spec[out_key] = flat
         return action_spec
 
-    def clone(self) -> "FlattenAction":
+    def clone(self) -> FlattenAction:
         out = super().clone()
         out._shapes = dict(self._shapes)
         return out

@@ -145,7 +145,9 @@ class ActionMask(Transform):
                 "cannot be masked (use Categorical, OneHot, MultiCategorical or MultiOneHot)"
             )
         if not self._mask_in_output and locate(input_spec, ("full_state_spec",), self.mask_key) is None:
-            raise KeyError(f"ActionMask: mask_key {fmt_key(self.mask_key)} is not an observation or state entry of the env")
+            raise KeyError(
+                f"ActionMask: mask_key {fmt_key(self.mask_key)} is not an observation or state entry of the env"
+            )
         return input_spec
 
     def __repr__(self) -> str:

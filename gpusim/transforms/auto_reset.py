@@ -185,7 +185,7 @@ class AutoResetEnv(TransformedEnv):
                     tensordict_reset.set(key, done & ~rows.reshape(*rows.shape, *([1] * (done.ndim - rows.ndim))))
         return self.transform._reset(TensorDict({}, batch_size=base.batch_size, device=base.device), tensordict_reset)
 
-    def insert_transform(self, index: int, transform: Transform) -> "AutoResetEnv":
+    def insert_transform(self, index: int, transform: Transform) -> AutoResetEnv:
         """Not allowed: the auto-reset transform must stay the only transform.
 
         Raises:

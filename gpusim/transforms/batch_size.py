@@ -15,7 +15,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase

@@ -27,7 +27,7 @@ Examples:
 from __future__ import annotations
 
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -186,7 +186,12 @@ class CatFrames(Transform):
         """The buffer of key ``i`` (allocated when missing or mismatched; ``True`` if new)."""
         name = self._buffer_name(i)
         buf = self._buffers.get(name)
-        if buf is not None and buf.shape == torch.Size(shape) and buf.dtype == dtype and buf.device == torch.device(device):
+        if (
+            buf is not None
+            and buf.shape == torch.Size(shape)
+            and buf.dtype == dtype
+            and buf.device == torch.device(device)
+        ):
             return buf, False
         buf = torch.zeros(shape, dtype=dtype, device=device)
         self.register_buffer(name, buf, persistent=False)
@@ -297,8 +302,10 @@ class CatFrames(Transform):
             buf, new = self._buffer_for(i, frame)
             if new:  # stepped before any reset: older slots hold padding_value (TorchRL's behaviour)
                 buf.fill_(self.padding_value)
-            tset(next_tensordict, 
-                out_key, cat_frames_update(buf, frame, None, self.dim, self.padding, float(self.padding_value))
+            tset(
+                next_tensordict,
+                out_key,
+                cat_frames_update(buf, frame, None, self.dim, self.padding, float(self.padding_value)),
             )
         return next_tensordict
 
@@ -388,7 +395,6 @@ class CatFrames(Transform):
         batch = tensordict.batch_size
         T = batch[tdim]
         done = tensordict.get(_keys.unravel(("next", self.done_key)), None)
-        device = tensordict.device
         if done is None:
             if not self.future:
                 raise KeyError(
@@ -436,8 +442,15 @@ class CatFrames(Transform):
             x_last = x.movedim(tdim, len(batch) - 1)
             root_last = None if root is None else root.movedim(tdim, len(batch) - 1)
             out = frame_windows(
-                x_last, self.N, self.dim, len(batch) - 1, n_pad_last, self.padding, self.padding_value,
-                future=self.future, root=root_last,
+                x_last,
+                self.N,
+                self.dim,
+                len(batch) - 1,
+                n_pad_last,
+                self.padding,
+                self.padding_value,
+                future=self.future,
+                root=root_last,
             )
             tset(tensordict, out_key, out.movedim(len(batch) - 1, tdim))
         return tensordict

@@ -24,7 +24,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDictBase
@@ -63,7 +64,6 @@ def _as_member(transform: Any, where: str) -> Transform:
     if callable(transform):
         return _CallableTransform(transform)
     raise TypeError(f"{where} takes a Transform or a callable on tensordicts, got {type(transform).__name__}")
-
 
 
 class Compose(Transform):
@@ -460,7 +460,7 @@ class Compose(Transform):
         for t in self.transforms:
             t.empty_cache()
 
-    def clone(self) -> "Compose":
+    def clone(self) -> Compose:
         """A parent-less ``Compose`` of clones (buffers shared with the originals).
 
         Examples:
@@ -488,7 +488,7 @@ class Compose(Transform):
             seed = t.set_seed(seed)
         return seed
 
-    def to(self, *args: Any, **kwargs: Any) -> "Compose":
+    def to(self, *args: Any, **kwargs: Any) -> Compose:
         for t in self.transforms:
             t.to(*args, **kwargs)
         self.reset_parent()

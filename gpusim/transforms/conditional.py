@@ -24,7 +24,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from tensordict import TensorDictBase

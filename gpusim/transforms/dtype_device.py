@@ -16,7 +16,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -135,8 +135,7 @@ class DTypeCastTransform(KeyedTransform):
     def _check_dtype(self, spec, key) -> None:
         if spec.dtype != self.dtype_in:
             raise TypeError(
-                f"{self._name}: the spec of {fmt_key(key)} has dtype {spec.dtype}, not dtype_in="
-                f"{self.dtype_in}"
+                f"{self._name}: the spec of {fmt_key(key)} has dtype {spec.dtype}, not dtype_in={self.dtype_in}"
             )
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
@@ -188,7 +187,9 @@ class DTypeCastTransform(KeyedTransform):
         return input_spec
 
     def __repr__(self) -> str:
-        keys = "auto" if self._auto and not self._resolved else f"in_keys={self.in_keys}, in_keys_inv={self.in_keys_inv}"
+        keys = (
+            "auto" if self._auto and not self._resolved else f"in_keys={self.in_keys}, in_keys_inv={self.in_keys_inv}"
+        )
         return f"{type(self).__name__}({self.dtype_in} -> {self.dtype_out}, {keys})"
 
 

@@ -137,8 +137,7 @@ class EndOfLifeTransform(Transform):
                 obj = getattr(obj._env, name)
             else:
                 raise AttributeError(
-                    f"EndOfLifeTransform: the base env has no attribute path {self.eol_attribute!r} "
-                    f"(missing {name!r})"
+                    f"EndOfLifeTransform: the base env has no attribute path {self.eol_attribute!r} (missing {name!r})"
                 )
         if callable(obj):
             obj = obj()

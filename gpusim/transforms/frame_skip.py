@@ -54,7 +54,9 @@ class FrameSkipTransform(Transform):
 
     def __init__(self, frame_skip: int = 1) -> None:
         if isinstance(frame_skip, bool) or not isinstance(frame_skip, int) or frame_skip < 1:
-            raise ValueError(f"frame_skip should have a value greater or equal to one (an int >= 1), got {frame_skip!r}")
+            raise ValueError(
+                f"frame_skip should have a value greater or equal to one (an int >= 1), got {frame_skip!r}"
+            )
         super().__init__()
         self.frame_skip = frame_skip
 
@@ -63,7 +65,9 @@ class FrameSkipTransform(Transform):
             return next_tensordict
         parent = self.parent
         if parent is None:
-            raise RuntimeError("parent not found for FrameSkipTransform: it needs a parent env (use it in a TransformedEnv)")
+            raise RuntimeError(
+                "parent not found for FrameSkipTransform: it needs a parent env (use it in a TransformedEnv)"
+            )
         reward_keys = parent.reward_keys
         episode = parent.episode
         # stopping once every row is done saves steps; only where done rows are read on the host
@@ -103,7 +107,9 @@ class FrameSkipTransform(Transform):
             ...
             NotImplementedError: FrameSkipTransform can only be used when appended to a transformed env: it repeats env steps; it has no offline forward.
         """
-        raise NotImplementedError("FrameSkipTransform can only be used when appended to a transformed env: it repeats env steps; it has no offline forward.")
+        raise NotImplementedError(
+            "FrameSkipTransform can only be used when appended to a transformed env: it repeats env steps; it has no offline forward."
+        )
 
     def __repr__(self) -> str:
         return f"FrameSkipTransform(frame_skip={self.frame_skip})"

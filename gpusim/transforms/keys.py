@@ -19,7 +19,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -213,18 +213,27 @@ class CatTensors(Transform):
             self.in_keys = sorted(keys, key=_sort_key) if self.sort else keys
         if not self.in_keys:
             raise ValueError("CatTensors: there is nothing to concatenate (no in_keys)")
-        require_keys(Composite(full_observation_spec=obs, shape=obs.shape), ("full_observation_spec",), self.in_keys, "CatTensors")
+        require_keys(
+            Composite(full_observation_spec=obs, shape=obs.shape),
+            ("full_observation_spec",),
+            self.in_keys,
+            "CatTensors",
+        )
         batch = len(obs.shape)
         specs = []
         for key in self.in_keys:
             spec = obs[key]
             missing = -self.dim - (spec.ndim - batch)
             if self.unsqueeze_if_oor and missing > 0:
-                spec = spec.reshape(*spec.shape, *([1] * missing)) if not isinstance(spec, Bounded) else Bounded(
-                    spec.low.reshape(*spec.shape, *([1] * missing)),
-                    spec.high.reshape(*spec.shape, *([1] * missing)),
-                    dtype=spec.dtype,
-                    device=spec.device,
+                spec = (
+                    spec.reshape(*spec.shape, *([1] * missing))
+                    if not isinstance(spec, Bounded)
+                    else Bounded(
+                        spec.low.reshape(*spec.shape, *([1] * missing)),
+                        spec.high.reshape(*spec.shape, *([1] * missing)),
+                        dtype=spec.dtype,
+                        device=spec.device,
+                    )
                 )
             if spec.ndim - batch < -self.dim:
                 raise ValueError(

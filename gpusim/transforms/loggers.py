@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import abc
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -62,7 +63,9 @@ class Logger(abc.ABC):
 
     def __init__(self, exp_name: str, log_dir: str | os.PathLike | None) -> None:
         if not isinstance(exp_name, str) or not exp_name or os.sep in exp_name:
-            raise ValueError(f"{type(self).__name__}: exp_name must be a non-empty name without '{os.sep}', got {exp_name!r}")
+            raise ValueError(
+                f"{type(self).__name__}: exp_name must be a non-empty name without '{os.sep}', got {exp_name!r}"
+            )
         self.exp_name = exp_name
         self.log_dir = log_dir
 
@@ -260,4 +263,6 @@ class CSVLogger(Logger):
                 f.write(f"{key}: {value}\n")
 
     def __repr__(self) -> str:
-        return f"CSVLogger(exp_name={self.exp_name!r}, log_dir={str(self.log_dir)!r}, video_format={self.video_format!r})"
+        return (
+            f"CSVLogger(exp_name={self.exp_name!r}, log_dir={str(self.log_dir)!r}, video_format={self.video_format!r})"
+        )

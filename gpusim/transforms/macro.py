@@ -29,8 +29,9 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from tensordict import TensorClass, TensorDictBase, is_tensorclass
@@ -134,7 +135,7 @@ class TargetMacroAction(MacroAction):
     @classmethod
     def move(
         cls, target: torch.Tensor, *, steps: int = 16, settle_steps: int = 0, mode: int = MacroPrimitive.MOVE
-    ) -> "TargetMacroAction":
+    ) -> TargetMacroAction:
         """Move toward ``target`` (``[*batch, dim]``, or ``[dim]`` for one row) in ``steps`` actions.
 
         Args:
@@ -165,7 +166,7 @@ class TargetMacroAction(MacroAction):
         batch_size: Sequence[int] | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
-    ) -> "TargetMacroAction":
+    ) -> TargetMacroAction:
         """Hold the start action for ``steps`` low-level steps (a ``WAIT`` with a zero target).
 
         Args:
@@ -204,7 +205,7 @@ class HumanoidMacroAction(TargetMacroAction):
     """
 
     @classmethod
-    def reach_control(cls, target: torch.Tensor, *, steps: int = 16, settle_steps: int = 0) -> "HumanoidMacroAction":
+    def reach_control(cls, target: torch.Tensor, *, steps: int = 16, settle_steps: int = 0) -> HumanoidMacroAction:
         """Interpolate toward the control vector ``target`` in ``steps`` actions, then hold it.
 
         Args:
@@ -275,7 +276,7 @@ class MacroPrimitiveTransform(Transform):
         stack_rewards: bool = True,
         stack_observations: bool = False,
         **kwargs: Any,
-    ) -> "MacroPrimitiveTransform | Compose":
+    ) -> MacroPrimitiveTransform | Compose:
         if execute:
             import gpusim.transforms as transforms
 
@@ -373,14 +374,12 @@ class MacroPrimitiveTransform(Transform):
             if name == "settle_steps" and lo < 0:
                 raise ValueError(f"{type(self).__name__}: {key} must be >= 0, got {lo}")
             out[name] = int(lo)
-        return out["steps"], out["settle_steps"], [bool(v) for v in values[2 * len(names):]]
+        return out["steps"], out["settle_steps"], [bool(v) for v in values[2 * len(names) :]]
 
     def _target_dtype(self, value: torch.Tensor) -> torch.dtype:
         return value.dtype if value.is_floating_point() else torch.get_default_dtype()
 
-    def _resolve(
-        self, tensordict: TensorDictBase, action: Any
-    ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    def _resolve(self, tensordict: TensorDictBase, action: Any) -> tuple[torch.Tensor, torch.Tensor, int, int]:
         """Maps ``action`` to ``(start, target, steps, settle_steps)`` (the override point).
 
         Args:

@@ -15,8 +15,9 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -122,8 +123,14 @@ class ModuleTransform(Transform):
         if forward_side == self.inverse:
             return []
         # the inverse reads the module's outputs' outer names: in_keys_inv are what the base env gets
-        return list({"in_keys": module.in_keys, "out_keys": module.out_keys,
-                     "in_keys_inv": module.out_keys, "out_keys_inv": module.in_keys}[name])
+        return list(
+            {
+                "in_keys": module.in_keys,
+                "out_keys": module.out_keys,
+                "in_keys_inv": module.out_keys,
+                "out_keys_inv": module.in_keys,
+            }[name]
+        )
 
     def _run(self, tensordict: TensorDictBase) -> TensorDictBase:
         with torch.no_grad() if self.no_grad else nullcontext():

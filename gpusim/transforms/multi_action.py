@@ -135,7 +135,7 @@ class MultiAction(Transform):
         return True
 
     # ------------------------------------------------------------------ specs
-    def transform_input_spec(self, input_spec: "Composite") -> "Composite":
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
         """The policy writes a chunk: each action leaf gets a dynamic dim (under the chunk key).
 
         Examples:
@@ -147,8 +147,10 @@ class MultiAction(Transform):
         actions = input_spec["full_action_spec"]
         pos = input_spec.ndim + self.dim - 1
         for action_key, chunk_key in self._pairs(list(actions.keys(True, True))):
-            leaf = actions.get(action_key, None) if isinstance(action_key, str) else (
-                actions[action_key] if action_key in actions.keys(True, True) else None
+            leaf = (
+                actions.get(action_key, None)
+                if isinstance(action_key, str)
+                else (actions[action_key] if action_key in actions.keys(True, True) else None)
             )
             if leaf is None:
                 raise KeyError(
@@ -162,13 +164,13 @@ class MultiAction(Transform):
         input_spec["full_action_spec"] = actions
         return input_spec
 
-    def _stacked_spec(self, spec: "Composite") -> "Composite":
+    def _stacked_spec(self, spec: Composite) -> Composite:
         pos = spec.ndim + self.dim - 1
         for key in list(spec.keys(True, True)):
             spec[key] = _with_dynamic_dim(spec[key], pos, key, self.dim, spec.ndim)
         return spec
 
-    def transform_reward_spec(self, reward_spec: "Composite") -> "Composite":
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
         """With ``stack_rewards``, every reward leaf gets the dynamic chunk dim.
 
         Examples:
@@ -179,7 +181,7 @@ class MultiAction(Transform):
         """
         return self._stacked_spec(reward_spec) if self.stack_rewards else reward_spec
 
-    def transform_observation_spec(self, observation_spec: "Composite") -> "Composite":
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
         """With ``stack_observations``, every observation leaf gets the dynamic chunk dim.
 
         Examples:
@@ -222,7 +224,10 @@ class MultiAction(Transform):
             obs_spec = parent.full_observation_spec
             for key in parent.observation_keys:
                 value = tensordict.get(key, None)
-                if value is not None and value.ndim == tensordict.batch_dims - obs_spec.ndim + len(obs_spec[key].shape) + 1:
+                if (
+                    value is not None
+                    and value.ndim == tensordict.batch_dims - obs_spec.ndim + len(obs_spec[key].shape) + 1
+                ):
                     tensordict.set(key, value.select(pos, -1))
         rewards: list[TensorDictBase] = []
         observations: list[TensorDictBase] = []
@@ -251,7 +256,7 @@ class MultiAction(Transform):
         return td
 
     @staticmethod
-    def _ended(parent: "EnvBase", tensordict: TensorDictBase) -> torch.Tensor:
+    def _ended(parent: EnvBase, tensordict: TensorDictBase) -> torch.Tensor:
         """The data rows whose episode ended (any done flag of any level)."""
         flags = None
         for key in parent.done_keys:

@@ -36,7 +36,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDictBase

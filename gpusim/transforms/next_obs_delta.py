@@ -32,7 +32,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import torch
 from tensordict import TensorDictBase
@@ -113,9 +114,7 @@ class NextObservationDelta(Transform):
     ) -> None:
         if not isinstance(delta_dtype, torch.dtype) or not delta_dtype.is_floating_point:
             raise ValueError(f"NextObservationDelta: delta_dtype must be a floating dtype, got {delta_dtype!r}")
-        if restore_dtype != "root" and not (
-            isinstance(restore_dtype, torch.dtype) and restore_dtype.is_floating_point
-        ):
+        if restore_dtype != "root" and not (isinstance(restore_dtype, torch.dtype) and restore_dtype.is_floating_point):
             raise ValueError(
                 f"NextObservationDelta: restore_dtype must be a floating dtype or 'root', got {restore_dtype!r}"
             )

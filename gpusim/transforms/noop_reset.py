@@ -121,7 +121,9 @@ class NoopResetEnv(Transform):
             return tensordict_reset
         parent = self.parent
         if parent is None:
-            raise RuntimeError("NoopResetEnv.parent not found. Make sure that the parent is set: NoopResetEnv needs a parent env (use it in a TransformedEnv)")
+            raise RuntimeError(
+                "NoopResetEnv.parent not found. Make sure that the parent is set: NoopResetEnv needs a parent env (use it in a TransformedEnv)"
+            )
         batch = parent.batch_size
         self._check_parent(batch)
         levels = parent.done_levels or default_levels(batch)

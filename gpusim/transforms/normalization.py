@@ -18,19 +18,19 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
 from gpusim.envs._keys import NestedKey
 from gpusim.specs import Binary, Bounded, Composite, TensorSpec, Unbounded
 from gpusim.transforms._keyed import KeyedTransform
-from gpusim.transforms.transform import Transform
 from gpusim.transforms._spec_utils import (
     check_finite_number,
     fmt_key,
     map_leaf,
 )
+from gpusim.transforms.transform import Transform
 
 __all__ = ["ObservationNorm", "RewardScaling", "RewardClipping", "BinarizeReward", "ClipTransform"]
 
@@ -259,7 +259,9 @@ class ObservationNorm(_Affine):
                 f"reduce_dim={reduce_dim}"
             )
         if self.initialized:
-            raise RuntimeError(f"ObservationNorm.init_stats: Loc/Scale are already initialized: ({self.loc}, {self.scale})")
+            raise RuntimeError(
+                f"ObservationNorm.init_stats: Loc/Scale are already initialized: ({self.loc}, {self.scale})"
+            )
         if len(self.in_keys) > 1 and key is None:
             raise RuntimeError(
                 "ObservationNorm.init_stats: Transform has multiple in_keys but no specific key was passed as an "
@@ -305,7 +307,9 @@ class ObservationNorm(_Affine):
             container._chain_changed()
 
     def __repr__(self) -> str:
-        stats = "uninitialized" if not self.initialized else f"loc={tuple(self.loc.shape)}, scale={tuple(self.scale.shape)}"
+        stats = (
+            "uninitialized" if not self.initialized else f"loc={tuple(self.loc.shape)}, scale={tuple(self.scale.shape)}"
+        )
         return f"ObservationNorm(in_keys={self.in_keys}, {stats}, standard_normal={self.standard_normal})"
 
 
@@ -492,7 +496,9 @@ class ClipTransform(_Clamp):
         high: float | torch.Tensor | None = None,
     ) -> None:
         if low is None and high is None:
-            raise TypeError("ClipTransform: Either one or both of `high` and `low` must be provided, got low=None, high=None")
+            raise TypeError(
+                "ClipTransform: Either one or both of `high` and `low` must be provided, got low=None, high=None"
+            )
         low, high = _clip_scalar(low, "low", low, high), _clip_scalar(high, "high", low, high)
         _check_range(low, None, "ClipTransform")
         _check_range(None, high, "ClipTransform")
@@ -505,8 +511,7 @@ class ClipTransform(_Clamp):
 
     def __repr__(self) -> str:
         return (
-            f"ClipTransform(in_keys={self.in_keys}, in_keys_inv={self.in_keys_inv}, low={self.low}, "
-            f"high={self.high})"
+            f"ClipTransform(in_keys={self.in_keys}, in_keys_inv={self.in_keys_inv}, low={self.low}, high={self.high})"
         )
 
 

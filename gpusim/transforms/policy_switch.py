@@ -22,7 +22,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -61,7 +62,9 @@ class ConditionalPolicySwitch(Transform):
         ([], [])
     """
 
-    def __init__(self, policy: Callable[[TensorDictBase], TensorDictBase], condition: Callable[[TensorDictBase], Any]) -> None:
+    def __init__(
+        self, policy: Callable[[TensorDictBase], TensorDictBase], condition: Callable[[TensorDictBase], Any]
+    ) -> None:
         super().__init__()
         self.__dict__["policy"] = policy
         self.condition = condition

@@ -20,7 +20,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -86,7 +87,7 @@ class TensorDictPrimer(Transform):
         if primers is None:
             primers = kwargs
         items = []
-        for key, spec in (primers.items() if not isinstance(primers, Composite) else [(None, primers)]):
+        for key, spec in primers.items() if not isinstance(primers, Composite) else [(None, primers)]:
             if isinstance(spec, Composite):  # its leaves, under its key
                 prefix = () if key is None else _keys.unravel(key)
                 prefix = prefix if isinstance(prefix, tuple) else (prefix,)

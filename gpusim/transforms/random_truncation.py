@@ -60,10 +60,14 @@ class RandomTruncationTransform(Transform):
 
     restarts_on_native_autoreset = True  # per-episode state: restarted on a native auto-reset
 
-    def __init__(self, min_horizon: int, max_horizon: int, prob: float = 0.0, first_episode_prob: float | None = None) -> None:
+    def __init__(
+        self, min_horizon: int, max_horizon: int, prob: float = 0.0, first_episode_prob: float | None = None
+    ) -> None:
         super().__init__()
         self.prob = _check_prob("prob", prob)
-        self.first_episode_prob = _check_prob("first_episode_prob", prob if first_episode_prob is None else first_episode_prob)
+        self.first_episode_prob = _check_prob(
+            "first_episode_prob", prob if first_episode_prob is None else first_episode_prob
+        )
         if min_horizon < 1:
             raise ValueError(f"RandomTruncationTransform: min_horizon must be >= 1, got {min_horizon}")
         if max_horizon < 1:
@@ -110,8 +114,11 @@ class RandomTruncationTransform(Transform):
             return tensordict_reset
         levels = self.__dict__.get("_levels") or default_levels(tensordict_reset.batch_size)
         rows = reset_mask_for(tensordict, "step_count", levels, tensordict_reset.batch_size)
-        rows = torch.ones(shape, dtype=torch.bool, device=device) if rows is None else rows.reshape(
-            *rows.shape, *([1] * (len(shape) - rows.ndim))).expand(shape)
+        rows = (
+            torch.ones(shape, dtype=torch.bool, device=device)
+            if rows is None
+            else rows.reshape(*rows.shape, *([1] * (len(shape) - rows.ndim))).expand(shape)
+        )
         p = torch.where(self._first_episode, self.first_episode_prob, self.prob)
         random = torch.rand(shape, device=device) < p
         new = torch.where(random, self._draw(shape, self.min_horizon, device), self.max_horizon)

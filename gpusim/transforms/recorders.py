@@ -24,8 +24,9 @@ Examples:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase

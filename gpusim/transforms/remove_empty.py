@@ -11,10 +11,9 @@ Examples:
 
 from __future__ import annotations
 
-import torch
 from tensordict import NonTensorData, TensorDictBase
 
-from gpusim.envs._keys import NestedKey, as_tuple
+from gpusim.envs._keys import as_tuple
 from gpusim.specs import Composite
 from gpusim.transforms._spec_utils import INPUT_SPECS, OUTPUT_SPECS
 from gpusim.transforms.transform import Transform

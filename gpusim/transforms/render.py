@@ -20,7 +20,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -151,9 +152,7 @@ class PixelRenderTransform(Transform):
         self.__dict__["_base"] = base
         frame = render(probe)
         size = self.__dict__["_size"] = tuple(frame.shape[-3:])
-        observation_spec[self.out_keys[0]] = Bounded(
-            0, 255, shape=(*batch, *size), dtype=torch.uint8, device=device
-        )
+        observation_spec[self.out_keys[0]] = Bounded(0, 255, shape=(*batch, *size), dtype=torch.uint8, device=device)
         dropped = ()
         if self.pixels_only:
             state = set(base.full_state_spec.keys(True, True))

@@ -22,7 +22,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -119,7 +119,9 @@ class LineariseRewards(KeyedTransform):
         if weights is not None:
             weights = torch.as_tensor(weights)
             if weights.ndim >= 2:
-                raise ValueError(f"LineariseRewards: Expected weights to be a unidimensional tensor, got {weights.ndim} dims")
+                raise ValueError(
+                    f"LineariseRewards: Expected weights to be a unidimensional tensor, got {weights.ndim} dims"
+                )
         self.register_buffer("weights", weights)
 
     def _check_count(self, k: int) -> None:
@@ -182,7 +184,9 @@ class SuccessReward(Transform):
                 [0.]])
     """
 
-    def __init__(self, success_key: NestedKey = "success", reward_key: NestedKey = "reward", *, scale: float = 1.0) -> None:
+    def __init__(
+        self, success_key: NestedKey = "success", reward_key: NestedKey = "reward", *, scale: float = 1.0
+    ) -> None:
         super().__init__(in_keys=[success_key], out_keys=[reward_key])
         self.scale = float(scale)
 

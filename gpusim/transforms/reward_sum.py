@@ -15,7 +15,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from tensordict import TensorDictBase
@@ -68,8 +69,7 @@ class _RewardTracker(Transform):
             self.__dict__["_out_keys"] = [self._default_out_key(k) for k in self.in_keys]
         if len(self.in_keys) != len(self.out_keys):
             raise ValueError(
-                f"{type(self).__name__}: in_keys {self.in_keys} and out_keys {self.out_keys} must "
-                "have the same length"
+                f"{type(self).__name__}: in_keys {self.in_keys} and out_keys {self.out_keys} must have the same length"
             )
 
     @property
@@ -467,7 +467,7 @@ class Reward2GoTransform(Transform):
         """
         raise ValueError(self.ENV_ERR)
 
-    def set_container(self, container: "Transform | EnvBase") -> None:
+    def set_container(self, container: Transform | EnvBase) -> None:
         """Registers the transform in a ``Compose``; an environment is refused.
 
         Args:

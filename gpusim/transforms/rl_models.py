@@ -23,7 +23,8 @@ Examples:
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase

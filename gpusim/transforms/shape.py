@@ -22,7 +22,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -184,8 +184,7 @@ class SqueezeTransform(UnsqueezeTransform):
         d = self._abs(self._spec_batch_dims)
         if not -spec.ndim <= d < spec.ndim or spec.shape[d] != 1:
             raise ValueError(
-                f"SqueezeTransform: dim {self.dim} of {fmt_key(key)} (shape {list(spec.shape)}) is not a "
-                "dim of size 1"
+                f"SqueezeTransform: dim {self.dim} of {fmt_key(key)} (shape {list(spec.shape)}) is not a dim of size 1"
             )
 
     def _transform_leaf_spec(self, spec: TensorSpec, key: NestedKey) -> TensorSpec:

@@ -205,7 +205,7 @@ class StepCounter(Transform):
         state_spec = input_spec["full_state_spec"]
         devices = self.__dict__["_devices"]
         groups = self.__dict__.get("_groups", {})
-        for (count_key, _, done_key, shape), device in zip(plan, devices):
+        for (count_key, _, _done_key, shape), device in zip(plan, devices):
             group = count_key[:-1] if isinstance(count_key, tuple) else ()
             if group and group in groups and state_spec.get(group, None) is None:
                 state_spec[group] = Composite(shape=groups[group], device=device)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDictBase
@@ -241,8 +242,10 @@ class Hash(UnaryTransform):
             ((1, 2), (3, 4))
         """
         if isinstance(hash_tensor, torch.Tensor):
-            return hash_tensor.tolist() if hash_tensor.dim() == 0 else tuple(
-                cls.hash_to_repertoire_key(t) for t in hash_tensor.tolist()
+            return (
+                hash_tensor.tolist()
+                if hash_tensor.dim() == 0
+                else tuple(cls.hash_to_repertoire_key(t) for t in hash_tensor.tolist())
             )
         if isinstance(hash_tensor, list):
             return tuple(cls.hash_to_repertoire_key(t) for t in hash_tensor)

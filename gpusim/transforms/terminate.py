@@ -17,7 +17,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase

@@ -15,7 +15,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from tensordict import TensorDictBase
@@ -98,7 +99,12 @@ class TimeMaxPool(Transform):
     def _ensure_buffer(self, i: int, shape, dtype, device) -> tuple[torch.Tensor, bool]:
         name = f"_pool_buffer_{i}"
         buf = self._buffers.get(name)
-        if buf is not None and buf.shape == torch.Size(shape) and buf.dtype == dtype and buf.device == torch.device(device):
+        if (
+            buf is not None
+            and buf.shape == torch.Size(shape)
+            and buf.dtype == dtype
+            and buf.device == torch.device(device)
+        ):
             return buf, False
         buf = torch.zeros(shape, dtype=dtype, device=device)
         self.register_buffer(name, buf, persistent=False)

@@ -18,7 +18,7 @@ Examples:
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -122,4 +122,6 @@ class Timer(Transform):
             ...
             NotImplementedError: Timer times env resets and steps; it has no offline forward. Use it in a TransformedEnv.
         """
-        raise NotImplementedError("Timer times env resets and steps; it has no offline forward. Use it in a TransformedEnv.")
+        raise NotImplementedError(
+            "Timer times env resets and steps; it has no offline forward. Use it in a TransformedEnv."
+        )

@@ -21,7 +21,8 @@ import fcntl
 import os
 import tempfile
 import weakref
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -40,7 +41,7 @@ class _FileLock:
         self.path = path
         self._fd: int | None = None
 
-    def __enter__(self) -> "_FileLock":
+    def __enter__(self) -> _FileLock:
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         return self
@@ -68,7 +69,7 @@ def _remove(path: str) -> None:
 class _OwnedPath(str):
     """A file path that removes its file when garbage collected (a pickled copy is a plain str)."""
 
-    def __new__(cls, path: str) -> "_OwnedPath":
+    def __new__(cls, path: str) -> _OwnedPath:
         out = super().__new__(cls, path)
         weakref.finalize(out, _remove, str(path))
         return out
@@ -181,7 +182,7 @@ class TrajCounter(Transform):
         self.__dict__["_counter_path"] = path
         self.__dict__["_counter"] = _map_counter(path)
 
-    def clone(self) -> "TrajCounter":
+    def clone(self) -> TrajCounter:
         """A parent-less copy drawing from the same counter.
 
         Examples:

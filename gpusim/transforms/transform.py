@@ -32,7 +32,8 @@ Examples:
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDictBase
@@ -199,8 +200,7 @@ class Transform(nn.Module):
         ``__init__`` of subclasses that map keys one to one)."""
         if len(self.in_keys) != len(self.out_keys):
             raise ValueError(
-                f"{type(self).__name__}: in_keys {self.in_keys} and out_keys {self.out_keys} "
-                "must have the same length"
+                f"{type(self).__name__}: in_keys {self.in_keys} and out_keys {self.out_keys} must have the same length"
             )
         if len(self.in_keys_inv) != len(self.out_keys_inv):
             raise ValueError(
@@ -212,8 +212,7 @@ class Transform(nn.Module):
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         """Forward transform of one tensor (override)."""
         raise NotImplementedError(
-            f"{type(self).__name__} has no forward per-key transform: override "
-            "_apply_transform (or _call/_step/_reset)"
+            f"{type(self).__name__} has no forward per-key transform: override _apply_transform (or _call/_step/_reset)"
         )
 
     @property
@@ -379,8 +378,7 @@ class Transform(nn.Module):
     def _inv_apply_transform(self, state: torch.Tensor) -> torch.Tensor:
         """Inverse transform of one tensor (override)."""
         raise NotImplementedError(
-            f"{type(self).__name__} has no inverse per-key transform: override "
-            "_inv_apply_transform (or _inv_call)"
+            f"{type(self).__name__} has no inverse per-key transform: override _inv_apply_transform (or _inv_call)"
         )
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -434,7 +432,7 @@ class Transform(nn.Module):
         return self._inv_call(tensordict.clone(False))
 
     # ------------------------------------------------------------------ specs
-    def transform_output_spec(self, output_spec: "Composite") -> "Composite":
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
         """Transforms ``output_spec`` (observation, reward and done composites) in place.
 
         The default dispatches to ``transform_observation_spec``, ``transform_reward_spec`` and
@@ -466,7 +464,7 @@ class Transform(nn.Module):
                 output_spec[name] = fn(output_spec[name])
         return output_spec
 
-    def transform_input_spec(self, input_spec: "Composite") -> "Composite":
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
         """Transforms ``input_spec`` (action and state composites) in place.
 
         The default dispatches to ``transform_action_spec`` and ``transform_state_spec``.
@@ -493,7 +491,7 @@ class Transform(nn.Module):
                 input_spec[name] = fn(input_spec[name])
         return input_spec
 
-    def transform_observation_spec(self, observation_spec: "Composite") -> "Composite":
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
         """Transforms the ``full_observation_spec`` Composite (default: unchanged).
 
         Override it to declare the observations a transform adds or changes.
@@ -520,7 +518,7 @@ class Transform(nn.Module):
         """
         return observation_spec
 
-    def transform_reward_spec(self, reward_spec: "Composite") -> "Composite":
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
         """Transforms the ``full_reward_spec`` Composite (default: unchanged).
 
         Args:
@@ -538,7 +536,7 @@ class Transform(nn.Module):
         """
         return reward_spec
 
-    def transform_done_spec(self, done_spec: "Composite") -> "Composite":
+    def transform_done_spec(self, done_spec: Composite) -> Composite:
         """Transforms the ``full_done_spec`` Composite (default: unchanged).
 
         Args:
@@ -556,7 +554,7 @@ class Transform(nn.Module):
         """
         return done_spec
 
-    def transform_action_spec(self, action_spec: "Composite") -> "Composite":
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
         """Transforms the ``full_action_spec`` Composite (default: unchanged).
 
         Args:
@@ -574,7 +572,7 @@ class Transform(nn.Module):
         """
         return action_spec
 
-    def transform_state_spec(self, state_spec: "Composite") -> "Composite":
+    def transform_state_spec(self, state_spec: Composite) -> Composite:
         """Transforms the ``full_state_spec`` Composite (default: unchanged).
 
         Transforms that keep a running value in the tensordict (``StepCounter``, ``RewardSum``)
@@ -629,7 +627,7 @@ class Transform(nn.Module):
         return batch_size
 
     # ------------------------------------------------------------------ container / parent
-    def set_container(self, container: "Transform | EnvBase") -> None:
+    def set_container(self, container: Transform | EnvBase) -> None:
         """Registers the transform in ``container`` (a ``Compose`` or a ``TransformedEnv``).
 
         ``Compose`` and ``TransformedEnv`` call it; users rarely do.
@@ -683,7 +681,7 @@ class Transform(nn.Module):
         self.__dict__["_container"] = None
         self.reset_parent()
 
-    def _env_container(self) -> "EnvBase | None":
+    def _env_container(self) -> EnvBase | None:
         from gpusim.envs.common import EnvBase
 
         container = self.__dict__["_container"]
@@ -692,7 +690,7 @@ class Transform(nn.Module):
         return container
 
     @property
-    def container(self) -> "EnvBase | None":
+    def container(self) -> EnvBase | None:
         """The environment holding the transform (through any ``Compose``), or ``None``.
 
         Examples:
@@ -726,7 +724,7 @@ class Transform(nn.Module):
         container = self.container
         return None if container is None else container.collector
 
-    def _preceding(self) -> tuple["EnvBase", list["Transform"]] | None:
+    def _preceding(self) -> tuple[EnvBase, list[Transform]] | None:
         """``(base_env, transforms before self)`` when the transform belongs to an env."""
         from gpusim.envs.common import EnvBase
 
@@ -746,7 +744,7 @@ class Transform(nn.Module):
         return base_env, before
 
     @property
-    def parent(self) -> "EnvBase | None":
+    def parent(self) -> EnvBase | None:
         """The environment up to (excluding) this transform, or ``None`` without container.
 
         It is a ``TransformedEnv`` of the base env with the transforms that come before this
@@ -774,7 +772,7 @@ class Transform(nn.Module):
         self.__dict__["_parent_cache"] = parent
         return parent
 
-    def clone(self) -> "Transform":
+    def clone(self) -> Transform:
         """A parent-less copy whose buffers and parameters are the same tensors.
 
         Examples:
@@ -823,7 +821,7 @@ class Transform(nn.Module):
     def _set_seed(self, seed: int | None) -> int | None:
         return seed
 
-    def to(self, *args: Any, **kwargs: Any) -> "Transform":
+    def to(self, *args: Any, **kwargs: Any) -> Transform:
         """Moves the transform's buffers (and any device-held state) to a device/dtype.
 
         Args:
@@ -893,4 +891,3 @@ class Transform(nn.Module):
         state["_container"] = None
         state["_parent_cache"] = None
         return state
-

@@ -23,8 +23,9 @@ Examples:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from contextlib import ContextDecorator
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -35,7 +36,7 @@ from gpusim.envs.common import TRANSFORM_HOOKS, EnvBase
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.specs import Composite
 from gpusim.transforms._levels import tget, tset
-from gpusim.transforms.compose import _CallableTransform, Compose
+from gpusim.transforms.compose import Compose, _CallableTransform
 from gpusim.transforms.transform import Transform
 
 __all__ = ["TransformedEnv", "auto_unwrap_transformed_env", "set_auto_unwrap_transformed_env"]
@@ -122,7 +123,7 @@ class set_auto_unwrap_transformed_env(ContextDecorator):
         """
         os.environ[AUTO_UNWRAP_VAR] = str(self.mode)
 
-    def __enter__(self) -> "set_auto_unwrap_transformed_env":
+    def __enter__(self) -> set_auto_unwrap_transformed_env:
         self._previous.append(os.environ.get(AUTO_UNWRAP_VAR))
         self.set()
         return self
@@ -134,15 +135,31 @@ class set_auto_unwrap_transformed_env(ContextDecorator):
         else:
             os.environ[AUTO_UNWRAP_VAR] = previous
 
+
 #: Attribute names never forwarded to the base env (avoids recursion during construction).
 _NO_FALLTHROUGH = frozenset(
     {
-        "_base_env", "base_env", "transform", "__setstate__",
+        "_base_env",
+        "base_env",
+        "transform",
+        "__setstate__",
         # torch.nn.Module's own slots: never the base env's (nn.Module reads them by attribute)
-        "_modules", "_parameters", "_buffers", "_non_persistent_buffers_set", "_backward_pre_hooks",
-        "_backward_hooks", "_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-        "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_state_dict_hooks", "_state_dict_pre_hooks",
-        "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_is_full_backward_hook",
+        "_modules",
+        "_parameters",
+        "_buffers",
+        "_non_persistent_buffers_set",
+        "_backward_pre_hooks",
+        "_backward_hooks",
+        "_forward_hooks",
+        "_forward_hooks_with_kwargs",
+        "_forward_hooks_always_called",
+        "_forward_pre_hooks",
+        "_forward_pre_hooks_with_kwargs",
+        "_state_dict_hooks",
+        "_state_dict_pre_hooks",
+        "_load_state_dict_pre_hooks",
+        "_load_state_dict_post_hooks",
+        "_is_full_backward_hook",
     }
 )
 
@@ -452,7 +469,7 @@ class TransformedEnv(EnvBase):
         self._install_transform(chain)
         return chain
 
-    def append_transform(self, transform: Transform | Callable[[TensorDictBase], TensorDictBase]) -> "TransformedEnv":
+    def append_transform(self, transform: Transform | Callable[[TensorDictBase], TensorDictBase]) -> TransformedEnv:
         """Appends ``transform`` (or a callable on tensordicts) to the chain; returns ``self``.
 
         A single transform becomes a ``Compose`` of it and the new one. Specs are recomputed.
@@ -476,7 +493,9 @@ class TransformedEnv(EnvBase):
         self._as_compose().append(transform)
         return self
 
-    def insert_transform(self, index: int, transform: Transform | Callable[[TensorDictBase], TensorDictBase]) -> "TransformedEnv":
+    def insert_transform(
+        self, index: int, transform: Transform | Callable[[TensorDictBase], TensorDictBase]
+    ) -> TransformedEnv:
         """Inserts ``transform`` at ``index`` of the chain (specs are recomputed); returns ``self``.
 
         Args:
@@ -510,7 +529,9 @@ class TransformedEnv(EnvBase):
         partial = td_in.pop("_step", None) if self._needs_inv else None
         if partial is not None:  # an inverse (ConditionalSkip, MultiAction) selected the rows to step
             return _partial.step_partial(
-                self, partial, td_in.batch_size,
+                self,
+                partial,
+                td_in.batch_size,
                 every=lambda: transform._step(td_seen, self.base_env._step_output(td_in)),
                 some=lambda mask: transform._step(td_seen, self.base_env._step_rows(td_in, mask)),
                 # nothing steps: neither the base env nor the transforms
@@ -644,7 +665,7 @@ class TransformedEnv(EnvBase):
         super().empty_cache()
         self.transform.empty_cache()
 
-    def to(self, *args: Any, **kwargs: Any) -> "TransformedEnv":
+    def to(self, *args: Any, **kwargs: Any) -> TransformedEnv:
         """Moves the base env and the transforms (their buffers) to a device.
 
         Args:

@@ -38,7 +38,8 @@ Examples:
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -50,12 +51,12 @@ from gpusim.kernels import select, vecnorm_normalize, vecnorm_update_, vecnorm_u
 from gpusim.kernels.vecnorm import row_sums
 from gpusim.specs import Composite, Unbounded
 from gpusim.transforms._levels import (
-    tget,
-    tset,
     default_levels,
     done_levels_of,
     reduce_rows,
     reset_mask_for,
+    tget,
+    tset,
 )
 from gpusim.transforms.transform import Transform
 
@@ -253,7 +254,7 @@ class VecNorm(Transform):
 
     @staticmethod
     def build_td_for_shared_vecnorm(
-        env: "EnvBase", keys: Sequence[NestedKey] | None = None, memmap: bool = False
+        env: EnvBase, keys: Sequence[NestedKey] | None = None, memmap: bool = False
     ) -> TensorDictBase:
         """Builds zeroed statistics for ``keys`` of ``env`` in shared memory (or memory-mapped).
 
@@ -318,7 +319,7 @@ class VecNorm(Transform):
         return output_spec
 
     # ------------------------------------------------------------------ data
-    def freeze(self) -> "VecNorm":
+    def freeze(self) -> VecNorm:
         """Stops updating the statistics (normalization only); returns ``self``.
 
         Examples:
@@ -332,7 +333,7 @@ class VecNorm(Transform):
         self.frozen = True
         return self
 
-    def unfreeze(self) -> "VecNorm":
+    def unfreeze(self) -> VecNorm:
         """Resumes updating the statistics; returns ``self``.
 
         Examples:
@@ -450,6 +451,7 @@ class VecNorm(Transform):
                 "Querying state_dict on an uninitialized VecNorm: the state holds no statistics; loading it "
                 "into an initialized VecNorm raises an error.",
                 UserWarning,
+                stacklevel=2,
             )
         return {"stats": None if td is None else td.clone(), "frozen": self.frozen}
 
@@ -472,6 +474,7 @@ class VecNorm(Transform):
                     "VecNorm wasn't initialized and the tensordict is not shared: the loaded statistics are "
                     "private to this process; hand the transform to workers after loading.",
                     UserWarning,
+                    stacklevel=2,
                 )
             self._set_td(loaded.clone())
             return
@@ -489,7 +492,7 @@ class VecNorm(Transform):
             self._set_td(td.apply(fn))
         return out
 
-    def frozen_copy(self) -> "VecNorm":
+    def frozen_copy(self) -> VecNorm:
         """A frozen copy that keeps track of the statistics without updating them (TorchRL's
         documented behaviour): it reads the very tensors this transform updates, so it normalizes
         with the latest statistics (an evaluation env beside a training env).
@@ -572,7 +575,7 @@ class VecNorm(Transform):
 
         return Compose(*norms)
 
-    def clone(self) -> "VecNorm":
+    def clone(self) -> VecNorm:
         out = super().clone()
         out.__dict__["_stats"] = dict(self.__dict__["_stats"])
         return out

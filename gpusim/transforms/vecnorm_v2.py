@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from gpusim.envs._keys import NestedKey, as_tuple as _as_tuple
+from gpusim.envs._keys import NestedKey
+from gpusim.envs._keys import as_tuple as _as_tuple
 from gpusim.transforms._levels import default_levels, reset_mask_for
 from gpusim.transforms.transform import Transform
 
@@ -176,7 +178,9 @@ class VecNormV2(Transform):
     def _moments(self, key: NestedKey) -> tuple[torch.Tensor, torch.Tensor]:
         return self._moments_of(self._loc.get(key), self._var.get(key), self._count.get(key))
 
-    def _moments_of(self, loc: torch.Tensor, var: torch.Tensor, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _moments_of(
+        self, loc: torch.Tensor, var: torch.Tensor, count: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if self.decay < 1.0:
             correction = (1.0 - torch.exp(count.to(loc.dtype) * math.log(self.decay))).clamp_min(
                 torch.finfo(loc.dtype).tiny
@@ -337,12 +341,18 @@ class VecNormV2(Transform):
                 continue
             xf = x if x.dtype.is_floating_point else x.to(torch.get_default_dtype())
             if any(t is None for t in stats):  # a first step or reset: fresh statistics
-                stats = [torch.zeros_like(xf), torch.zeros_like(xf), torch.zeros(x.shape, dtype=torch.int64, device=x.device)]
+                stats = [
+                    torch.zeros_like(xf),
+                    torch.zeros_like(xf),
+                    torch.zeros(x.shape, dtype=torch.int64, device=x.device),
+                ]
             loc, var, count = stats
             if update and not self.frozen:
-                step = torch.ones_like(count) if rows is None else rows.reshape(
-                    *rows.shape, *([1] * (count.ndim - rows.ndim))
-                ).expand_as(count).to(count.dtype)
+                step = (
+                    torch.ones_like(count)
+                    if rows is None
+                    else rows.reshape(*rows.shape, *([1] * (count.ndim - rows.ndim))).expand_as(count).to(count.dtype)
+                )
                 count = count + step
                 if self.decay == 1.0:
                     weight = step.to(xf.dtype) / count.clamp_min(1).to(xf.dtype)
@@ -406,10 +416,7 @@ class VecNormV2(Transform):
         if not self.stateful:
             return self._stateless_reset(tensordict, tensordict_reset)
         levels = default_levels(tensordict_reset.batch_size)
-        full = all(
-            reset_mask_for(tensordict, key, levels, tensordict_reset.batch_size) is None
-            for key in self.in_keys
-        )
+        full = all(reset_mask_for(tensordict, key, levels, tensordict_reset.batch_size) is None for key in self.in_keys)
         mode = self.missing_tolerance
         self.set_missing_tolerance(True)
         try:
@@ -498,7 +505,7 @@ class VecNormV2(Transform):
         return out
 
     # ------------------------------------------------------------------ copies and state
-    def freeze(self) -> "VecNormV2":
+    def freeze(self) -> VecNormV2:
         """Stops the updates (normalization goes on). Returns ``self``.
 
         Examples:
@@ -508,7 +515,7 @@ class VecNormV2(Transform):
         self.frozen = True
         return self
 
-    def unfreeze(self) -> "VecNormV2":
+    def unfreeze(self) -> VecNormV2:
         """Resumes the updates. Returns ``self``.
 
         Examples:
@@ -518,7 +525,7 @@ class VecNormV2(Transform):
         self.frozen = False
         return self
 
-    def clone(self) -> "VecNormV2":
+    def clone(self) -> VecNormV2:
         """A detached copy with its own copy of the statistics.
 
         Examples:
@@ -534,7 +541,7 @@ class VecNormV2(Transform):
             out._loc, out._var, out._count = self._loc.clone(), self._var.clone(), self._count.clone()
         return out
 
-    def frozen_copy(self) -> "VecNormV2":
+    def frozen_copy(self) -> VecNormV2:
         """A frozen copy with its own statistics (for evaluation).
 
         Raises:
@@ -586,6 +593,7 @@ class VecNormV2(Transform):
                 "Querying state_dict on an uninitialized VecNorm: the state holds no statistics; loading it "
                 "into an initialized VecNorm raises an error.",
                 UserWarning,
+                stacklevel=2,
             )
             return {}
         return TensorDict(loc=self._loc, var=self._var, count=self._count).flatten_keys(_SEP).to_dict()
@@ -605,6 +613,7 @@ class VecNormV2(Transform):
                 "VecNorm wasn't initialized and the tensordict is not shared: the loaded statistics are "
                 "moved to shared memory; hand the transform to workers after loading.",
                 UserWarning,
+                stacklevel=2,
             )
             td.share_memory_()
         # the loaded tensors become the statistics (as in TorchRL): a transform loaded from another's

@@ -47,12 +47,22 @@ def test_one_line_per_skipped_peer_across_envs() -> None:
     lines: list[str] = []
     # the peers that do not load JAX (EnvPool, gymnax and Brax would start JAX's threads in this
     # process, which also runs the tests that fork; they run in tests/jax)
-    cfg = CompareConfig(envs=("TicTacToe-v0", "Pendulum-v1"), batches=(2, 4), steps=2, repeats=1, gpusim=("eager",),
-                        devices=("cpu",), peers=("torchrl", "gymnasium", "vmas"))
+    cfg = CompareConfig(
+        envs=("TicTacToe-v0", "Pendulum-v1"),
+        batches=(2, 4),
+        steps=2,
+        repeats=1,
+        gpusim=("eager",),
+        devices=("cpu",),
+        peers=("torchrl", "gymnasium", "vmas"),
+    )
     result = run_compare(cfg, log=lines.append)
     rows = result["rows"]
     assert {(r["env"], r["batch"]) for r in rows if r["contender"] == "gpusim eager"} == {
-        ("TicTacToe-v0", 2), ("TicTacToe-v0", 4), ("Pendulum-v1", 2), ("Pendulum-v1", 4)
+        ("TicTacToe-v0", 2),
+        ("TicTacToe-v0", 4),
+        ("Pendulum-v1", 2),
+        ("Pendulum-v1", 4),
     }
     skipped = result["skipped"]
     keys = [(s["contender"], s["reason"]) for s in skipped]
@@ -69,8 +79,15 @@ def test_one_line_per_skipped_peer_across_envs() -> None:
 
 
 def test_compiled_contender_reports_compile_time_apart() -> None:
-    cfg = CompareConfig(batches=(4,), steps=3, repeats=1, gpusim=("compiled",), peers=(),
-                        compile_options={"steps_per_call": 1}, threads=1)
+    cfg = CompareConfig(
+        batches=(4,),
+        steps=3,
+        repeats=1,
+        gpusim=("compiled",),
+        peers=(),
+        compile_options={"steps_per_call": 1},
+        threads=1,
+    )
     (row,) = run_compare(cfg, log=lambda line: None)["rows"]
     assert row["contender"] == "gpusim compiled" and row["compile_s"] > 0
     assert row["warmup_s"] >= row["compile_s"] and row["best"] > 0

@@ -19,8 +19,16 @@ def test_mpe_ids_map_to_vmas_scenarios() -> None:
 
 def test_tiny_sweep_of_mpe_ids_with_vmas_peers() -> None:
     lines: list[str] = []
-    cfg = CompareConfig(envs=("MPE/simple_spread-v0", "MPE/simple_tag-v0"), batches=(2, 4), steps=2, repeats=1,
-                        gpusim=("eager",), devices=("cpu",), peers=("vmas", "vmasenv", "gymnasium"), threads=1)
+    cfg = CompareConfig(
+        envs=("MPE/simple_spread-v0", "MPE/simple_tag-v0"),
+        batches=(2, 4),
+        steps=2,
+        repeats=1,
+        gpusim=("eager",),
+        devices=("cpu",),
+        peers=("vmas", "vmasenv", "gymnasium"),
+        threads=1,
+    )
     result = run_compare(cfg, log=lines.append)
     ran = {(r["contender"], r["env"], r["batch"]) for r in result["rows"]}
     for env in cfg.envs:

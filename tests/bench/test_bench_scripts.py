@@ -63,8 +63,9 @@ def test_collection_unknown_contender_is_named(collection):
 
 def test_collection_tiny_run(collection, capsys):
     only = "gs-parallel,gs-pool,gs-vec,gs-vec-async,gymnasium"
-    results = collection.main(["--envs", "pendulum", "--workers", "2", "--frames", "20", "--steps", "5",
-                               "--rounds", "1", "--only", only])
+    results = collection.main(
+        ["--envs", "pendulum", "--workers", "2", "--frames", "20", "--steps", "5", "--rounds", "1", "--only", only]
+    )
     rates = results[("pendulum", 2)]
     assert set(rates) == set(only.split(",")) and all(rate > 0 for rate in rates.values())
     out = capsys.readouterr().out
@@ -73,8 +74,22 @@ def test_collection_tiny_run(collection, capsys):
 
 def test_collection_tiny_breakout_run(collection, capsys):
     pytest.importorskip("ale_py")
-    results = collection.main(["--envs", "breakout", "--workers", "2", "--frames", "10", "--steps", "5",
-                               "--rounds", "1", "--only", "gs-parallel,gs-vec,gymnasium"])
+    results = collection.main(
+        [
+            "--envs",
+            "breakout",
+            "--workers",
+            "2",
+            "--frames",
+            "10",
+            "--steps",
+            "5",
+            "--rounds",
+            "1",
+            "--only",
+            "gs-parallel,gs-vec,gymnasium",
+        ]
+    )
     assert all(rate > 0 for rate in results[("breakout", 2)].values())
     assert "ale-py's vector env: 84x84x4 grayscale" in capsys.readouterr().out
 

@@ -42,7 +42,10 @@ def _join(rank: int, world_size: int, store: str, out: str) -> None:
     ranks build first, waits for the other rank, then writes ``<out>/ready<rank>``."""
     torch.set_num_threads(1)
     dist.init_process_group(
-        "gloo", init_method=f"file://{store}", rank=rank, world_size=world_size,
+        "gloo",
+        init_method=f"file://{store}",
+        rank=rank,
+        world_size=world_size,
         timeout=datetime.timedelta(seconds=JOIN_TIMEOUT),
     )
     gs.make("CartPole-v1", num_envs=2).rollout(2)  # lazy imports and first calls, before the barrier
@@ -66,16 +69,26 @@ def main(rank: int, world_size: int, store: str, out: str) -> None:
     result = {}
     policy, net = _policy(rank)
     collector = DistributedSyncDataCollector(
-        make_env, policy, num_envs=N_LOCAL * world_size, frames_per_batch=N_LOCAL * T * world_size,
-        total_frames=2 * N_LOCAL * T * world_size, seed=0, timeout=TIMEOUT,
+        make_env,
+        policy,
+        num_envs=N_LOCAL * world_size,
+        frames_per_batch=N_LOCAL * T * world_size,
+        total_frames=2 * N_LOCAL * T * world_size,
+        seed=0,
+        timeout=TIMEOUT,
     )
     result["weights_start"] = {k: v.clone() for k, v in net.state_dict().items()}
     batches, stats = [], []
     for data in collector:
-        batches.append(data.select("observation", ("next", "observation"), ("next", "done"), ("collector", "traj_ids")).clone())
+        batches.append(
+            data.select("observation", ("next", "observation"), ("next", "done"), ("collector", "traj_ids")).clone()
+        )
         stats.append(_stats(collector.env))
         if "episodes" not in result:  # (a collective: every rank calls it)
-            result["episodes"], result["local_episodes"] = collector.episode_stats(), collector.collector.episode_stats()
+            result["episodes"], result["local_episodes"] = (
+                collector.episode_stats(),
+                collector.collector.episode_stats(),
+            )
     result["batches"], result["stats"] = batches, stats
     if rank == 0:
         with torch.no_grad():
@@ -85,11 +98,19 @@ def main(rank: int, world_size: int, store: str, out: str) -> None:
     collector.shutdown()
 
     gathered = DistributedSyncDataCollector(
-        gs.make, num_envs=N_LOCAL * world_size, create_env_kwargs={"env_id": "CartPole-v1"},
-        frames_per_batch=N_LOCAL * 3 * world_size, total_frames=N_LOCAL * 3 * world_size, seed=10, gather=True, timeout=TIMEOUT,
+        gs.make,
+        num_envs=N_LOCAL * world_size,
+        create_env_kwargs={"env_id": "CartPole-v1"},
+        frames_per_batch=N_LOCAL * 3 * world_size,
+        total_frames=N_LOCAL * 3 * world_size,
+        seed=10,
+        gather=True,
+        timeout=TIMEOUT,
         group=dist.new_group(list(range(world_size))),  # a group given (not the default one)
     )
-    result["gathered"] = [None if d is None else d.select("observation", ("collector", "traj_ids")).clone() for d in gathered]
+    result["gathered"] = [
+        None if d is None else d.select("observation", ("collector", "traj_ids")).clone() for d in gathered
+    ]
     gathered.shutdown()
 
     norm = gs.ObservationNorm(in_keys=["observation"], standard_normal=True)
@@ -123,8 +144,14 @@ def failing_peer(rank: int, world_size: int, store: str, out: str, mode: str) ->
     _join(rank, world_size, store, out)
     group = dist.new_group(list(range(world_size)), timeout=datetime.timedelta(seconds=FAIL_TIMEOUT))
     collector = DistributedSyncDataCollector(
-        gs.make, _policy(rank)[0], num_envs=2 * world_size, create_env_kwargs={"env_id": "CartPole-v1"},
-        frames_per_batch=4 * world_size, seed=0, timeout=FAIL_TIMEOUT, group=group,
+        gs.make,
+        _policy(rank)[0],
+        num_envs=2 * world_size,
+        create_env_kwargs={"env_id": "CartPole-v1"},
+        frames_per_batch=4 * world_size,
+        seed=0,
+        timeout=FAIL_TIMEOUT,
+        group=group,
     )
     collector.next()
     if mode == "watchdog":  # fire before gloo's own timeout: the watchdog ends rank 0 (status 124)

@@ -236,7 +236,9 @@ def test_plain_module_policy_reads_observations_and_writes_actions():
 
 def test_split_trajs_pads_trajectories():
     env = gs.make("CartPole-v1", num_envs=3, seed=0)
-    collector = Collector(env, lambda td: td.set("action", torch.zeros(3, dtype=torch.long)), frames_per_batch=3 * 25, split_trajs=True)
+    collector = Collector(
+        env, lambda td: td.set("action", torch.zeros(3, dtype=torch.long)), frames_per_batch=3 * 25, split_trajs=True
+    )
     data = collector.next()
     mask = data["collector", "mask"]
     assert data.batch_size[0] > 3 and mask.sum() == 75
@@ -257,7 +259,10 @@ def test_factory_kwargs_postproc_seed_and_shutdown():
         return gs.make("CartPole-v1", num_envs=num_envs, seed=0)
 
     collector = Collector(
-        factory, _balance, frames_per_batch=10, create_env_kwargs={"num_envs": 2},
+        factory,
+        _balance,
+        frames_per_batch=10,
+        create_env_kwargs={"num_envs": 2},
         postproc=lambda td: td.set("extra", torch.ones(td.shape)),
     )
     assert made == [2] and collector.next()["extra"].shape == torch.Size([2, 5])

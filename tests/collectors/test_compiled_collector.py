@@ -140,9 +140,20 @@ def test_layout_order_depends_on_the_key_set_only():
     from gpusim.envs.compiled import _canonical
 
     flag = torch.zeros(2, 1, dtype=torch.bool)
-    one = TensorDict({"b": torch.zeros(2), "done": flag, "terminated": flag, "g": {"z": torch.ones(2, 3, 1), "y": torch.ones(2, 3)}}, [2])
+    one = TensorDict(
+        {"b": torch.zeros(2), "done": flag, "terminated": flag, "g": {"z": torch.ones(2, 3, 1), "y": torch.ones(2, 3)}},
+        [2],
+    )
     one["g"].batch_size = [2, 3]
-    other = TensorDict({"g": {"y": torch.ones(2, 3), "z": torch.ones(2, 3, 1)}, "terminated": flag.clone(), "b": torch.zeros(2), "done": flag}, [2])
+    other = TensorDict(
+        {
+            "g": {"y": torch.ones(2, 3), "z": torch.ones(2, 3, 1)},
+            "terminated": flag.clone(),
+            "b": torch.zeros(2),
+            "done": flag,
+        },
+        [2],
+    )
     other["g"].batch_size = [2, 3]
     keys, spec = _canonical(one)
     assert keys == _canonical(other)[0]

@@ -32,8 +32,12 @@ class Plain(EnvBase):
         count = td["count"] + 1
         rows = int(count) + 1 if self.grow else 1
         out = TensorDict(
-            {"obs": torch.ones(rows, 2) * count, "count": count, "reward": torch.ones(1),
-             "done": torch.zeros(1, dtype=torch.bool)},
+            {
+                "obs": torch.ones(rows, 2) * count,
+                "count": count,
+                "reward": torch.ones(1),
+                "done": torch.zeros(1, dtype=torch.bool),
+            },
             [],
         )
         out.set_non_tensor("text", f"step {int(count)}")

@@ -152,8 +152,13 @@ def test_transform_chains_copy_and_pickle_with_their_containers():
     def make():
         return TransformedEnv(
             gs.CartPoleEnv(batch_size=[4], seed=2, auto_reset_mode="masked"),
-            Compose(StepCounter(max_steps=3), RewardSum(), InitTracker(), CatFrames(2, dim=-1, in_keys=["observation"]),
-                    VecNorm(in_keys=["observation"], decay=0.99)),
+            Compose(
+                StepCounter(max_steps=3),
+                RewardSum(),
+                InitTracker(),
+                CatFrames(2, dim=-1, in_keys=["observation"]),
+                VecNorm(in_keys=["observation"], decay=0.99),
+            ),
         )
 
     def policy(td):

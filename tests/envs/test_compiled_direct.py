@@ -153,7 +153,8 @@ def test_default_inductor_options_and_the_callers_prevail():
 
     env = CartPoleEnv(batch_size=[4])
     assert CompiledRollout(env, verbose=False).compile_kwargs["options"] == {
-        "size_asserts": False, "cpp.enable_tiling_heuristics": False,
+        "size_asserts": False,
+        "cpp.enable_tiling_heuristics": False,
     }
     runner = CompiledRollout(env, verbose=False, options={"cpp.enable_tiling_heuristics": True})
     assert runner.compile_kwargs["options"]["cpp.enable_tiling_heuristics"] is True

@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from gpusim import _torch_internals as internals
-from gpusim.envs import compiled
 from gpusim.envs.compiled import CompiledRollout
 from gpusim.envs.native import CartPoleEnv
 from gpusim.transforms import StepCounter, TransformedEnv
@@ -63,12 +62,16 @@ def test_fallback_functions_take_the_public_way(monkeypatch):
     assert internals.entry_function(test_fallback_functions_take_the_public_way, lambda graph: True) is None
     # public torch.compile options (listed by torch._inductor.list_options()): kept, same numerics
     assert sorted(internals.inductor_options(skip_size_asserts=True, cpu_strided_vectorize=True)) == [
-        "cpp.enable_tiling_heuristics", "size_asserts"]
+        "cpp.enable_tiling_heuristics",
+        "size_asserts",
+    ]
     with internals.skip_guards():  # a no-op context
         pass
     runner = CompiledRollout(CartPoleEnv(batch_size=[2]), verbose=False)
     assert not runner._direct and runner._backend is None
-    cuda_runner = SimpleNamespace(env=SimpleNamespace(device=torch.device("cuda"), batch_size=torch.Size([2])), mode=None)
+    cuda_runner = SimpleNamespace(
+        env=SimpleNamespace(device=torch.device("cuda"), batch_size=torch.Size([2])), mode=None
+    )
     with pytest.raises(ValueError, match="torch internals are off"):  # (the check reads no GPU)
         CompiledRollout._wants_cuda_graphs(cuda_runner, True, {})
     assert CompiledRollout._wants_cuda_graphs(cuda_runner, None, {}) is False

@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from gpusim.envs.native import CartPoleEnv
-
 from tests.envs.toy_envs import NestedCountingEnv, StatelessCounter
 
 
@@ -289,7 +288,10 @@ def test_compiled_reset_noise_by_columns_equals_eager(num, bits):
 
     assert _rng.COLHASH
     torch._dynamo.reset()
-    eager, compiled = _rng.CounterRNG((5,), num=num, seed=7, bits=bits), _rng.CounterRNG((5,), num=num, seed=7, bits=bits)
+    eager, compiled = (
+        _rng.CounterRNG((5,), num=num, seed=7, bits=bits),
+        _rng.CounterRNG((5,), num=num, seed=7, bits=bits),
+    )
     mask = torch.tensor([True, False, True, True, False])
     draw = torch.compile(lambda m: compiled.reset_uniform_range(-0.05, 0.05, mask=m), fullgraph=True)
     for _ in range(2):

@@ -9,7 +9,6 @@ import torch
 
 from gpusim.envs.compiled import CUDA_GRAPHS_UP_TO, CompiledRollout
 from gpusim.envs.native import CartPoleEnv, PendulumEnv
-
 from tests.envs.test_compiled_rollout import _assert_close, _balance, _eager_loop
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -207,7 +206,9 @@ def test_a_changed_env_constant_or_replaced_tensor_is_seen():
     rng.counter.copy_(state)
     eager, _ = _eager_loop(env, start, 10, policy=runner.policy)
     torch.testing.assert_close(torch.cat(parts, -1)["action"], eager["action"])
-    torch.testing.assert_close(torch.cat(parts, -1)["next", "observation"], eager["next", "observation"], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        torch.cat(parts, -1)["next", "observation"], eager["next", "observation"], rtol=1e-5, atol=1e-5
+    )
 
 
 @cuda

@@ -11,7 +11,6 @@ from gpusim.envs import SerialEnv, check_env_specs
 from gpusim.envs.native import CartPoleEnv
 from gpusim.specs import Composite, NonTensor
 from gpusim.transforms import ConditionalSkip, StepCounter, Transform, TransformedEnv
-
 from tests.envs.toy_envs import CountingEnv
 
 

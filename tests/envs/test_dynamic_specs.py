@@ -144,4 +144,3 @@ def test_merge_rows_row_by_row_on_lazy_stacks():
     )
     merge_rows(new, old, torch.tensor([[True, False], [False, True]]))
     assert new[0]["x"][:, 0].tolist() == [0.0, 1.0] and new[1]["x"][:, 0].tolist() == [1.0, 0.0]
-

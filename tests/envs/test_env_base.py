@@ -10,7 +10,6 @@ from tensordict import LazyStackedTensorDict, TensorDict
 import gpusim as gs
 from gpusim.envs._seeding import next_seed
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
-
 from tests.envs.toy_envs import CountingEnv, NestedCountingEnv, StatelessCounter, ZeroEnv
 
 BATCHES = [(), (1,), (7,), (3, 4)]
@@ -305,7 +304,14 @@ def test_fake_tensordict_and_rand_step(B):
     env = StatelessCounter(batch_size=B)
     fake = env.fake_tensordict()
     assert fake.batch_size == torch.Size(B)
-    assert set(fake.keys(True, True)) >= {"observation", "state", "action", "done", ("next", "reward"), ("next", "state")}
+    assert set(fake.keys(True, True)) >= {
+        "observation",
+        "state",
+        "action",
+        "done",
+        ("next", "reward"),
+        ("next", "state"),
+    }
     td = env.rand_step()
     assert ("next", "observation") in td.keys(True, True)
     assert env.action_spec.is_in(env.rand_action()["action"])

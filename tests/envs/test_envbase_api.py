@@ -13,7 +13,6 @@ from tensordict import TensorDict, TensorDictBase
 
 import gpusim as gs
 from gpusim.specs import Categorical, Composite, Unbounded
-
 from tests.envs.toy_envs import CountingEnv, NestedCountingEnv, StatelessCounter
 
 
@@ -61,7 +60,9 @@ def test_unbatched_setter_before_init():
             return TensorDict({"x": torch.zeros(3, 2)}, [3])
 
         def _step(self, td):
-            return TensorDict({"x": torch.ones(3, 2), "reward": torch.zeros(3, 1), "done": torch.zeros(3, 1, dtype=torch.bool)}, [3])
+            return TensorDict(
+                {"x": torch.ones(3, 2), "reward": torch.zeros(3, 1), "done": torch.zeros(3, 1, dtype=torch.bool)}, [3]
+            )
 
         def _set_seed(self, seed):
             pass

@@ -79,7 +79,9 @@ def test_nested_reset_entries_are_checked_with_their_key():
 def test_done_masks_read_truncated_and_root_prevails():
     done = Composite(done=_flag((3, 1)), truncated=_flag((3, 1)), shape=(3,))
     plan = EpisodePlan(done, torch.Size([3]))
-    td = TensorDict({"done": torch.tensor([[True], [False], [False]]), "truncated": torch.tensor([[False], [True], [False]])}, [3])
+    td = TensorDict(
+        {"done": torch.tensor([[True], [False], [False]]), "truncated": torch.tensor([[False], [True], [False]])}, [3]
+    )
     assert plan.done_masks(td).env_rows().tolist() == [True, True, False]
     with pytest.raises(KeyError, match="no 'done' entry"):
         plan.done_masks(TensorDict({}, [3]))
@@ -179,7 +181,9 @@ def test_partial_resets_cross_every_fast_path_threshold(batch):
 
 def test_compiled_rollout_equals_both_eager_modes():
     def env(mode):
-        return TransformedEnv(gs.CartPoleEnv(batch_size=[64], seed=3, auto_reset_mode=mode), Compose(StepCounter(10), RewardSum()))
+        return TransformedEnv(
+            gs.CartPoleEnv(batch_size=[64], seed=3, auto_reset_mode=mode), Compose(StepCounter(10), RewardSum())
+        )
 
     compiled = env("sparse").rollout(30, _balance, break_when_any_done=False, compile={"steps_per_call": 1})
     for mode in ("sparse", "masked"):
@@ -218,7 +222,9 @@ class _Spy(Transform):
 @pytest.mark.parametrize("mode", ["sparse", "masked"])
 def test_transforms_see_previous_data_in_rows_not_reset(batch, mode):
     spy = _Spy()
-    env = TransformedEnv(gs.CartPoleEnv(batch_size=[batch], seed=0, auto_reset_mode=mode), Compose(spy, VecNorm(in_keys=["observation"])))
+    env = TransformedEnv(
+        gs.CartPoleEnv(batch_size=[batch], seed=0, auto_reset_mode=mode), Compose(spy, VecNorm(in_keys=["observation"]))
+    )
     td = env.reset()
     for _ in range(15):
         _, td = env.step_and_maybe_reset(env.rand_action(td))
@@ -231,7 +237,14 @@ def test_transforms_see_previous_data_in_rows_not_reset(batch, mode):
 def test_rollout_callback_sees_finite_data():
     seen = []
     env = _full_chain(300, "sparse")
-    env.rollout(10, _balance, callback=lambda e, td: seen.append(all(torch.isfinite(v).all() for v in td.values(True, True) if v.is_floating_point())), break_when_any_done=False)
+    env.rollout(
+        10,
+        _balance,
+        callback=lambda e, td: seen.append(
+            all(torch.isfinite(v).all() for v in td.values(True, True) if v.is_floating_point())
+        ),
+        break_when_any_done=False,
+    )
     assert seen and all(seen)
 
 
@@ -239,7 +252,9 @@ def test_rollout_callback_sees_finite_data():
 def test_noop_reset_is_rejected_on_a_batched_host_backed_env():
     venv = gs.GymEnv("CartPole-v1", num_envs=3)
     env = TransformedEnv(venv, NoopResetEnv(3))  # attaching is allowed (as in TorchRL); resetting is not
-    with pytest.raises(ValueError, match=r"batch-size is non-null \(\[3\]\) .* the parent GymEnv cannot step some rows"):
+    with pytest.raises(
+        ValueError, match=r"batch-size is non-null \(\[3\]\) .* the parent GymEnv cannot step some rows"
+    ):
         env.reset()
     serial = TransformedEnv(gs.SerialEnv(2, lambda: gs.GymEnv("CartPole-v1")), NoopResetEnv(3))
     with pytest.raises(ValueError, match="the parent SerialEnv cannot step some rows"):

@@ -13,9 +13,7 @@ import gpusim as gs
 
 def _policy():
     loc_scale = TensorDictModule(lambda obs: (obs, torch.ones_like(obs)), in_keys=["obs"], out_keys=["loc", "scale"])
-    sampler = ProbabilisticTensorDictModule(
-        in_keys=["loc", "scale"], out_keys=["action"], distribution_class=Normal
-    )
+    sampler = ProbabilisticTensorDictModule(in_keys=["loc", "scale"], out_keys=["action"], distribution_class=Normal)
     return TensorDictSequential(loc_scale, sampler)
 
 

@@ -72,9 +72,7 @@ def test_no_other_module_touches_the_private_api():
     root = pathlib.Path(gs.__file__).parent
     pattern = re.compile(r"_new_unsafe|\._tensordict\b")
     offenders = [
-        str(p.relative_to(root))
-        for p in root.rglob("*.py")
-        if p.name != "_fasttd.py" and pattern.search(p.read_text())
+        str(p.relative_to(root)) for p in root.rglob("*.py") if p.name != "_fasttd.py" and pattern.search(p.read_text())
     ]
     assert offenders == []
 
@@ -86,8 +84,22 @@ def test_fast_get_path_equals_get():
 
     inner_td = TensorDict({"reward": torch.ones(3, 1), "deep": {"x": torch.zeros(3)}}, [3])
     td = TensorDict({"agents": inner_td, "obs": torch.zeros(())}, [])
-    td.set("lazy", LazyStackedTensorDict.lazy_stack([TensorDict({"a": torch.ones(1)}, []), TensorDict({"a": torch.zeros(1)}, [])], 0))
-    for key in ["obs", ("obs",), ("agents", "reward"), ("agents", "deep", "x"), ("agents", "nope"), "nope", ("lazy", "a"), ("nope", "x")]:
+    td.set(
+        "lazy",
+        LazyStackedTensorDict.lazy_stack(
+            [TensorDict({"a": torch.ones(1)}, []), TensorDict({"a": torch.zeros(1)}, [])], 0
+        ),
+    )
+    for key in [
+        "obs",
+        ("obs",),
+        ("agents", "reward"),
+        ("agents", "deep", "x"),
+        ("agents", "nope"),
+        "nope",
+        ("lazy", "a"),
+        ("nope", "x"),
+    ]:
         got, ref = fast_get_path(td, key), td.get(key, None)
         assert (got is None and ref is None) or torch.equal(got, ref), key
     assert fast_get_path(td, ("agents",)) is td.get("agents")

@@ -22,8 +22,9 @@ class _Count(EnvBase):
         return TensorDict({"count": torch.zeros(2, 1)}, [2])
 
     def _step(self, td):
-        return TensorDict({"count": td["count"] + 1, "reward": torch.ones(2, 1),
-                           "done": torch.zeros(2, 1, dtype=torch.bool)}, [2])
+        return TensorDict(
+            {"count": td["count"] + 1, "reward": torch.ones(2, 1), "done": torch.zeros(2, 1, dtype=torch.bool)}, [2]
+        )
 
     def _set_seed(self, seed):
         pass

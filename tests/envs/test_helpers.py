@@ -8,8 +8,7 @@ import torch
 from tensordict import TensorDict
 
 import gpusim as gs
-from gpusim.specs import Bounded, Categorical, Composite, OneHot, Unbounded
-
+from gpusim.specs import Bounded, Categorical, Composite, OneHot
 from tests.envs.toy_envs import CountingEnv, NestedCountingEnv, StatelessCounter
 
 

@@ -68,9 +68,7 @@ def test_heterogeneous_action_of_the_wrong_size_or_dtype_is_named():
         env.step(td)
     td = env.rand_action(env.reset())
     wrong = [a.double() for a in td.get(("agents", "action"), as_list=True)]
-    td["agents"] = LazyStackedTensorDict.lazy_stack(
-        [TensorDict({"action": w}, [2]) for w in wrong], 1
-    )
+    td["agents"] = LazyStackedTensorDict.lazy_stack([TensorDict({"action": w}, [2]) for w in wrong], 1)
     with pytest.raises(TypeError, match="part 0 .* dtype torch.float64, expected torch.float32"):
         env.step(td)
 

@@ -30,7 +30,9 @@ class Tally(EnvBase):
 
     def _step(self, td):
         self.n += 1
-        return TensorDict({"n": self.n.clone(), "reward": torch.zeros(2, 1), "done": torch.zeros(2, 1, dtype=torch.bool)}, [2])
+        return TensorDict(
+            {"n": self.n.clone(), "reward": torch.zeros(2, 1), "done": torch.zeros(2, 1, dtype=torch.bool)}, [2]
+        )
 
     def _set_seed(self, seed):
         pass

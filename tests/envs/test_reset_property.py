@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tensordict import TensorDict
 
 from gpusim.envs.common import EnvBase
 from gpusim.specs import Categorical, Composite, Unbounded
@@ -58,9 +57,7 @@ def test_random_nested_masks_match_reference(case):
     B, groups, root_done, seed, use_root, use_groups = case
     env = GroupEnv(B, groups, root_done)
     g = torch.Generator().manual_seed(seed)
-    prev = env.fake_tensordict().exclude("next").apply(
-        lambda t: torch.randint(1, 9, t.shape, generator=g).to(t.dtype)
-    )
+    prev = env.fake_tensordict().exclude("next").apply(lambda t: torch.randint(1, 9, t.shape, generator=g).to(t.dtype))
     masks = {}
     if use_root:
         masks[()] = torch.rand((*B, 1), generator=g) < 0.5

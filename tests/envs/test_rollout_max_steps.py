@@ -10,7 +10,9 @@ import torch
 from tests.envs.toy_envs import CountingEnv
 
 
-@pytest.mark.parametrize("steps", [5, np.int64(5), np.int32(5), np.uint8(5), torch.tensor(5), torch.tensor(5, dtype=torch.int32)])
+@pytest.mark.parametrize(
+    "steps", [5, np.int64(5), np.int32(5), np.uint8(5), torch.tensor(5), torch.tensor(5, dtype=torch.int32)]
+)
 def test_integral_scalars_are_accepted(steps):
     env = CountingEnv(batch_size=(3,))
     td = env.rollout(steps, break_when_any_done=False)

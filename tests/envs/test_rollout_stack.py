@@ -25,7 +25,11 @@ def _steps(n_steps: int, rows: int, seed: int = 0) -> list[TensorDict]:
         )
         steps.append(
             TensorDict(
-                {"action": torch.randint(0, 5, (rows,), generator=gen), "obs": torch.randn(rows, 4, generator=gen), "next": nxt},
+                {
+                    "action": torch.randint(0, 5, (rows,), generator=gen),
+                    "obs": torch.randn(rows, 4, generator=gen),
+                    "next": nxt,
+                },
                 [rows],
             )
         )
@@ -54,7 +58,7 @@ def test_large_stack_matches_torch_stack():
 def test_wide_element_interleave_is_bit_exact():
     rows, gen = 30_000, torch.Generator().manual_seed(4)
     steps = []
-    for t in range(12):
+    for _t in range(12):
         nan_bits = torch.randint(-(2**31), 2**31 - 1, (rows, 4), generator=gen, dtype=torch.int32)
         base = torch.randn(rows + 1, 6, generator=gen)
         steps.append(
@@ -125,7 +129,9 @@ def _assert_flat_same(a, b):
 def test_leaves_requiring_grad_keep_autograd():
     """``out=`` stacking does not support autograd: such steps go through ``torch.stack``."""
     w = torch.ones(4, requires_grad=True)
-    steps = [TensorDict({"logits": torch.randn(40_000, 4) * w, "obs": torch.randn(40_000, 4)}, [40_000]) for _ in range(3)]
+    steps = [
+        TensorDict({"logits": torch.randn(40_000, 4) * w, "obs": torch.randn(40_000, 4)}, [40_000]) for _ in range(3)
+    ]
     out = stack_steps(steps, 1)
     assert out["logits"].requires_grad and out["logits"].grad_fn is not None
     out["logits"].sum().backward()
@@ -256,4 +262,3 @@ def test_carried_leaves_keep_torch_stack_errors_and_autograd():
     out = stack_steps_cpu(steps, 1)
     assert "Stack" in type(out["obs"].grad_fn).__name__  # torch.stack's graph, not a copy into a cached buffer
     assert torch.equal(out["obs"].detach(), torch.stack(steps, 1)["obs"].detach())
-

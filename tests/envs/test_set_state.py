@@ -13,7 +13,6 @@ from tensordict import TensorDict
 from gpusim.envs import SerialEnv
 from gpusim.envs.episode import resolve_set_state
 from gpusim.transforms import StepCounter, TransformedEnv
-
 from tests.envs.toy_envs import CountingEnv, StatelessCounter
 
 
@@ -126,7 +125,9 @@ def test_run_type_checks_refuses_an_output_of_another_dtype():
     env.run_type_checks = True
     env.output_spec.unlock_()
     env.output_spec["full_done_spec", "done"].dtype = torch.int32
-    with pytest.raises(TypeError, match=r"'done': expected done.dtype to be torch.int32 \(its spec's\) but got torch.bool"):
+    with pytest.raises(
+        TypeError, match=r"'done': expected done.dtype to be torch.int32 \(its spec's\) but got torch.bool"
+    ):
         env.reset()
 
 

@@ -47,8 +47,12 @@ def _same_td(a, b):
     ],
 )
 def test_flat_merge_equals_the_general_merge(monkeypatch, root_exclude, root_include, next_exclude):
-    nxt = TensorDict({"obs": torch.ones(2, 3), "reward": torch.ones(2, 1), "done": torch.zeros(2, 1, dtype=torch.bool)}, [2])
-    root = TensorDict({"obs": torch.zeros(2, 3), "action": torch.zeros(2), "hidden": torch.ones(2, 4), "next": nxt}, [2])
+    nxt = TensorDict(
+        {"obs": torch.ones(2, 3), "reward": torch.ones(2, 1), "done": torch.zeros(2, 1, dtype=torch.bool)}, [2]
+    )
+    root = TensorDict(
+        {"obs": torch.zeros(2, 3), "action": torch.zeros(2), "hidden": torch.ones(2, 4), "next": nxt}, [2]
+    )
     args = (root, nxt, root_exclude, root_include, next_exclude)
     flat = _fasttd._merge_flat(*args)
     assert flat is not None
@@ -75,7 +79,8 @@ def _plans():
     root = EpisodePlan(Composite(done=_flag((3, 1)), shape=(3,)), torch.Size([3]))
     trunc = EpisodePlan(Composite(done=_flag((3, 1)), truncated=_flag((3, 1)), shape=(3,)), torch.Size([3]))
     nested = EpisodePlan(
-        Composite(done=_flag((3, 1)), agents=Composite(done=_flag((3, 2, 1)), shape=(3, 2)), shape=(3,)), torch.Size([3])
+        Composite(done=_flag((3, 1)), agents=Composite(done=_flag((3, 2, 1)), shape=(3, 2)), shape=(3,)),
+        torch.Size([3]),
     )
     return root, trunc, nested
 
@@ -104,10 +109,17 @@ def test_sparse_done_masks_agree_with_done_masks(seed):
         (root, TensorDict({"done": flags(3)}, [3])),  # the mask's size in another shape
         (trunc, TensorDict({"done": flags(3, 1), "truncated": flags(3, 1)}, [3])),
         (trunc, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool), "truncated": flags(3, 1)}, [3])),
-        (trunc, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool), "truncated": torch.ones(3, 1, dtype=torch.bool)}, [3])),
+        (
+            trunc,
+            TensorDict(
+                {"done": torch.zeros(3, 1, dtype=torch.bool), "truncated": torch.ones(3, 1, dtype=torch.bool)}, [3]
+            ),
+        ),
         (trunc, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool)}, [3])),  # no truncated entry
-        (nested, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool),
-                             "agents": {"done": flags(3, 2, 1)}}, [3])),  # nested levels: the general path
+        (
+            nested,
+            TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool), "agents": {"done": flags(3, 2, 1)}}, [3]),
+        ),  # nested levels: the general path
     ]
     for plan, td in cases:
         reference = _reference_sparse(plan, td)
@@ -131,7 +143,12 @@ def test_sparse_done_masks_leave_bad_flags_to_done_masks():
         (root, TensorDict({}, [3])),  # no done entry
         (root, TensorDict({"done": torch.zeros(3, 2, dtype=torch.bool)}, [3])),  # not the mask's size
         (root, TensorDict({"done": torch.zeros(3, 1)}, [3])),  # not bool
-        (trunc, TensorDict({"done": torch.zeros(3, 1, dtype=torch.bool), "truncated": torch.zeros(3, dtype=torch.bool)}, [3])),
+        (
+            trunc,
+            TensorDict(
+                {"done": torch.zeros(3, 1, dtype=torch.bool), "truncated": torch.zeros(3, dtype=torch.bool)}, [3]
+            ),
+        ),
     ]:
         with pytest.raises((KeyError, ValueError, TypeError)) as fast:
             plan.sparse_done_masks(td)
@@ -158,11 +175,14 @@ def _loop(env, steps=40):
     return torch.stack(out)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: gs.make("CartPole-v1", num_envs=1, seed=3),
-    lambda: gs.TransformedEnv(gs.CartPoleEnv(batch_size=[3], seed=3), gs.StepCounter(7)),
-    lambda: gs.GymEnv("CartPole-v1", num_envs=2),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: gs.make("CartPole-v1", num_envs=1, seed=3),
+        lambda: gs.TransformedEnv(gs.CartPoleEnv(batch_size=[3], seed=3), gs.StepCounter(7)),
+        lambda: gs.GymEnv("CartPole-v1", num_envs=2),
+    ],
+)
 def test_step_loop_equals_the_reference_paths(monkeypatch, make):
     env = make()
     fast = _loop(env)
@@ -228,15 +248,21 @@ def _counter_env(reward_shape, with_terminated):
             self.observation_spec = Composite(observation=Unbounded((2, 1)), shape=(2,))
             self.action_spec = Categorical(2, shape=(2,))
             self.reward_spec = Unbounded((2, 1))
-            self.done_spec = Composite(done=_flag((2, 1)), terminated=_flag((2, 1)), truncated=_flag((2, 1)), shape=(2,))
+            self.done_spec = Composite(
+                done=_flag((2, 1)), terminated=_flag((2, 1)), truncated=_flag((2, 1)), shape=(2,)
+            )
 
         def _reset(self, td):
             return TensorDict({"observation": torch.zeros(2, 1)}, [2])
 
         def _step(self, td):
             obs = td["observation"] + 1
-            out = {"observation": obs, "reward": torch.ones(reward_shape),
-                   "done": obs >= 3, "truncated": torch.zeros(2, 1, dtype=torch.bool)}
+            out = {
+                "observation": obs,
+                "reward": torch.ones(reward_shape),
+                "done": obs >= 3,
+                "truncated": torch.zeros(2, 1, dtype=torch.bool),
+            }
             if with_terminated:
                 out["terminated"] = obs >= 3
             return TensorDict(out, [2])

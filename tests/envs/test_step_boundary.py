@@ -51,7 +51,9 @@ def test_nested_action_checked_with_its_full_key():
     env = gs.VmasEnv("simple_spread", num_envs=3, seed=0)
     td = env.rand_action(env.reset())
     td["agents", "action"] = td["agents", "action"][..., :1]
-    with pytest.raises(ValueError, match=r"the action \('agents', 'action'\) has shape \[3, 3, 1\], expected \[3, 3, 2\]"):
+    with pytest.raises(
+        ValueError, match=r"the action \('agents', 'action'\) has shape \[3, 3, 1\], expected \[3, 3, 2\]"
+    ):
         env.step(td)
 
 
@@ -82,7 +84,10 @@ def test_cuda_on_a_machine_without_it():
 def test_non_bool_or_misshaped_reset_entry():
     env = gs.CartPoleEnv(batch_size=[6], seed=0)
     td = env.reset()
-    with pytest.raises(TypeError, match=r"the '_reset' entry must be a bool tensor of shape \[6, 1\] \(or \[6\]\), got dtype torch.int64"):
+    with pytest.raises(
+        TypeError,
+        match=r"the '_reset' entry must be a bool tensor of shape \[6, 1\] \(or \[6\]\), got dtype torch.int64",
+    ):
         env.reset(td.clone().set("_reset", torch.ones(6, 1, dtype=torch.long)))
     with pytest.raises(ValueError, match=r"got shape \[6, 2\]"):
         env.reset(td.clone().set("_reset", torch.ones(6, 2, dtype=torch.bool)))
@@ -135,7 +140,10 @@ def test_out_of_range_and_nan_actions_pass_the_hot_path_but_not_the_debug_mode()
     ):
         debug.step(debug.reset().set("action", torch.tensor([5, 0])))
     env = _NaNEnv(run_type_checks=True)
-    with pytest.raises(ValueError, match=r"the action 'action' is outside its spec Bounded: expected finite values in \[-1.0, 1.0\], received nan"):
+    with pytest.raises(
+        ValueError,
+        match=r"the action 'action' is outside its spec Bounded: expected finite values in \[-1.0, 1.0\], received nan",
+    ):
         env.step(env.reset().set("action", torch.full((2, 1), float("nan"))))
     td = env.step(env.reset().set("action", torch.zeros(2, 1)))
     with pytest.raises(ValueError, match="the step output 'obs' holds non-finite values"):

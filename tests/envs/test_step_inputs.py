@@ -48,7 +48,9 @@ def test_step_message_lists_every_action_entry():
 
 def test_reset_of_a_non_tensordict_says_what_was_expected():
     env = CartPoleEnv(batch_size=[2])
-    with pytest.raises(TypeError, match=r"CartPoleEnv.reset expects None or a TensorDict of batch_size \[2\] .*got numpy.ndarray"):
+    with pytest.raises(
+        TypeError, match=r"CartPoleEnv.reset expects None or a TensorDict of batch_size \[2\] .*got numpy.ndarray"
+    ):
         env.reset(np.zeros(2))
 
 

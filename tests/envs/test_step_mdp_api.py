@@ -10,7 +10,6 @@ from tensordict import LazyStackedTensorDict, TensorDict
 
 import gpusim as gs
 from gpusim.envs.utils import StepMDP, step_mdp
-
 from tests.envs.toy_envs import CountingEnv, NestedCountingEnv
 
 

@@ -39,8 +39,14 @@ class Tally(EnvBase):
         total = td["total"] + td["action"]
         done = total >= td["goal"]
         return TensorDict(
-            {"total": total, "goal": td["goal"], "reward": total.float(), "done": done,
-             "terminated": done.clone(), "truncated": torch.zeros_like(done)},
+            {
+                "total": total,
+                "goal": td["goal"],
+                "reward": total.float(),
+                "done": done,
+                "terminated": done.clone(),
+                "truncated": torch.zeros_like(done),
+            },
             td.batch_size,
         )
 

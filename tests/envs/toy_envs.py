@@ -33,7 +33,10 @@ class CountingEnv(EnvBase):
     def _reset(self, td):
         start = torch.randint(0, 3, (*self.batch_size, 1), generator=self._gen).float()
         return TensorDict(
-            {"count": start.to(self.device), "done": torch.zeros(*self.batch_size, 1, dtype=torch.bool, device=self.device)},
+            {
+                "count": start.to(self.device),
+                "done": torch.zeros(*self.batch_size, 1, dtype=torch.bool, device=self.device),
+            },
             self.batch_size,
             device=self.device,
         )
@@ -97,9 +100,7 @@ class NestedCountingEnv(EnvBase):
         A = (*B, n_agents)
         self.n_agents = n_agents
         self.max_count = max_count
-        self.observation_spec = Composite(
-            agents=Composite(obs=Unbounded((*A, 2)), shape=A), shape=B
-        )
+        self.observation_spec = Composite(agents=Composite(obs=Unbounded((*A, 2)), shape=A), shape=B)
         self.action_spec = Composite(agents=Composite(action=Categorical(2, shape=A), shape=A), shape=B)
         self.reward_spec = Composite(agents=Composite(reward=Unbounded((*A, 1)), shape=A), shape=B)
         self.done_spec = Composite(
@@ -112,9 +113,7 @@ class NestedCountingEnv(EnvBase):
         A = (*self.batch_size, self.n_agents)
         return TensorDict(
             {
-                "agents": TensorDict(
-                    {"obs": torch.zeros(*A, 2), "done": torch.zeros(*A, 1, dtype=torch.bool)}, A
-                ),
+                "agents": TensorDict({"obs": torch.zeros(*A, 2), "done": torch.zeros(*A, 1, dtype=torch.bool)}, A),
                 "done": torch.zeros(*self.batch_size, 1, dtype=torch.bool),
             },
             self.batch_size,
@@ -148,12 +147,9 @@ class ZeroEnv(EnvBase):
         self.nested = nested
         if nested:
             groups = {
-                g: Composite(val=Unbounded((2,), dtype=torch.int64), done=_flag((2,)))
-                for g in ("agent0", "agent1")
+                g: Composite(val=Unbounded((2,), dtype=torch.int64), done=_flag((2,))) for g in ("agent0", "agent1")
             }
-            self.observation_spec = Composite(
-                {g: Composite(val=Unbounded((2,), dtype=torch.int64)) for g in groups}
-            )
+            self.observation_spec = Composite({g: Composite(val=Unbounded((2,), dtype=torch.int64)) for g in groups})
             self.done_spec = Composite({g: Composite(done=_flag((2,))) for g in groups})
         else:
             self.observation_spec = Composite(val=Unbounded((2,), dtype=torch.int64))

@@ -31,7 +31,11 @@ def test_example_runs_two_iterations(script, extra, final):
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / script), "--smoke", "--threads", "1", *extra],
-        capture_output=True, text=True, timeout=600, env=env, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert final in proc.stdout and "evaluation mean" in proc.stdout
@@ -45,9 +49,21 @@ def test_distributed_example_runs_two_iterations_on_two_ranks():
     """``torchrun --standalone --nproc-per-node 2`` (a free port; gloo on CPU); the launch runs in
     its own session so that a timeout kills torchrun and both workers."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           str(ROOT / "examples" / "ppo_cartpole_distributed.py"), "--smoke", "--threads", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        str(ROOT / "examples" / "ppo_cartpole_distributed.py"),
+        "--smoke",
+        "--threads",
+        "1",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True
+    )
     try:
         out, err = proc.communicate(timeout=540)  # (a hang guard: three interpreters import torch)
     finally:

@@ -75,7 +75,8 @@ def test_spaces_hold_the_data(env_id):
 def test_space_kinds():
     envs = view(cartpole())
     assert envs.single_observation_space == gym.spaces.Box(
-        np.array([-4.8, -np.inf, -0.41887903, -np.inf], np.float32), np.array([4.8, np.inf, 0.41887903, np.inf], np.float32)
+        np.array([-4.8, -np.inf, -0.41887903, -np.inf], np.float32),
+        np.array([4.8, np.inf, 0.41887903, np.inf], np.float32),
     )
     assert envs.single_action_space == gym.spaces.Discrete(2) and envs.action_space == gym.spaces.MultiDiscrete([2] * N)
     pendulum = view(gs.make("Pendulum-v1", num_envs=2))
@@ -119,8 +120,13 @@ def test_every_spec_kind_and_one_hot_conversions():
     space = envs.single_observation_space
     kinds = {k: type(v).__name__ for k, v in space.spaces.items()}
     assert kinds == {
-        "bits": "MultiBinary", "box": "Box", "count": "Box", "free": "Box", "group": "Dict",
-        "multi": "MultiDiscrete", "onehot": "Discrete",
+        "bits": "MultiBinary",
+        "box": "Box",
+        "count": "Box",
+        "free": "Box",
+        "group": "Dict",
+        "multi": "MultiDiscrete",
+        "onehot": "Discrete",
     }
     assert space["count"].dtype == np.int64 and space["group"]["cat"] == gym.spaces.Discrete(4)
     obs, _ = envs.reset()

@@ -88,7 +88,9 @@ def test_vecnorm_statistics_reach_through_the_wrappers():
     (key,) = state
     assert state[key]["stats"]["observation_count"].item() == pytest.approx(N * 21)  # reset + 20 steps
     evaluation.unwrapped.load_state_dict(state)
-    assert torch.equal(evaluation.unwrapped.state_dict()[key]["stats"]["observation_sum"], state[key]["stats"]["observation_sum"])
+    assert torch.equal(
+        evaluation.unwrapped.state_dict()[key]["stats"]["observation_sum"], state[key]["stats"]["observation_sum"]
+    )
     # the evaluation view normalizes with the training statistics
     norm = evaluation.unwrapped.gpusim_env.transform[-1]
     assert torch.equal(norm.stats["observation_ssq"], train.unwrapped.gpusim_env.transform[-1].stats["observation_ssq"])

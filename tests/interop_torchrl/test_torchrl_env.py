@@ -294,7 +294,9 @@ def test_torchrl_transforms_on_top():
 
 
 @pytest.mark.parametrize(
-    "batched", [SerialEnv, functools.partial(ParallelEnv, mp_start_method="fork"), ParallelEnv], ids=["serial", "fork", "spawn"]
+    "batched",
+    [SerialEnv, functools.partial(ParallelEnv, mp_start_method="fork"), ParallelEnv],
+    ids=["serial", "fork", "spawn"],
 )
 def test_serial_and_parallel_env(batched):
     env = batched(2, functools.partial(make_cartpole, 3, 0))  # spawn (TorchRL's default) imports gpusim in workers
@@ -309,8 +311,11 @@ def test_serial_and_parallel_env(batched):
 
 def test_collector_batches_follow_gpusim_rollout():
     env = make_cartpole(num_envs=4, seed=9)
-    policy = TensorDictModule(lambda obs: cartpole_action(TensorDict({"observation": obs}, obs.shape[:1]))["action"],
-                              in_keys=["observation"], out_keys=["action"])
+    policy = TensorDictModule(
+        lambda obs: cartpole_action(TensorDict({"observation": obs}, obs.shape[:1]))["action"],
+        in_keys=["observation"],
+        out_keys=["action"],
+    )
     collector = Collector(env, policy, frames_per_batch=4 * 25, total_frames=4 * 75)
     batches = list(collector)
     collector.shutdown()
@@ -332,8 +337,11 @@ def test_ppo_update_with_gae_and_replay_buffer():
     env = make_cartpole(num_envs=8, seed=0)
     logits = TensorDictModule(torch.nn.Linear(4, 2), in_keys=["observation"], out_keys=["logits"])
     actor = ProbabilisticActor(
-        logits, in_keys=["logits"], distribution_class=torch.distributions.Categorical,
-        spec=env.full_action_spec, return_log_prob=True,
+        logits,
+        in_keys=["logits"],
+        distribution_class=torch.distributions.Categorical,
+        spec=env.full_action_spec,
+        return_log_prob=True,
     )
     critic = ValueOperator(torch.nn.Linear(4, 1), in_keys=["observation"])
     collector = Collector(env, actor, frames_per_batch=8 * 16, total_frames=8 * 16)

@@ -10,8 +10,8 @@ import torch
 pytest.importorskip("jax", reason="jax is not installed (pip install 'gpusim[brax]')")
 pytest.importorskip("brax", reason="brax is not installed (pip install 'gpusim[brax]')")
 
-import jax  # noqa: E402
 import brax.envs  # noqa: E402
+import jax  # noqa: E402
 
 from gpusim.envs.checks import check_env_specs  # noqa: E402
 from gpusim.envs.libs import BraxEnv, BraxWrapper  # noqa: E402
@@ -95,8 +95,7 @@ def test_requires_grad_matches_jax():
     state0 = jax.vmap(raw.reset)(jax.random.split(jax.random.PRNGKey(0), 2))
 
     def f(v):
-        s = state0.replace(pipeline_state=state0.pipeline_state.replace(
-            xd=state0.pipeline_state.xd.replace(vel=v)))
+        s = state0.replace(pipeline_state=state0.pipeline_state.replace(xd=state0.pipeline_state.xd.replace(vel=v)))
         a = jax.numpy.ones((2, 1))
         return step(step(s, a), a).obs.sum()
 

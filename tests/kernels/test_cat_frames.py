@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.kernels._marks import needs_compiled_cuda
 from gpusim.kernels import cat_frames_update, cat_frames_update_reference
+from tests.kernels._marks import needs_compiled_cuda
 
 KMOD = "gpusim.kernels.cat_frames_triton"
 DTYPES = [torch.bool, torch.uint8, torch.int32, torch.int64, torch.float32, torch.float64]
@@ -139,13 +139,17 @@ def test_cpu_path_noncontiguous_and_unaligned():
     ref = buf.clone()
     frame = torch.full((3, 2), 100.0)
     mask = torch.tensor([False, True, False])
-    assert torch.equal(cat_frames_update_cpu(buf, frame, mask, -1, "same"), cat_frames_update_reference(ref, frame, mask, -1, "same"))
+    assert torch.equal(
+        cat_frames_update_cpu(buf, frame, mask, -1, "same"), cat_frames_update_reference(ref, frame, mask, -1, "same")
+    )
     assert torch.equal(buf, ref)
     base = torch.arange(1 + 3 * 8, dtype=torch.float32)
     buf, ref = base[1:].view(3, 8), base[1:].clone().view(3, 8)  # odd storage offset: no wide view
     frame = base[1:7].view(3, 2).clone()
-    assert torch.equal(cat_frames_update_cpu(buf, frame, mask, -1, "constant", -1.0),
-                       cat_frames_update_reference(ref, frame, mask, -1, "constant", -1.0))
+    assert torch.equal(
+        cat_frames_update_cpu(buf, frame, mask, -1, "constant", -1.0),
+        cat_frames_update_reference(ref, frame, mask, -1, "constant", -1.0),
+    )
     assert torch.equal(buf, ref)
 
 

@@ -170,7 +170,10 @@ def test_every_op_is_in_the_table_with_matching_signatures():
 def test_kernel_op_row_validation():
     with pytest.raises(ValueError, match=r"table must be one of \[.*\], got 'merge'"):
         KernelOp("x", "merge", reference=abs, fake=abs)
-    with pytest.raises(ValueError, match=r"implementations \('cpu', 'reference'\) must match the backends \('triton', 'cpu', 'reference'\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"implementations \('cpu', 'reference'\) must match the backends \('triton', 'cpu', 'reference'\)",
+    ):
         KernelOp("x", "masked_merge", reference=abs, fake=abs, cpu=abs)
     with pytest.raises(ValueError, match="triton must be 'module:function', got 'mod.fn'"):
         KernelOp("x", "masked_merge", reference=abs, fake=abs, cpu=abs, triton="mod.fn")

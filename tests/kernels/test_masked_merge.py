@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.kernels._marks import needs_compiled_cuda
 from gpusim.kernels import (
     masked_fill_rows_,
     masked_fill_rows_reference_,
     masked_merge,
     masked_merge_reference,
 )
+from tests.kernels._marks import needs_compiled_cuda
 
 KMOD = "gpusim.kernels.masked_merge_triton"
 DTYPES = [torch.bool, torch.uint8, torch.int32, torch.int64, torch.float32, torch.float64]

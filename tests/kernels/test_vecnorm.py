@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.kernels._marks import needs_compiled_cuda
 from gpusim.kernels import (
     vecnorm_normalize,
     vecnorm_normalize_reference,
@@ -14,6 +13,7 @@ from gpusim.kernels import (
     vecnorm_update_normalize_reference_,
     vecnorm_update_reference_,
 )
+from tests.kernels._marks import needs_compiled_cuda
 
 KMOD = "gpusim.kernels.vecnorm_triton"
 EPS = 1e-4
@@ -40,7 +40,7 @@ def test_decay_one_is_exact_running_mean_std(rows, width, stats_dtype, spy_kerne
     loc, sq, cnt = _stats((width,), stats_dtype)
     seen = []
     for step in range(3):
-        x = (torch.randn(rows, width, generator=gen, dtype=stats_dtype) * 3 + 2 + step)
+        x = torch.randn(rows, width, generator=gen, dtype=stats_dtype) * 3 + 2 + step
         seen.append(x)
         y = vecnorm_update_normalize_triton_(x, loc, sq, cnt, 1.0, EPS, 1)
         data = torch.cat(seen).double()

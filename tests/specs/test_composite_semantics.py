@@ -191,17 +191,13 @@ def test_encode_errors_and_memoize() -> None:
 
 
 def test_cardinality_and_enumerate() -> None:
-    spec = Composite(
-        {"a": OneHot(5, shape=(3, 5)), ("b", "c"): Categorical(4, shape=(3,))}, shape=(3,)
-    )
+    spec = Composite({"a": OneHot(5, shape=(3, 5)), ("b", "c"): Categorical(4, shape=(3,))}, shape=(3,))
     assert spec.cardinality() == 20
     values = spec.enumerate()
     assert values.shape == (20, 3) and values["b"].shape == (20, 3) and spec.is_in(values)
     combos = {(int(values["a"][i, 0].long().argmax()), int(values["b", "c"][i, 0])) for i in range(20)}
     assert len(combos) == 20  # every joint outcome once
-    mixed = Composite(
-        m=MultiCategorical([2, 3], shape=(2, 2)), bits=Binary(2, shape=(2, 2)), shape=(2,)
-    )
+    mixed = Composite(m=MultiCategorical([2, 3], shape=(2, 2)), bits=Binary(2, shape=(2, 2)), shape=(2,))
     assert mixed.cardinality() == len(mixed.enumerate()) == 12
     assert Composite().cardinality() == 0
 

@@ -246,7 +246,9 @@ def test_check_spec_encode_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("switch", ["debug_mode", "module_flag"])
-def test_encode_checks_values_in_debug_mode_or_with_the_module_flag(monkeypatch: pytest.MonkeyPatch, switch: str) -> None:
+def test_encode_checks_values_in_debug_mode_or_with_the_module_flag(
+    monkeypatch: pytest.MonkeyPatch, switch: str
+) -> None:
     import gpusim.data.tensor_specs as tensor_specs
 
     monkeypatch.delenv("CHECK_SPEC_ENCODE", raising=False)

@@ -38,9 +38,7 @@ BUILDERS = {
     "bounded_inf": lambda b: Bounded(-float("inf"), 1.0, shape=b),
     "categorical": lambda b: Categorical(3, shape=b),
     "categorical_bool": lambda b: Categorical(2, shape=b, dtype=torch.bool),
-    "categorical_mask": lambda b: Categorical(
-        4, shape=b, mask=torch.tensor([False, True, False, True])
-    ),
+    "categorical_mask": lambda b: Categorical(4, shape=b, mask=torch.tensor([False, True, False, True])),
     "onehot": lambda b: OneHot(4, shape=(*b, 4)),
     "onehot_mask": lambda b: OneHot(4, shape=(*b, 4), mask=torch.tensor([1, 0, 1, 1]).bool()),
     "multicategorical": lambda b: MultiCategorical([2, 3], shape=(*b, 2)),
@@ -389,6 +387,7 @@ def test_bounded_rand_never_overshoots(monkeypatch, low: float, high: float) -> 
 def test_categorical_packed_rand_is_uniform_and_independent(n: int) -> None:
     """Large power-of-two draws on CPU cut several values from each generator draw: the values,
     and pairs of neighbours (cut from the same draw), must still be uniform (chi-square)."""
+
     def uniform_enough(counts: torch.Tensor) -> bool:  # chi-square within 6 sigma of its mean
         expected = counts.sum() / counts.numel()
         chi2 = float(((counts - expected) ** 2 / expected).sum())

@@ -151,11 +151,15 @@ def _hetero(batch: tuple = ()) -> Composite:
     shared = Bounded(0, 1, shape=(*batch, 4))
     return torch.stack(
         [
-            Composite(shared=shared, hetero=Unbounded(shape=(*batch, 3)),
-                      only0=Composite(x=Unbounded(shape=(*batch, 2, 1)), shape=(*batch, 2)),
-                      shape=batch),
-            Composite(shared=shared, hetero=Unbounded(shape=(*batch, 2)),
-                      only1=Bounded(0, 3, shape=(*batch, 5)), shape=batch),
+            Composite(
+                shared=shared,
+                hetero=Unbounded(shape=(*batch, 3)),
+                only0=Composite(x=Unbounded(shape=(*batch, 2, 1)), shape=(*batch, 2)),
+                shape=batch,
+            ),
+            Composite(
+                shared=shared, hetero=Unbounded(shape=(*batch, 2)), only1=Bounded(0, 3, shape=(*batch, 5)), shape=batch
+            ),
         ],
         0,
     )

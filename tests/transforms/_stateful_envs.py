@@ -44,7 +44,12 @@ class TickEnv(EnvBase):
         self.last_action = td["action"].clone()
         state = td["state"] + 1
         return TensorDict(
-            {"observation": state.clone(), "state": state, "reward": td["action"].clone(), "done": state >= self.max_count},
+            {
+                "observation": state.clone(),
+                "state": state,
+                "reward": td["action"].clone(),
+                "done": state >= self.max_count,
+            },
             self.batch_size,
         )
 

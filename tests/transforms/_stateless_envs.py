@@ -47,9 +47,7 @@ class VectorEnv(_Recording):
         self.state_spec = Composite(state=Unbounded((*B, 1), dtype=dtype), shape=B)
         self.action_spec = Bounded(-2.0, 2.0, shape=(*B, 1), dtype=dtype)
         self.reward_spec = Unbounded((*B, 1), dtype=dtype)
-        self.done_spec = Composite(
-            done=_flag((*B, 1)), terminated=_flag((*B, 1)), truncated=_flag((*B, 1)), shape=B
-        )
+        self.done_spec = Composite(done=_flag((*B, 1)), terminated=_flag((*B, 1)), truncated=_flag((*B, 1)), shape=B)
 
     def _obs(self, state):
         B = self.batch_size
@@ -96,9 +94,7 @@ class PixelEnv(_Recording):
         super().__init__(batch_size=batch_size, device=device)
         B = self.batch_size
         self.H, self.W = H, W
-        self.observation_spec = Composite(
-            pixels=Bounded(0, 255, shape=(*B, H, W, 3), dtype=torch.uint8), shape=B
-        )
+        self.observation_spec = Composite(pixels=Bounded(0, 255, shape=(*B, H, W, 3), dtype=torch.uint8), shape=B)
         self.state_spec = Composite(t=Unbounded((*B, 1), dtype=torch.int64), shape=B)
         self.action_spec = Categorical(2, shape=B)
         self.reward_spec = Unbounded((*B, 1))
@@ -123,7 +119,12 @@ class PixelEnv(_Recording):
         self._record(td)
         t = td["t"] + 1
         return TensorDict(
-            {"pixels": self._pixels(), "t": t, "reward": torch.ones(*self.batch_size, 1, device=self.device), "done": t >= 5},
+            {
+                "pixels": self._pixels(),
+                "t": t,
+                "reward": torch.ones(*self.batch_size, 1, device=self.device),
+                "done": t >= 5,
+            },
             self.batch_size,
             device=self.device,
         )

@@ -91,7 +91,9 @@ def test_action_scaling_offline_maps_and_forward_only():
     assert torch.equal(out["action"], torch.tensor([1.0, -1.0]))
     low_high = ActionScaling.from_stats(low=torch.tensor([-2.0, 0.0]), high=torch.tensor([2.0, 10.0]))
     assert torch.equal(low_high.normalize(torch.tensor([[-2.0, 10.0]])), torch.tensor([[-1.0, 1.0]]))
-    assert torch.isfinite(ActionScaling.from_stats(mean=torch.ones(1), std=torch.zeros(1)).normalize(torch.ones(1))).all()
+    assert torch.isfinite(
+        ActionScaling.from_stats(mean=torch.ones(1), std=torch.zeros(1)).normalize(torch.ones(1))
+    ).all()
     forward_only = ActionScaling(in_keys_inv=[], loc=1.0, scale=3.0)
     env = TransformedEnv(ShapedActionEnv((2,), (3,), low=-1.0, high=1.0), forward_only)
     assert torch.equal(_step_with(env, "action", torch.full((2, 3), 0.5)), torch.full((2, 3), 0.5))
@@ -141,7 +143,10 @@ def test_action_scaling_argument_errors():
 
 # ---------------------------------------------------------------------------------- FlattenAction
 @pytest.mark.parametrize("batch", BATCHES)
-@pytest.mark.parametrize("shape, first, last, flat", [((3, 5), -2, -1, (15,)), ((2, 3, 5), -2, -1, (2, 15)), ((2, 3, 5), -3, -1, (30,)), ((7,), -1, -1, (7,))])
+@pytest.mark.parametrize(
+    "shape, first, last, flat",
+    [((3, 5), -2, -1, (15,)), ((2, 3, 5), -2, -1, (2, 15)), ((2, 3, 5), -3, -1, (30,)), ((7,), -1, -1, (7,))],
+)
 def test_flatten_action_spec_and_inverse(batch, shape, first, last, flat):
     env = TransformedEnv(ShapedActionEnv(batch, shape), FlattenAction(first, last))
     assert env.action_spec.shape == (*batch, *flat)
@@ -186,9 +191,16 @@ def test_action_discretizer_specs_and_rollouts(batch, categorical, shape):
             base = ShapedActionEnv(batch, shape, low=-1.0, high=1.0)
             n = shape[0] if shape else 1
             counts = torch.arange(4, 4 + n)
-            env = TransformedEnv(base, ActionDiscretizer(counts, out_action_key=out_key, categorical=categorical, sampling=sampling))
+            env = TransformedEnv(
+                base, ActionDiscretizer(counts, out_action_key=out_key, categorical=categorical, sampling=sampling)
+            )
             spec = env.full_action_spec[out_key]
-            expected = {(True, True): Categorical, (False, True): OneHot, (True, False): MultiCategorical, (False, False): MultiOneHot}
+            expected = {
+                (True, True): Categorical,
+                (False, True): OneHot,
+                (True, False): MultiCategorical,
+                (False, False): MultiOneHot,
+            }
             assert type(spec) is expected[(categorical, shape == ())]
             check_env_specs(env)
             r = env.rollout(4)
@@ -200,11 +212,17 @@ def test_action_discretizer_specs_and_rollouts(batch, categorical, shape):
                     assert (r["action"] > -1).all()
 
 
-@pytest.mark.parametrize("sampling, expected", [("MEDIAN", [-1.5, -0.5, 0.5, 1.5]), ("LOW", [-2.0, -1.0, 0.0, 1.0]), ("HIGH", [-1.0, 0.0, 1.0, 2.0])])
+@pytest.mark.parametrize(
+    "sampling, expected",
+    [("MEDIAN", [-1.5, -0.5, 0.5, 1.5]), ("LOW", [-2.0, -1.0, 0.0, 1.0]), ("HIGH", [-1.0, 0.0, 1.0, 2.0])],
+)
 def test_action_discretizer_values(sampling, expected):
     strategy = ActionDiscretizer.SamplingStrategy[sampling]
     for categorical in (True, False):
-        env = TransformedEnv(ShapedActionEnv((4,), (2,), low=-2.0, high=2.0), ActionDiscretizer(4, sampling=strategy, categorical=categorical))
+        env = TransformedEnv(
+            ShapedActionEnv((4,), (2,), low=-2.0, high=2.0),
+            ActionDiscretizer(4, sampling=strategy, categorical=categorical),
+        )
         idx = torch.arange(4).unsqueeze(-1).expand(4, 2)
         action = idx if categorical else torch.nn.functional.one_hot(idx, 4).reshape(4, 8).bool()
         received = _step_with(env, "action", action)
@@ -212,7 +230,9 @@ def test_action_discretizer_values(sampling, expected):
 
 
 def test_action_discretizer_uneven_counts_one_hot_and_random_jitter():
-    env = TransformedEnv(ShapedActionEnv((2,), (2,), low=0.0, high=1.0), ActionDiscretizer(torch.tensor([2, 4]), categorical=False))
+    env = TransformedEnv(
+        ShapedActionEnv((2,), (2,), low=0.0, high=1.0), ActionDiscretizer(torch.tensor([2, 4]), categorical=False)
+    )
     onehot = torch.tensor([[1, 0, 0, 0, 0, 1], [0, 1, 1, 0, 0, 0]], dtype=torch.bool)
     assert torch.equal(_step_with(env, "action", onehot), torch.tensor([[0.25, 0.875], [0.75, 0.125]]))
     rnd = ActionDiscretizer(2, sampling=ActionDiscretizer.SamplingStrategy.RANDOM)

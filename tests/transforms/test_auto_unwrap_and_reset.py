@@ -11,7 +11,6 @@ from tensordict import TensorDict
 
 import gpusim as gs
 from gpusim.specs import Categorical, Composite, Unbounded
-
 from tests.envs.toy_envs import StatelessCounter
 
 
@@ -72,7 +71,9 @@ class _Loop(gs.EnvBase):
     def _step(self, td):
         self.count += td["action"]
         done = self.count > self.limit
-        out = TensorDict({"count": self.count.clone(), "reward": torch.ones_like(self.count), "done": done}, self.batch_size)
+        out = TensorDict(
+            {"count": self.count.clone(), "reward": torch.ones_like(self.count), "done": done}, self.batch_size
+        )
         self.count[done] = 0
         out["count"] = torch.where(done, self.count, out["count"])  # the next episode's first observation
         return out
@@ -113,8 +114,15 @@ def test_auto_reset_transform_needs_its_env():
 
 def test_module_internals_are_not_read_from_the_base_env():
     env = gs.TransformedEnv(StatelessCounter(), gs.StepCounter())
-    for name in ("_parameters", "_buffers", "_modules", "_backward_hooks", "_forward_hooks",
-                 "_non_persistent_buffers_set", "__weakref__"):
+    for name in (
+        "_parameters",
+        "_buffers",
+        "_modules",
+        "_backward_hooks",
+        "_forward_hooks",
+        "_non_persistent_buffers_set",
+        "__weakref__",
+    ):
         with pytest.raises(AttributeError):
             env.__getattr__(name)
     env.base_env._sentinel = "marker"

@@ -45,7 +45,9 @@ def test_unfolding_matches_a_loop_across_trajectory_boundaries(padding, future, 
     x = torch.randn(B, T, 2)
     done = torch.rand(B, T, 1) < 0.3
     td = TensorDict({"obs": x, ("next", "done"): done}, [B, T], names=[None, "time"])
-    t = CatFrames(N, -1, in_keys=["obs"], out_keys=["cat"], padding=padding, padding_value=-2.0, future=future, mask_key="m")
+    t = CatFrames(
+        N, -1, in_keys=["obs"], out_keys=["cat"], padding=padding, padding_value=-2.0, future=future, mask_key="m"
+    )
     out = t(td)
     for b in range(B):
         ref, mask = _loop_windows(x[b], done[b, :, 0].tolist(), N, padding, -2.0, future)
@@ -60,7 +62,9 @@ def test_unfolding_time_dim_by_name_next_series_and_errors():
     out = CatFrames(2, -1, in_keys=["obs"], out_keys=["cat"])(td)
     torch.testing.assert_close(out["cat"][1:, 0], torch.cat([x[:-1, 0], x[1:, 0]], -1))
     with pytest.warns(UserWarning, match="time"):
-        CatFrames(2, -1, in_keys=["obs"])(TensorDict({"obs": x, ("next", "done"): torch.zeros(5, 2, 1, dtype=torch.bool)}, [5, 2]))
+        CatFrames(2, -1, in_keys=["obs"])(
+            TensorDict({"obs": x, ("next", "done"): torch.zeros(5, 2, 1, dtype=torch.bool)}, [5, 2])
+        )
     with pytest.raises(ValueError, match="unbatched"):
         CatFrames(2, -1, in_keys=["obs"])(TensorDict({"obs": torch.zeros(3)}, []))
     with pytest.raises(KeyError, match="delimit"):
@@ -71,7 +75,9 @@ def test_unfolding_time_dim_by_name_next_series_and_errors():
 
 
 def test_offline_next_series_equals_the_env_and_env_rejects_offline_options():
-    env = TransformedEnv(StatelessCounter(batch_size=(2,), max_count=3), CatFrames(3, -1, in_keys=["observation"], out_keys=["s"]))
+    env = TransformedEnv(
+        StatelessCounter(batch_size=(2,), max_count=3), CatFrames(3, -1, in_keys=["observation"], out_keys=["s"])
+    )
     r = env.rollout(8, break_when_any_done=False)
     raw = r.exclude("s", ("next", "s"))
     off = CatFrames(3, -1, in_keys=["observation", ("next", "observation")], out_keys=["s", ("next", "s")])(raw)
@@ -100,7 +106,9 @@ def test_cat_frames_functional(padding):
         torch.testing.assert_close(out[b].transpose(-1, -2), ref)
     done = torch.zeros(2, 9, dtype=torch.bool)
     done[:, 3] = True
-    mask = CatFrames(3, -1, in_keys=["x"], mask_key="m")(TensorDict({"x": x[..., 0], ("next", "done"): done}, [2, 9], names=[None, "time"]))["m"]
+    mask = CatFrames(3, -1, in_keys=["x"], mask_key="m")(
+        TensorDict({"x": x[..., 0], ("next", "done"): done}, [2, 9], names=[None, "time"])
+    )["m"]
     with_done = cat_frames(x, N=3, dim=-2, time_dim=-3, padding=padding, padding_value=1.5, done_mask=mask)
     ref, _ = _loop_windows(x[0].transpose(-1, -2), done[0].tolist(), 3, padding, 1.5)
     torch.testing.assert_close(with_done[0].transpose(-1, -2), ref)

@@ -8,7 +8,6 @@ import torch
 from tensordict import TensorDict
 
 from gpusim.transforms import Compose, ConditionalSkip, StepCounter, TransformedEnv
-
 from tests.envs.toy_envs import CountingEnv, StatelessCounter
 
 
@@ -32,8 +31,10 @@ def test_skip_every_other_step_of_a_single_env():
 
 @pytest.mark.parametrize("mode", ["sparse", "masked"])
 def test_skip_some_rows_of_a_functional_env(mode):
-    env = TransformedEnv(StatelessCounter(batch_size=(3,), max_count=100, auto_reset_mode=mode),
-                         ConditionalSkip(lambda td: torch.tensor([False, True, False])))
+    env = TransformedEnv(
+        StatelessCounter(batch_size=(3,), max_count=100, auto_reset_mode=mode),
+        ConditionalSkip(lambda td: torch.tensor([False, True, False])),
+    )
     td = env.rollout(3, _ones)
     assert td["next", "observation"][:, :, 0].tolist() == [[2.0, 4.0, 6.0], [0.0, 0.0, 0.0], [2.0, 4.0, 6.0]]
 

@@ -169,7 +169,10 @@ def test_compose_append_insert_recompute_specs_and_parents():
 def test_nested_compose_in_env_steps():
     env = TransformedEnv(
         StatelessCounter(batch_size=[3]),
-        Compose(Compose(AddConst(1.0, in_keys=["observation"], out_keys=["a"])), AddConst(2.0, in_keys=["a"], out_keys=["b"])),
+        Compose(
+            Compose(AddConst(1.0, in_keys=["observation"], out_keys=["a"])),
+            AddConst(2.0, in_keys=["a"], out_keys=["b"]),
+        ),
     )
     check_env_specs(env)
     td = env.rollout(3)

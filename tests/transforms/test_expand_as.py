@@ -9,7 +9,6 @@ from tensordict import TensorDict
 
 from gpusim.envs.native import CartPoleEnv
 from gpusim.transforms import ExpandAs, TransformedEnv
-
 from tests.envs.toy_envs import NestedCountingEnv
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpusim.transforms import ExcludeTransform, RenameTransform, SelectTransform, TransformedEnv
 from gpusim.envs.utils import check_env_specs
+from gpusim.transforms import ExcludeTransform, RenameTransform, SelectTransform, TransformedEnv
 from tests.envs.toy_envs import NestedCountingEnv, StatelessCounter
 
 
@@ -31,7 +31,9 @@ def test_excluded_done_episodes_end_on_terminated(sparse):
 
 
 def test_renamed_done_moves_and_terminated_still_ends_episodes():
-    env = TransformedEnv(StatelessCounter(batch_size=(2,), max_count=2), RenameTransform(["done"], [("flags", "finished")]))
+    env = TransformedEnv(
+        StatelessCounter(batch_size=(2,), max_count=2), RenameTransform(["done"], [("flags", "finished")])
+    )
     assert ("flags", "finished") in env.done_keys and "done" not in env.done_keys
     check_env_specs(env)
     td = env.rollout(4, _push, break_when_any_done=False)

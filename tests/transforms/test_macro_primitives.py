@@ -11,6 +11,7 @@ import torch
 from tensordict import TensorDict
 
 import gpusim.transforms as gt
+from gpusim.contrib.satellite import _cmg_jacobian, cmg_geometry
 from gpusim.envs.native import PendulumEnv
 from gpusim.specs import Bounded, Composite, Unbounded
 from gpusim.transforms import (
@@ -28,7 +29,6 @@ from gpusim.transforms import (
     URScriptPrimitive,
     URScriptPrimitiveTransform,
 )
-from gpusim.contrib.satellite import _cmg_jacobian, cmg_geometry
 
 
 # ---------------------------------------------------------------------------------------------- generic
@@ -97,8 +97,11 @@ def test_generic_bad_inputs_name_the_key():
         t.inv(TensorDict(action=mixed, batch_size=[2]))
     with pytest.raises(TypeError, match="got str"):
         t._resolve(TensorDict(batch_size=[1]), "move")
-    for kwargs, match in (({"macro_steps": 0}, "macro_steps"), ({"settle_steps": -1}, "settle_steps"),
-                          ({"action_dim": 0}, "action_dim")):
+    for kwargs, match in (
+        ({"macro_steps": 0}, "macro_steps"),
+        ({"settle_steps": -1}, "settle_steps"),
+        ({"action_dim": 0}, "action_dim"),
+    ):
         with pytest.raises(ValueError, match=match):
             MacroPrimitiveTransform(**kwargs)
     with pytest.raises(ValueError, match="steps must be a positive int, got 0"):
@@ -107,8 +110,12 @@ def test_generic_bad_inputs_name_the_key():
 
 # ---------------------------------------------------------------------------------------------- UR arm
 def _arm_td(action, batch=1, qpos=0.0, grip=0.0):
-    return TensorDict(action=action, robot_qpos=torch.full((batch, 6), qpos),
-                      gripper_qpos=torch.full((batch, 2), grip), batch_size=[batch])
+    return TensorDict(
+        action=action,
+        robot_qpos=torch.full((batch, 6), qpos),
+        gripper_qpos=torch.full((batch, 2), grip),
+        batch_size=[batch],
+    )
 
 
 def _shift_solver(target_pose, start_action):
@@ -161,10 +168,14 @@ def test_cartesian_path_follows_the_solver_waypoints_then_holds():
         return out
 
     t = URScriptPrimitiveTransform(cartesian_solver=solver)
-    action = torch.cat([
-        RobotMacroAction.reach_pose(position=torch.tensor([[1.0, 1.0, 1.0]]), path="cartesian", steps=3, settle_steps=1),
-        RobotMacroAction.reach_pose(position=torch.tensor([[3.0, 3.0, 3.0]]), steps=3, settle_steps=1),
-    ])
+    action = torch.cat(
+        [
+            RobotMacroAction.reach_pose(
+                position=torch.tensor([[1.0, 1.0, 1.0]]), path="cartesian", steps=3, settle_steps=1
+            ),
+            RobotMacroAction.reach_pose(position=torch.tensor([[3.0, 3.0, 3.0]]), steps=3, settle_steps=1),
+        ]
+    )
     seq = t.inv(_arm_td(action, batch=2))["action"]
     assert seq[0, :, 0].tolist() == [10.0, 20.0, 30.0, 30.0]  # the Cartesian row: the waypoints
     assert seq[1, :, 0].tolist() == [1.0, 2.0, 3.0, 3.0]  # the joint-path row: interpolated
@@ -232,8 +243,13 @@ def test_ur_bad_inputs_raise_clear_errors():
 # ---------------------------------------------------------------------------------------------- satellite
 def _sat_td(action, bus=(1.0, 0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), n=4, theta=None):
     theta = torch.zeros(n) if theta is None else theta
-    return TensorDict(action=action, bus_quat=torch.tensor([bus]), bus_omega=torch.tensor([omega]),
-                      gimbal_angles=torch.cat([theta.sin(), theta.cos()]).unsqueeze(0), batch_size=[1])
+    return TensorDict(
+        action=action,
+        bus_quat=torch.tensor([bus]),
+        bus_omega=torch.tensor([omega]),
+        gimbal_angles=torch.cat([theta.sin(), theta.cos()]).unsqueeze(0),
+        batch_size=[1],
+    )
 
 
 @pytest.mark.parametrize("n", [4, 6])
@@ -262,7 +278,11 @@ def test_satellite_rate_damping_wait_and_action_forms():
     identity = torch.tensor([[1.0, 0.0, 0.0, 0.0]])
     # at the target, a spinning bus is damped: a non-zero command
     assert t.inv(_sat_td(identity, omega=(0.0, 0.0, 0.3), n=6))["action"].abs().sum() > 0
-    for action in (identity, TensorDict(attitude=identity, batch_size=[1]), SatelliteMacroAction.slew_attitude(identity)):
+    for action in (
+        identity,
+        TensorDict(attitude=identity, batch_size=[1]),
+        SatelliteMacroAction.slew_attitude(identity),
+    ):
         out = t.inv(_sat_td(action, n=6))["action"]
         assert out.abs().sum() == 0
     wait = TensorDict(mode=torch.tensor([[0]]), target=torch.tensor([[0.0, 1.0, 0.0, 0.0]]), batch_size=[1])

@@ -80,8 +80,10 @@ def test_output_does_not_depend_on_how_the_stream_is_cut():
 def test_changing_n_steps_keeps_the_output_contiguous():
     steps = torch.arange(40)
     data = TensorDict(
-        {"steps": steps, "next": {"steps": steps + 1, "reward": torch.ones(40, 1),
-                                  "done": torch.zeros(40, 1, dtype=torch.bool)}},
+        {
+            "steps": steps,
+            "next": {"steps": steps + 1, "reward": torch.ones(40, 1), "done": torch.zeros(40, 1, dtype=torch.bool)},
+        },
         [40],
     )
     t = MultiStepTransform(2, 1.0)

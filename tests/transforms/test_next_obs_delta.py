@@ -78,7 +78,10 @@ def test_outside_batched_env_works_inside_refused():
 
 def test_offline_forward_options():
     data = TensorDict(
-        {"obs": torch.zeros(4, 2, dtype=torch.float64), ("next", "delta", "obs"): torch.ones(4, 2, dtype=torch.float16)},
+        {
+            "obs": torch.zeros(4, 2, dtype=torch.float64),
+            ("next", "delta", "obs"): torch.ones(4, 2, dtype=torch.float16),
+        },
         [4],
     )
     out = NextObservationDelta("obs", restore_dtype=torch.float32, drop_delta=False)(data.clone())
@@ -103,7 +106,9 @@ def test_bad_dtypes(kwargs, match):
 
 
 def test_bad_keys_name_key_expected_received():
-    with pytest.raises(ValueError, match=r"in_key 'obs' is not an observation of the env \(expected one of \['observation'\]\)"):
+    with pytest.raises(
+        ValueError, match=r"in_key 'obs' is not an observation of the env \(expected one of \['observation'\]\)"
+    ):
         _env(NextObservationDelta(["obs"]))
     base = PendulumEnv()
     base.observation_spec = Composite(observation=Unbounded((3,)), flag=Bounded(0, 1, (1,), dtype=torch.bool), shape=())

@@ -58,7 +58,9 @@ def test_to_tensor_image_shape_tolerant_and_unsqueeze():
     t = ToTensorImage(shape_tolerant=True, in_keys=["x"])
     out = t(TensorDict({"x": torch.full((2, 5, 4), 255, dtype=torch.uint8)}, [2]))["x"]
     assert out.shape == (2, 5, 4) and out.max() == 1
-    out = ToTensorImage(unsqueeze=True, in_keys=["x"])(TensorDict({"x": torch.zeros(5, 4, 3, dtype=torch.uint8)}, []))["x"]
+    out = ToTensorImage(unsqueeze=True, in_keys=["x"])(TensorDict({"x": torch.zeros(5, 4, 3, dtype=torch.uint8)}, []))[
+        "x"
+    ]
     assert out.shape == (1, 3, 5, 4)
 
 

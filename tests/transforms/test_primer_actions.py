@@ -3,8 +3,6 @@ the reset writes the initial action, in a single env and through a batched env."
 
 from __future__ import annotations
 
-import torch
-
 from gpusim.envs import SerialEnv
 from gpusim.envs.native import PendulumEnv
 from gpusim.specs import Bounded, Unbounded

@@ -39,8 +39,12 @@ def test_prob_one_draws_within_bounds_after_the_first_episode():
 
 
 def test_arguments_and_step_counter_requirement():
-    for kw, match in [({"prob": 1.5}, "prob must be in"), ({"first_episode_prob": -0.1}, "first_episode_prob"),
-                      ({"min_horizon": 0}, "min_horizon must be >= 1"), ({"min_horizon": 9}, "must be <= max_horizon")]:
+    for kw, match in [
+        ({"prob": 1.5}, "prob must be in"),
+        ({"first_episode_prob": -0.1}, "first_episode_prob"),
+        ({"min_horizon": 0}, "min_horizon must be >= 1"),
+        ({"min_horizon": 9}, "must be <= max_horizon"),
+    ]:
         args = {"min_horizon": 1, "max_horizon": 5, **kw}
         with pytest.raises(ValueError, match=match):
             RandomTruncationTransform(**args)

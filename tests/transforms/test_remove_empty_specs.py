@@ -15,7 +15,9 @@ class _WithEmpties(EnvBase):
     def __init__(self):
         super().__init__(batch_size=(2,))
         B = self.batch_size
-        self.observation_spec = Composite(observation=Unbounded((*B, 3)), extra=Composite(deep=Composite(shape=B), shape=B), shape=B)
+        self.observation_spec = Composite(
+            observation=Unbounded((*B, 3)), extra=Composite(deep=Composite(shape=B), shape=B), shape=B
+        )
         self.state_spec = Composite(memory=Composite(shape=B), shape=B)
         self.action_spec = Unbounded((*B, 3))
         self.reward_spec = Unbounded((*B, 1))

@@ -45,15 +45,21 @@ class MultiRewardEnv(EnvBase):
 
 @pytest.mark.parametrize("batch", BATCHES)
 def test_sign_transform_env_and_specs(batch):
-    env = TransformedEnv(VectorEnv(batch), SignTransform(in_keys=["observation", "reward"], out_keys=["obs_sign", "reward_sign"]))
-    assert isinstance(env.observation_spec["obs_sign"], Bounded) and isinstance(env.full_reward_spec["reward_sign"], Bounded)
+    env = TransformedEnv(
+        VectorEnv(batch), SignTransform(in_keys=["observation", "reward"], out_keys=["obs_sign", "reward_sign"])
+    )
+    assert isinstance(env.observation_spec["obs_sign"], Bounded) and isinstance(
+        env.full_reward_spec["reward_sign"], Bounded
+    )
     check_env_specs(env)
     td = env.reset()
     td["action"] = torch.full((*batch, 1), 0.5)
     td = env.step(td)
     assert torch.equal(td["next", "obs_sign"], td["next", "observation"].sign())
     assert torch.equal(td["next", "reward_sign"], td["next", "reward"].sign())
-    inv = SignTransform(in_keys_inv=["inner"], out_keys_inv=["outer"]).inv(TensorDict({"outer": torch.tensor([-4.0, 3.0])}, []))
+    inv = SignTransform(in_keys_inv=["inner"], out_keys_inv=["outer"]).inv(
+        TensorDict({"outer": torch.tensor([-4.0, 3.0])}, [])
+    )
     assert torch.equal(inv["inner"], torch.tensor([-1.0, 1.0])) and torch.equal(inv["outer"], torch.tensor([-4.0, 3.0]))
 
 

@@ -175,7 +175,10 @@ def test_cat_frames_online_equals_offline(padding):
     torch.manual_seed(0)
     kw = dict(padding=padding, padding_value=-1.0)
     base = StatelessCounter(batch_size=(4,), max_count=3)
-    online = TransformedEnv(StatelessCounter(batch_size=(4,), max_count=3), CatFrames(3, dim=-1, in_keys=["observation"], out_keys=["stack"], **kw))
+    online = TransformedEnv(
+        StatelessCounter(batch_size=(4,), max_count=3),
+        CatFrames(3, dim=-1, in_keys=["observation"], out_keys=["stack"], **kw),
+    )
     g = torch.Generator().manual_seed(1)
     actions = torch.randint(0, 2, (4, 12), generator=g)
     it = iter(range(12))
@@ -190,7 +193,9 @@ def test_cat_frames_online_equals_offline(padding):
         return td
 
     td_on = online.rollout(12, p1, break_when_any_done=False)
-    offline = CatFrames(3, dim=-1, in_keys=["observation", ("next", "observation")], out_keys=["stack", ("next", "stack")], **kw)
+    offline = CatFrames(
+        3, dim=-1, in_keys=["observation", ("next", "observation")], out_keys=["stack", ("next", "stack")], **kw
+    )
     td_off = offline(base.rollout(12, p2, break_when_any_done=False))
     assert td_on["next", "done"].any()  # episodes restart inside the data
     assert torch.equal(td_on["stack"], td_off["stack"])
@@ -239,7 +244,9 @@ def _all_seen(td0, batch):
 
 
 def test_vecnorm_decay_one_is_exact_running_mean_and_biased_std():
-    env = TransformedEnv(StatelessCounter(batch_size=(5,), max_count=3), VecNorm(in_keys=["observation"], decay=1.0, eps=1e-8))
+    env = TransformedEnv(
+        StatelessCounter(batch_size=(5,), max_count=3), VecNorm(in_keys=["observation"], decay=1.0, eps=1e-8)
+    )
     base = StatelessCounter(batch_size=(5,), max_count=3)
     torch.manual_seed(0)
     td = env.rollout(15, break_when_any_done=False)
@@ -277,7 +284,9 @@ def test_vecnorm_state_dict_roundtrip_and_freeze():
     assert (vn.stats == before).all()
     norm = vn.to_observation_norm()
     x = torch.randn(4, 1)
-    torch.testing.assert_close(norm(TensorDict({"observation": x}, [4]))["observation"], (x - vn.loc["observation"]) / vn.scale["observation"])
+    torch.testing.assert_close(
+        norm(TensorDict({"observation": x}, [4]))["observation"], (x - vn.loc["observation"]) / vn.scale["observation"]
+    )
 
 
 def _worker(td, n):
@@ -321,7 +330,10 @@ def test_vecnorm_partial_reset_adds_only_reset_rows():
 def test_primer_values_carry_and_random():
     env = TransformedEnv(
         StatelessCounter(batch_size=(3,)),
-        TensorDictPrimer({"h": Unbounded((2,)), ("nested", "c"): Unbounded((3, 1))}, default_value={"h": 2.0, ("nested", "c"): lambda: torch.tensor(7.0)}),
+        TensorDictPrimer(
+            {"h": Unbounded((2,)), ("nested", "c"): Unbounded((3, 1))},
+            default_value={"h": 2.0, ("nested", "c"): lambda: torch.tensor(7.0)},
+        ),
     )
     assert env.observation_spec["h"].shape == (3, 2) and ("nested", "c") in env.state_keys
     td = env.reset()
@@ -382,10 +394,15 @@ def test_noop_reset_retries_rows_whose_episode_ended():
     td = env.reset()
     assert not td["done"].any() and not td["terminated"].any()
     # a MASKED env stays sync-free: such a row keeps its last state before the end, no raise
-    env = TransformedEnv(CartPoleEnv(batch_size=(16,), seed=0, auto_reset_mode="masked"), NoopResetEnv(200, random=False))
+    env = TransformedEnv(
+        CartPoleEnv(batch_size=(16,), seed=0, auto_reset_mode="masked"), NoopResetEnv(200, random=False)
+    )
     assert not env.reset()["done"].any()
-    env = TransformedEnv(CartPoleEnv(batch_size=(16,), seed=0, auto_reset_mode="masked"),
-                         NoopResetEnv(200, random=False), run_type_checks=True)
+    env = TransformedEnv(
+        CartPoleEnv(batch_size=(16,), seed=0, auto_reset_mode="masked"),
+        NoopResetEnv(200, random=False),
+        run_type_checks=True,
+    )
     with pytest.raises(RuntimeError, match="before the 200 noops"):
         env.reset()  # debug mode checks
 
@@ -418,7 +435,12 @@ def test_counting_env_with_composition_rollout_matches_manual_counts():
 @pytest.mark.parametrize("padding", ["same", "constant"])
 @pytest.mark.parametrize(
     "frame_shape, dim, dtype",
-    [((7, 4), -1, torch.float32), ((7, 3), -1, torch.float64), ((5, 2, 3, 3), -3, torch.uint8), ((4, 3, 5), -1, torch.int16)],
+    [
+        ((7, 4), -1, torch.float32),
+        ((7, 3), -1, torch.float64),
+        ((5, 2, 3, 3), -3, torch.uint8),
+        ((4, 3, 5), -1, torch.int16),
+    ],
 )
 def test_cat_frames_cpu_row_refill_matches_reference(frame_shape, dim, dtype, padding):
     from gpusim.kernels import masked_fill_rows_
@@ -522,12 +544,19 @@ def test_init_tracker_lists_its_keys_per_done_level():
     "call, error, phrase",
     [
         (lambda: StepCounter()(TensorDict()), NotImplementedError, "StepCounter cannot be called independently"),
-        (lambda: TimeMaxPool(in_keys=["o"])(TensorDict()), NotImplementedError, "TimeMaxPool cannot be called independently"),
+        (
+            lambda: TimeMaxPool(in_keys=["o"])(TensorDict()),
+            NotImplementedError,
+            "TimeMaxPool cannot be called independently",
+        ),
         (lambda: InitTracker()(TensorDict()), NotImplementedError, "InitTracker cannot be executed without a parent"),
         (lambda: TargetReturn(1.0)(TensorDict()), NotImplementedError, "cannot be executed without a parent"),
         (lambda: FrameSkipTransform(-1), ValueError, "frame_skip should have a value greater or equal to one"),
-        (lambda: FrameSkipTransform(2)._step(TensorDict({"next": {}}), TensorDict()), RuntimeError,
-         "parent not found for FrameSkipTransform"),
+        (
+            lambda: FrameSkipTransform(2)._step(TensorDict({"next": {}}), TensorDict()),
+            RuntimeError,
+            "parent not found for FrameSkipTransform",
+        ),
         (lambda: InitTracker(init_key=("a", "b")), ValueError, "init_key can only be of type str"),
         (lambda: Compose().pop(), IndexError, "index -1 is out of range"),
     ],
@@ -554,8 +583,14 @@ class _HeldCounter(EnvBase):
 
     def _step(self, td):
         self.count += 1
-        return TensorDict({"count": torch.full((1,), float(self.count)), "reward": torch.zeros(1),
-                           "done": torch.tensor([self.count >= self.max_count])}, [])
+        return TensorDict(
+            {
+                "count": torch.full((1,), float(self.count)),
+                "reward": torch.zeros(1),
+                "done": torch.tensor([self.count >= self.max_count]),
+            },
+            [],
+        )
 
     def _set_seed(self, seed):
         pass

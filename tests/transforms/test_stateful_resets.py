@@ -107,7 +107,9 @@ def test_partial_reset_row_by_row(batch, mode):
         "step_count": _where(mask, torch.ones(*batch, 1, dtype=torch.long), torch.full((*batch, 1), 4)),
         "episode_reward": _where(mask, torch.ones(*batch, 1), torch.full((*batch, 1), 10.0)),
         "is_init": torch.zeros(*batch, 1, dtype=torch.bool),
-        "stack": _where(mask, torch.tensor([0.0, 0.0, 2.0]).expand(*batch, 3), torch.tensor([4.0, 6.0, 8.0]).expand(*batch, 3)),
+        "stack": _where(
+            mask, torch.tensor([0.0, 0.0, 2.0]).expand(*batch, 3), torch.tensor([4.0, 6.0, 8.0]).expand(*batch, 3)
+        ),
         "pool": _where(mask, torch.full((*batch, 1), 2.0), torch.full((*batch, 1), 8.0)),
         "target_return": _where(mask, torch.full((*batch, 1), 99.0), torch.full((*batch, 1), 90.0)),
         "hidden": _where(mask, torch.full((*batch, 2), -1.0), torch.full((*batch, 2), 5.0)),
@@ -149,17 +151,28 @@ def test_nested_done_levels_partial_reset(batch, mode, level):
             inp["_reset"] = rmask.unsqueeze(-1)
             inp["agents", "_reset"] = torch.zeros(*A, 1, dtype=torch.bool)  # annihilated
     out = env.reset(inp)
-    assert torch.equal(out["agents", "step_count"], _where(amask, torch.zeros(*A, 1, dtype=torch.long), torch.full((*A, 1), 3)))
-    assert torch.equal(out["step_count"], _where(rmask, torch.zeros(*batch, 1, dtype=torch.long), torch.full((*batch, 1), 3)))
-    assert torch.equal(out["agents", "is_init"], _where(amask, torch.ones(*A, 1, dtype=torch.bool), torch.zeros(*A, 1, dtype=torch.bool)))
+    assert torch.equal(
+        out["agents", "step_count"], _where(amask, torch.zeros(*A, 1, dtype=torch.long), torch.full((*A, 1), 3))
+    )
+    assert torch.equal(
+        out["step_count"], _where(rmask, torch.zeros(*batch, 1, dtype=torch.long), torch.full((*batch, 1), 3))
+    )
+    assert torch.equal(
+        out["agents", "is_init"],
+        _where(amask, torch.ones(*A, 1, dtype=torch.bool), torch.zeros(*A, 1, dtype=torch.bool)),
+    )
     out["agents", "action"] = torch.zeros(A, dtype=torch.long)
     nxt = env.step(out)["next"]
     stack_reset = torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0, 1.0]).expand(*A, 6)
     stack_kept = torch.tensor([2.0, 2.0, 3.0, 3.0, 4.0, 4.0]).expand(*A, 6)
     assert torch.equal(nxt["agents", "stack"], _where(amask, stack_reset, stack_kept))
     assert torch.equal(nxt["agents", "episode_reward"], _where(amask, torch.ones(*A, 1), torch.full((*A, 1), 10.0)))
-    assert torch.equal(nxt["agents", "step_count"], _where(amask, torch.ones(*A, 1, dtype=torch.long), torch.full((*A, 1), 4)))
-    assert torch.equal(nxt["step_count"], _where(rmask, torch.ones(*batch, 1, dtype=torch.long), torch.full((*batch, 1), 4)))
+    assert torch.equal(
+        nxt["agents", "step_count"], _where(amask, torch.ones(*A, 1, dtype=torch.long), torch.full((*A, 1), 4))
+    )
+    assert torch.equal(
+        nxt["step_count"], _where(rmask, torch.ones(*batch, 1, dtype=torch.long), torch.full((*batch, 1), 4))
+    )
 
 
 # ---------------------------------------------------------------------------------- spec contract
@@ -168,7 +181,9 @@ FACTORIES = {
     "RewardSum": RewardSum,
     "InitTracker": InitTracker,
     "CatFrames": lambda: CatFrames(4, dim=-1, in_keys=["observation"]),
-    "CatFramesConstant": lambda: CatFrames(2, dim=-1, in_keys=["observation"], out_keys=["s"], padding="constant", padding_value=-1.0),
+    "CatFramesConstant": lambda: CatFrames(
+        2, dim=-1, in_keys=["observation"], out_keys=["s"], padding="constant", padding_value=-1.0
+    ),
     "VecNorm": lambda: VecNorm(in_keys=["observation", "reward"]),
     "TimeMaxPool": lambda: TimeMaxPool(in_keys=["observation"], T=3),
     "TargetReturn": lambda: TargetReturn(10.0),
@@ -192,7 +207,12 @@ def test_check_env_specs_end_of_life_and_composition(batch):
     check_env_specs(TransformedEnv(LivesEnv(batch_size=[batch]), EndOfLifeTransform()))
     env = TransformedEnv(
         StatelessCounter(batch_size=[batch], max_count=3),
-        Compose(*[FACTORIES[n]() for n in ("NoopResetEnv", "StepCounter", "RewardSum", "InitTracker", "CatFrames", "VecNorm")]),
+        Compose(
+            *[
+                FACTORIES[n]()
+                for n in ("NoopResetEnv", "StepCounter", "RewardSum", "InitTracker", "CatFrames", "VecNorm")
+            ]
+        ),
     )
     check_env_specs(env)
 

@@ -106,7 +106,9 @@ def test_discrete_action_projection_forward_pads_stored_actions():
     td = TensorDict({"action": torch.tensor([[False, True], [True, False]])}, [2])
     out = t(td)["action"]
     assert out.shape == (2, 5) and torch.equal(out.long().argmax(-1), torch.tensor([1, 0]))
-    assert DiscreteActionProjection(2, 5, include_forward=False)(TensorDict({"action": torch.ones(2, 2)}, [2]))["action"].shape == (2, 2)
+    assert DiscreteActionProjection(2, 5, include_forward=False)(TensorDict({"action": torch.ones(2, 2)}, [2]))[
+        "action"
+    ].shape == (2, 2)
 
 
 @pytest.mark.parametrize(

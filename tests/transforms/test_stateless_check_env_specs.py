@@ -70,7 +70,9 @@ CASES = {
     "ObservationNorm": (_vec, lambda: ObservationNorm(loc=0.5, scale=-2.0, in_keys=["observation", "bounded"])),
     "ObservationNorm-standard-inv": (
         _vec,
-        lambda: ObservationNorm(loc=1.0, scale=4.0, in_keys=[("nested", "obs")], in_keys_inv=["action"], standard_normal=True),
+        lambda: ObservationNorm(
+            loc=1.0, scale=4.0, in_keys=[("nested", "obs")], in_keys_inv=["action"], standard_normal=True
+        ),
     ),
     "RewardScaling": (_vec, lambda: RewardScaling(loc=1.0, scale=-0.5)),
     "RewardClipping": (_vec, lambda: RewardClipping(-0.5, 0.25)),
@@ -81,31 +83,54 @@ CASES = {
     ),
     "DoubleToFloat-auto": (_vec64, lambda: DoubleToFloat()),
     "DoubleToFloat-keys": (_vec64, lambda: DoubleToFloat(in_keys=["observation", "state"], in_keys_inv=["action"])),
-    "DTypeCastTransform": (_pix, lambda: DTypeCastTransform(torch.int64, torch.int32, in_keys=["t"], in_keys_inv=["action"])),
+    "DTypeCastTransform": (
+        _pix,
+        lambda: DTypeCastTransform(torch.int64, torch.int32, in_keys=["t"], in_keys_inv=["action"]),
+    ),
     "DeviceCastTransform": (_vec, lambda: DeviceCastTransform("cpu")),
-    "DeviceCastTransform-keys": (_vec, lambda: DeviceCastTransform("cpu", in_keys=["observation"], in_keys_inv=["action"])),
+    "DeviceCastTransform-keys": (
+        _vec,
+        lambda: DeviceCastTransform("cpu", in_keys=["observation"], in_keys_inv=["action"]),
+    ),
     "PinMemoryTransform": (_vec, lambda: PinMemoryTransform()),
     "CatTensors": (_vec, lambda: CatTensors(["observation", "bounded", ("nested", "obs")], out_key="vec")),
     "CatTensors-auto-keep": (_vec, lambda: CatTensors(del_keys=False)),
     "RenameTransform": (
         _vec,
-        lambda: RenameTransform(["observation", "reward"], ["obs", "rew"], in_keys_inv=["action", "state"], out_keys_inv=["act", "st"]),
+        lambda: RenameTransform(
+            ["observation", "reward"], ["obs", "rew"], in_keys_inv=["action", "state"], out_keys_inv=["act", "st"]
+        ),
     ),
-    "RenameTransform-copy-done": (_vec, lambda: RenameTransform(["done", "reward"], ["done_copy", "reward_copy"], create_copy=True)),
-    "RenameTransform-nested": (lambda B: NestedCountingEnv(B), lambda: RenameTransform([("agents", "reward")], [("agents", "r")])),
+    "RenameTransform-copy-done": (
+        _vec,
+        lambda: RenameTransform(["done", "reward"], ["done_copy", "reward_copy"], create_copy=True),
+    ),
+    "RenameTransform-nested": (
+        lambda B: NestedCountingEnv(B),
+        lambda: RenameTransform([("agents", "reward")], [("agents", "r")]),
+    ),
     "ExcludeTransform": (_vec, lambda: ExcludeTransform("truncated", ("nested", "obs"), "not_there")),
     "ExcludeTransform-inverse": (_vec, lambda: ExcludeTransform("bounded", inverse=True)),
     "SelectTransform": (_vec, lambda: SelectTransform("observation", keep_dones=False)),
     "SelectTransform-no-rewards": (_vec, lambda: SelectTransform("bounded", keep_rewards=False)),
     "UnsqueezeTransform": (_vec, lambda: UnsqueezeTransform(-1, in_keys=["observation"], in_keys_inv=["action"])),
     "UnsqueezeTransform-positive": (_vec, lambda: UnsqueezeTransform(0, allow_positive_dim=True, in_keys=["bounded"])),
-    "UnsqueezeTransform-nested": (lambda B: NestedCountingEnv(B), lambda: UnsqueezeTransform(-2, in_keys=[("agents", "obs")], out_keys=[("agents", "obs_u")])),
-    "SqueezeTransform": (_vec, lambda: SqueezeTransform(-1, in_keys=["reward"], out_keys=["r"], in_keys_inv=["action"])),
+    "UnsqueezeTransform-nested": (
+        lambda B: NestedCountingEnv(B),
+        lambda: UnsqueezeTransform(-2, in_keys=[("agents", "obs")], out_keys=[("agents", "obs_u")]),
+    ),
+    "SqueezeTransform": (
+        _vec,
+        lambda: SqueezeTransform(-1, in_keys=["reward"], out_keys=["r"], in_keys_inv=["action"]),
+    ),
     "FlattenObservation": (_pix, lambda: FlattenObservation(-3, -2)),
     "PermuteTransform": (_pix, lambda: PermuteTransform([-1, -3, -2], in_keys=["pixels"])),
     "ActionMask": (lambda B: MaskedEnv(B), lambda: ActionMask()),
     "ActionMask-onehot": (lambda B: MaskedEnv(B, one_hot=True), lambda: ActionMask()),
-    "DiscreteActionProjection-onehot": (lambda B: MaskedEnv(B, n=3, one_hot=True), lambda: DiscreteActionProjection(3, 7)),
+    "DiscreteActionProjection-onehot": (
+        lambda B: MaskedEnv(B, n=3, one_hot=True),
+        lambda: DiscreteActionProjection(3, 7),
+    ),
     "DiscreteActionProjection-categorical": (lambda B: MaskedEnv(B, n=3), lambda: DiscreteActionProjection(3, 5)),
     "FiniteTensorDictCheck": (_vec, lambda: FiniteTensorDictCheck()),
     "KLRewardTransform": (_vec, lambda: KLRewardTransform(_kl_actor(), coef=0.1)),
@@ -113,11 +138,21 @@ CASES = {
     "GrayScale": (_pix, lambda: Compose(_pixels_chw(), GrayScale())),
     "Resize-bilinear": (_pix, lambda: Compose(_pixels_chw(), Resize(4, 5))),
     "Resize-bicubic": (_pix, lambda: Compose(_pixels_chw(), Resize(9, 3, "bicubic"))),
-    "Resize-nearest-uint8": (_pix, lambda: Compose(PermuteTransform([-1, -3, -2], in_keys=["pixels"]), Resize(3, 8, "nearest"))),
+    "Resize-nearest-uint8": (
+        _pix,
+        lambda: Compose(PermuteTransform([-1, -3, -2], in_keys=["pixels"]), Resize(3, 8, "nearest")),
+    ),
     "CenterCrop": (_pix, lambda: Compose(_pixels_chw(), CenterCrop(4, 10))),
     "pixel-pipeline": (
         _pix,
-        lambda: Compose(_pixels_chw(), Resize(5, 5), GrayScale(), CenterCrop(3), FlattenObservation(-3, -1), ObservationNorm(0.0, 2.0, in_keys=["pixels"])),
+        lambda: Compose(
+            _pixels_chw(),
+            Resize(5, 5),
+            GrayScale(),
+            CenterCrop(3),
+            FlattenObservation(-3, -1),
+            ObservationNorm(0.0, 2.0, in_keys=["pixels"]),
+        ),
     ),
     "stateless-pipeline": (
         _vec64,

@@ -6,7 +6,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from gpusim.specs import Bounded, Categorical
+from gpusim.specs import Categorical
 from gpusim.transforms import (
     DeviceCastTransform,
     DoubleToFloat,
@@ -43,7 +43,9 @@ def test_double_to_float_auto_keys(batch):
 
 @pytest.mark.parametrize("batch", BATCHES)
 def test_double_to_float_explicit_keys(batch):
-    env = TransformedEnv(VectorEnv(batch, dtype=torch.float64), DoubleToFloat(in_keys=["observation"], in_keys_inv=["action"]))
+    env = TransformedEnv(
+        VectorEnv(batch, dtype=torch.float64), DoubleToFloat(in_keys=["observation"], in_keys_inv=["action"])
+    )
     td = env.rollout(3)
     assert td["next", "observation"].dtype == torch.float32
     assert td["next", "bounded"].dtype == torch.float64
@@ -64,7 +66,9 @@ def test_double_to_float_state_entry_is_cast_both_ways():
 
 @pytest.mark.parametrize("batch", BATCHES)
 def test_dtype_cast_discrete_specs_keep_their_values(batch):
-    env = TransformedEnv(PixelEnv(batch), DTypeCastTransform(torch.int64, torch.int32, in_keys=["t"], in_keys_inv=["action", "t"]))
+    env = TransformedEnv(
+        PixelEnv(batch), DTypeCastTransform(torch.int64, torch.int32, in_keys=["t"], in_keys_inv=["action", "t"])
+    )
     spec = env.action_spec
     assert isinstance(spec, Categorical) and spec.dtype == torch.int32 and spec.n == 2
     assert env.state_spec["t"].dtype == torch.int32
@@ -76,7 +80,14 @@ def test_dtype_cast_discrete_specs_keep_their_values(batch):
 
 def test_dtype_cast_standalone_scans_the_data():
     t = DTypeCastTransform(torch.float64, torch.float16)
-    td = TensorDict({"a": torch.zeros(2, dtype=torch.float64), "b": {"c": torch.zeros(2, dtype=torch.float64)}, "i": torch.zeros(2, dtype=torch.int64)}, [2])
+    td = TensorDict(
+        {
+            "a": torch.zeros(2, dtype=torch.float64),
+            "b": {"c": torch.zeros(2, dtype=torch.float64)},
+            "i": torch.zeros(2, dtype=torch.int64),
+        },
+        [2],
+    )
     out = t(td.clone())
     assert out["a"].dtype == out["b", "c"].dtype == torch.float16 and out["i"].dtype == torch.int64
     back = t.inv(out)
@@ -86,7 +97,11 @@ def test_dtype_cast_standalone_scans_the_data():
 @pytest.mark.parametrize(
     "make, exc, match",
     [
-        (lambda: DTypeCastTransform("float64", torch.float32), TypeError, "dtype_in must be a torch.dtype, got 'float64'"),
+        (
+            lambda: DTypeCastTransform("float64", torch.float32),
+            TypeError,
+            "dtype_in must be a torch.dtype, got 'float64'",
+        ),
         (lambda: DoubleToFloat(out_keys=["x"]), ValueError, "out_keys"),
         (lambda: DoubleToFloat(in_keys=["a", "b"], out_keys=["c"]), ValueError, "same length"),
         (lambda: DeviceCastTransform("notadevice"), ValueError, "'notadevice'"),

@@ -66,10 +66,14 @@ def test_cat_tensors_auto_keys_and_unsqueeze_if_oor():
 def test_cat_tensors_errors():
     with pytest.raises(ValueError, match="got 0"):
         CatTensors(["a"], dim=0)
-    with pytest.raises(ValueError, match=r"cannot concatenate 'bounded' \(shape \[2, 2\]\) with 'observation' \(shape \[2, 3, 1\]\)"):
+    with pytest.raises(
+        ValueError, match=r"cannot concatenate 'bounded' \(shape \[2, 2\]\) with 'observation' \(shape \[2, 3, 1\]\)"
+    ):
         TransformedEnv(
             VectorEnv((2,)),
-            Compose(UnsqueezeTransform(-1, in_keys=["observation"]), CatTensors(["observation", "bounded"], sort=False)),
+            Compose(
+                UnsqueezeTransform(-1, in_keys=["observation"]), CatTensors(["observation", "bounded"], sort=False)
+            ),
         )
     with pytest.raises(ValueError, match="out of the feature dims"):
         TransformedEnv(VectorEnv((2,)), CatTensors(["observation", "bounded"], dim=-2))
@@ -79,7 +83,9 @@ def test_cat_tensors_errors():
 
 @pytest.mark.parametrize("batch", BATCHES)
 def test_rename_forward_and_inverse(batch):
-    t = RenameTransform(["observation", "reward"], ["obs", "rew"], in_keys_inv=["action", "state"], out_keys_inv=["act", "st"])
+    t = RenameTransform(
+        ["observation", "reward"], ["obs", "rew"], in_keys_inv=["action", "state"], out_keys_inv=["act", "st"]
+    )
     env = TransformedEnv(VectorEnv(batch), t)
     assert env.reward_key == "rew" and env.action_key == "act"
     assert "st" in env.state_spec.keys() and "state" not in env.state_spec.keys()
@@ -97,7 +103,9 @@ def test_rename_forward_and_inverse(batch):
 
 
 def test_rename_create_copy_keeps_the_original():
-    env = TransformedEnv(VectorEnv((3,)), RenameTransform(["done", "observation"], ["done_copy", "obs"], create_copy=True))
+    env = TransformedEnv(
+        VectorEnv((3,)), RenameTransform(["done", "observation"], ["done_copy", "obs"], create_copy=True)
+    )
     td = env.rollout(3)
     assert torch.equal(td["next", "done"], td["next", "done_copy"])
     assert torch.equal(td["next", "observation"], td["next", "obs"])
@@ -143,7 +151,9 @@ def test_exclude_errors():
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize("keep_rewards,keep_dones", [(True, True), (False, False)])
 def test_select(batch, keep_rewards, keep_dones):
-    env = TransformedEnv(VectorEnv(batch), SelectTransform("observation", keep_rewards=keep_rewards, keep_dones=keep_dones))
+    env = TransformedEnv(
+        VectorEnv(batch), SelectTransform("observation", keep_rewards=keep_rewards, keep_dones=keep_dones)
+    )
     td = env.rollout(3)
     nxt_keys = set(td["next"].keys())
     expected = {"observation", "state", "done", "terminated"}

@@ -31,7 +31,9 @@ def test_finite_check_passes_finite_data_and_names_the_bad_key(batch):
     env = TransformedEnv(VectorEnv(batch), FiniteTensorDictCheck())
     env.rollout(3)
     # an observation norm with an infinite scale produces inf at step time
-    bad = TransformedEnv(VectorEnv(batch), Compose(ObservationNorm(0.0, float("inf"), in_keys=["bounded"]), FiniteTensorDictCheck()))
+    bad = TransformedEnv(
+        VectorEnv(batch), Compose(ObservationNorm(0.0, float("inf"), in_keys=["bounded"]), FiniteTensorDictCheck())
+    )
     with pytest.raises(ValueError, match="non-finite values at key 'bounded'"):
         bad.rollout(3)
 

@@ -39,7 +39,9 @@ def _act(env, td, value):
 @pytest.mark.parametrize("standard_normal", [False, True])
 def test_observation_norm_values_and_bounds(batch, standard_normal):
     loc, scale = 0.5, -2.0
-    env = _with_raw(batch, ObservationNorm(loc, scale, in_keys=["observation", "bounded"], standard_normal=standard_normal))
+    env = _with_raw(
+        batch, ObservationNorm(loc, scale, in_keys=["observation", "bounded"], standard_normal=standard_normal)
+    )
     td = env.rollout(4)
     for key in ("observation", "bounded"):
         raw = td["next", f"raw_{key}"]
@@ -164,7 +166,9 @@ def test_binarize_reward(batch):
     assert td["next", "reward"].dtype == torch.int8
     assert torch.equal(td["next", "reward"], (td["next", "raw_reward"] != 0).to(torch.int8))
     assert isinstance(env.full_reward_spec["reward"], Binary)
-    assert BinarizeReward(dtype=torch.bool)(TensorDict({"reward": torch.tensor([0.0, 2.0])}, []))["reward"].tolist() == [False, True]
+    assert BinarizeReward(dtype=torch.bool)(TensorDict({"reward": torch.tensor([0.0, 2.0])}, []))[
+        "reward"
+    ].tolist() == [False, True]
 
 
 @pytest.mark.parametrize("batch", BATCHES)

@@ -29,7 +29,8 @@ def _copy(*keys):
 @pytest.mark.parametrize("dim", [-1, -2])
 def test_unsqueeze_forward_and_inverse(batch, dim):
     env = TransformedEnv(
-        VectorEnv(batch), Compose(_copy("observation"), UnsqueezeTransform(dim, in_keys=["observation"], in_keys_inv=["action"]))
+        VectorEnv(batch),
+        Compose(_copy("observation"), UnsqueezeTransform(dim, in_keys=["observation"], in_keys_inv=["action"])),
     )
     td = env.rollout(3, break_when_any_done=False)
     nxt = td["next"]
@@ -38,7 +39,7 @@ def test_unsqueeze_forward_and_inverse(batch, dim):
     # the outer action has the extra dim, the base env gets it squeezed
     assert env.action_spec.shape == torch.zeros(*batch, 1).unsqueeze(dim).shape
     assert isinstance(env.action_spec, Bounded)
-    assert td["action"].shape == (*batch, 3, *env.action_spec.shape[len(batch):])
+    assert td["action"].shape == (*batch, 3, *env.action_spec.shape[len(batch) :])
     assert env.base_env.last_input["action"].shape == (*batch, 1)
 
 
@@ -78,7 +79,9 @@ def test_flatten(batch):
 
 @pytest.mark.parametrize("batch", BATCHES)
 def test_permute_forward(batch):
-    env = TransformedEnv(PixelEnv(batch, H=5, W=6), Compose(_copy("pixels"), PermuteTransform([-1, -3, -2], in_keys=["pixels"])))
+    env = TransformedEnv(
+        PixelEnv(batch, H=5, W=6), Compose(_copy("pixels"), PermuteTransform([-1, -3, -2], in_keys=["pixels"]))
+    )
     td = env.rollout(2)
     torch.testing.assert_close(td["next", "pixels"], td["next", "raw_pixels"].movedim(-1, -3))
     assert env.observation_spec["pixels"].shape == (*batch, 3, 5, 6)
@@ -135,8 +138,14 @@ def test_bad_dims_raise_when_attached(make, match):
 def test_positive_dims_count_from_the_tensor_outside_an_env_and_after_the_batch_inside():
     td = TensorDict({"x": torch.zeros(2, 1, 3)}, [2])
     assert SqueezeTransform(1, in_keys=["x"], allow_positive_dim=True)(td.clone())["x"].shape == (2, 3)
-    assert SqueezeTransform(0, in_keys=["x"], allow_positive_dim=True)(td.clone())["x"].shape == (2, 1, 3)  # size 2: kept
-    assert UnsqueezeTransform(0, in_keys=["x"], allow_positive_dim=True)(TensorDict({"x": torch.zeros(2, 3)}, []))["x"].shape == (1, 2, 3)
+    assert SqueezeTransform(0, in_keys=["x"], allow_positive_dim=True)(td.clone())["x"].shape == (
+        2,
+        1,
+        3,
+    )  # size 2: kept
+    assert UnsqueezeTransform(0, in_keys=["x"], allow_positive_dim=True)(TensorDict({"x": torch.zeros(2, 3)}, []))[
+        "x"
+    ].shape == (1, 2, 3)
     inv = SqueezeTransform(1, in_keys_inv=["x"], allow_positive_dim=True).inv(TensorDict({"x": torch.zeros(2, 3)}, [2]))
     assert inv["x"].shape == (2, 1, 3)
     env = TransformedEnv(VectorEnv((2,)), UnsqueezeTransform(0, in_keys=["observation"], allow_positive_dim=True))

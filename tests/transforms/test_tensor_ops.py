@@ -17,7 +17,9 @@ BATCHES = [(), (3,), (2, 2)]
 
 @pytest.mark.parametrize("batch", BATCHES)
 def test_unary_transform_env_spec_from_the_function(batch):
-    t = UnaryTransform(in_keys=["observation"], out_keys=["norm"], fn=lambda x: x.pow(2).sum(-1, keepdim=True).to(torch.float64))
+    t = UnaryTransform(
+        in_keys=["observation"], out_keys=["norm"], fn=lambda x: x.pow(2).sum(-1, keepdim=True).to(torch.float64)
+    )
     env = TransformedEnv(VectorEnv(batch), t)
     spec = env.observation_spec["norm"]
     assert spec.shape == (*batch, 1) and spec.dtype == torch.float64
@@ -27,7 +29,9 @@ def test_unary_transform_env_spec_from_the_function(batch):
 
 
 def test_unary_transform_inverse_and_non_tensor_data():
-    t = UnaryTransform(in_keys=["s"], out_keys=["n"], in_keys_inv=["a"], out_keys_inv=["b"], fn=len, inv_fn=lambda x: x * 2)
+    t = UnaryTransform(
+        in_keys=["s"], out_keys=["n"], in_keys_inv=["a"], out_keys_inv=["b"], fn=len, inv_fn=lambda x: x * 2
+    )
     td = t(TensorDict({"s": "abcd"}, []))
     assert td["n"] == 4
     assert torch.equal(t.inv(TensorDict({"b": torch.ones(2)}, []))["a"], torch.full((2,), 2.0))
@@ -50,7 +54,14 @@ def test_hash_reproducible_repertoire_and_env():
         Hash(in_keys=["s"], out_keys=["h"], hash_fn=lambda x: 1)(TensorDict({"s": "a"}, []))
     with pytest.raises(RuntimeError, match="repertoire"):
         Hash(in_keys=["s"], out_keys=["h"]).get_input_from_hash(h)
-    env = TransformedEnv(VectorEnv((2,)), Hash(in_keys=["observation"], out_keys=["h"], hash_fn=lambda x: torch.stack([Hash.reproducible_hash(str(r.tolist())) for r in x])))
+    env = TransformedEnv(
+        VectorEnv((2,)),
+        Hash(
+            in_keys=["observation"],
+            out_keys=["h"],
+            hash_fn=lambda x: torch.stack([Hash.reproducible_hash(str(r.tolist())) for r in x]),
+        ),
+    )
     assert env.observation_spec["h"].shape == (2, 32)
     check_env_specs(env)
 
@@ -59,7 +70,10 @@ def test_hash_reproducible_repertoire_and_env():
 @pytest.mark.parametrize("del_keys", [True, False])
 def test_stack_leaves_env_and_inverse(batch, del_keys):
     copy = RenameTransform(in_keys=[("nested", "obs")], out_keys=["obs2"], create_copy=True)
-    env = TransformedEnv(VectorEnv(batch), Compose(copy, Stack(in_keys=["obs2", ("nested", "obs")], out_key="both", dim=-2, del_keys=del_keys)))
+    env = TransformedEnv(
+        VectorEnv(batch),
+        Compose(copy, Stack(in_keys=["obs2", ("nested", "obs")], out_key="both", dim=-2, del_keys=del_keys)),
+    )
     spec = env.observation_spec["both"]
     assert spec.shape == (*batch, 2, 2)
     assert (("nested", "obs") in env.observation_spec.keys(True)) is (not del_keys)

@@ -8,7 +8,6 @@ import torch
 from tensordict import TensorDict
 
 from gpusim.transforms import Compose, StepCounter, TerminateTransform, TransformedEnv
-
 from tests.envs.toy_envs import StatelessCounter
 
 
@@ -17,8 +16,10 @@ def _ones(td):
 
 
 def test_rollout_stops_when_the_predicate_holds_per_row():
-    env = TransformedEnv(StatelessCounter(batch_size=(2,), max_count=100),
-                         TerminateTransform(lambda td: td["observation"] >= torch.tensor([[6.0], [100.0]])))
+    env = TransformedEnv(
+        StatelessCounter(batch_size=(2,), max_count=100),
+        TerminateTransform(lambda td: td["observation"] >= torch.tensor([[6.0], [100.0]])),
+    )
     td = env.rollout(10, _ones)
     assert td.shape == (2, 3)  # row 0 reaches 6 at its third step
     assert td["next", "terminated"][:, -1, 0].tolist() == [True, False]
@@ -26,8 +27,9 @@ def test_rollout_stops_when_the_predicate_holds_per_row():
 
 
 def test_write_done_false_and_truncated_untouched():
-    env = TransformedEnv(StatelessCounter(max_count=100),
-                         Compose(StepCounter(50), TerminateTransform(lambda td: True, write_done=False)))
+    env = TransformedEnv(
+        StatelessCounter(max_count=100), Compose(StepCounter(50), TerminateTransform(lambda td: True, write_done=False))
+    )
     out = env.step(_ones(env.reset()))
     assert out["next", "terminated"].all() and not out["next", "done"].any()
     assert not out["next", "truncated"].any()

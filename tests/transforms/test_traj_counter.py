@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDict
 
 from gpusim.envs.native import CartPoleEnv
-from gpusim.transforms import StepCounter, Compose, TrajCounter, TransformedEnv
+from gpusim.transforms import Compose, StepCounter, TrajCounter, TransformedEnv
 
 
 def test_ids_follow_episodes_and_partial_resets():

@@ -16,7 +16,10 @@ def test_new_api_dispatch_and_errors():
     assert isinstance(VecNorm(in_keys=["observation"], new_api=True), VecNormV2)
     assert isinstance(VecNorm(in_keys=["observation"], stateful=True), VecNormV2)
     assert type(VecNorm(in_keys=["observation"])) is VecNorm
-    with pytest.raises(ValueError, match="stateful=False keeps per-row statistics in the data, which cannot take reduce_batch_dims=True"):
+    with pytest.raises(
+        ValueError,
+        match="stateful=False keeps per-row statistics in the data, which cannot take reduce_batch_dims=True",
+    ):
         VecNormV2(in_keys=["obs"], stateful=False, reduce_batch_dims=True)
     with pytest.raises(ValueError, match="cannot take shared_data"):
         VecNormV2(in_keys=["obs"], stateful=False, shared_data=TensorDict(loc={}, var={}, count={}))
@@ -37,7 +40,9 @@ def test_decay1_reduce_batch_dims_matches_population_stats():
     torch.testing.assert_close(vn.loc["reward"], rewards.mean().reshape(1))
     torch.testing.assert_close(vn.scale["reward"], rewards.std(unbiased=False).reshape(1))
     assert vn.count["reward"].item() == 12
-    torch.testing.assert_close(td["next", "reward_norm"][:, -1], (rewards[:, -1] - vn.loc["reward"]) / vn.scale["reward"])
+    torch.testing.assert_close(
+        td["next", "reward_norm"][:, -1], (rewards[:, -1] - vn.loc["reward"]) / vn.scale["reward"]
+    )
 
 
 def test_elementwise_decay_bias_correction_and_denorm():
@@ -136,7 +141,9 @@ def test_stateless_statistics_survive_resets_and_partial_resets_update_their_row
 def test_stateless_two_transforms_get_their_own_prefix_and_check_specs():
     from gpusim.envs import check_env_specs
 
-    env = _stateless_env(VecNormV2(in_keys=["observation"], stateful=False), VecNormV2(in_keys=["reward"], stateful=False))
+    env = _stateless_env(
+        VecNormV2(in_keys=["observation"], stateful=False), VecNormV2(in_keys=["reward"], stateful=False)
+    )
     assert [t.prefix for t in env.transform] == ["_vecnorm", "_vecnorm1"]
     assert env.observation_spec["_vecnorm1_count", "reward"].dtype == torch.int64
     check_env_specs(env, seed=0, break_when_any_done="both")

@@ -20,13 +20,13 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-import torch
 from tensordict import TensorDict, TensorDictBase
 
-from gpusim.envs.common import EnvBase
 from gpusim.envs.batched._shared import Buffers, KeyPlan, TDBuilder, copy_leaves, leaves
+from gpusim.envs.common import EnvBase
 
 __all__ = ["WorkerRunner"]
 

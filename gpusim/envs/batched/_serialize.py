@@ -129,9 +129,7 @@ def dumps(obj: Any) -> bytes:
             return _cloudpickle.dumps(obj)
         return fallback_dumps(obj)
     except Exception as err:
-        raise TypeError(
-            f"cannot pickle {obj!r} to send it to a worker process: {type(err).__name__}: {err}"
-        ) from err
+        raise TypeError(f"cannot pickle {obj!r} to send it to a worker process: {type(err).__name__}: {err}") from err
 
 
 def loads(data: bytes) -> Any:

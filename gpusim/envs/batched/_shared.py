@@ -30,8 +30,8 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_non_tensor, is_tensor_collection
@@ -41,7 +41,18 @@ from gpusim.envs._fasttd import fast_get, inner, is_plain, new_td
 from gpusim.envs._keys import DoneLevel, NestedKey
 from gpusim.envs.batched.metadata import EnvMetaData
 
-__all__ = ["KeyPlan", "Buffers", "FileBuffers", "FlatLayout", "TDBuilder", "copy_leaves", "heterogeneous_stack", "leaves", "maybe_leaves", "nontensor_keys"]
+__all__ = [
+    "KeyPlan",
+    "Buffers",
+    "FileBuffers",
+    "FlatLayout",
+    "TDBuilder",
+    "copy_leaves",
+    "heterogeneous_stack",
+    "leaves",
+    "maybe_leaves",
+    "nontensor_keys",
+]
 
 
 def _tensor_keys(td: TensorDictBase) -> list[NestedKey]:
@@ -158,7 +169,7 @@ class KeyPlan:
     next_nontensor_keys: list = field(default_factory=list)
 
     @classmethod
-    def from_metadata(cls, meta: EnvMetaData) -> "KeyPlan":
+    def from_metadata(cls, meta: EnvMetaData) -> KeyPlan:
         """Builds the plan from the worker :class:`EnvMetaData`."""
         action_keys = _keys.leaf_keys(meta.input_spec["full_action_spec"])
         state_keys = _keys.leaf_keys(meta.input_spec["full_state_spec"])
@@ -267,7 +278,7 @@ class FileBuffers:
 
     files: list  # [(path, FlatLayout, empty structure, keys)] for inputs, reset_out, next_out
 
-    def open(self, plan: KeyPlan) -> "Buffers":
+    def open(self, plan: KeyPlan) -> Buffers:
         """Maps the files and wraps them as :class:`Buffers`."""
         tds = []
         for path, layout, structure, keys in self.files:
@@ -395,7 +406,7 @@ class Buffers:
     @classmethod
     def allocate(
         cls, plan: KeyPlan, meta: EnvMetaData, num_workers: int, share_memory: bool, memmap: bool = False
-    ) -> "Buffers":
+    ) -> Buffers:
         """Zero-filled buffers on the worker device, in shared memory when ``share_memory``, or
         in memory-mapped temporary files when ``memmap`` (removed with the buffers)."""
         fake = meta.tensordict.expand(num_workers, *meta.batch_size)
@@ -424,7 +435,7 @@ class Buffers:
             weakref.finalize(out, shutil.rmtree, folder, True)
         return out
 
-    def for_worker(self) -> "tuple | FileBuffers":
+    def for_worker(self) -> tuple | FileBuffers:
         """What a worker process receives: the shared tensordicts, or the memory-mapped files."""
         if self.files is not None:
             return self.files
@@ -433,7 +444,7 @@ class Buffers:
     @classmethod
     def from_tensordicts(
         cls, plan: KeyPlan, inputs: TensorDict, reset_out: TensorDict, next_out: TensorDict
-    ) -> "Buffers":
+    ) -> Buffers:
         """Wraps existing buffers (a worker process receives them this way)."""
         return cls(
             inputs=inputs,
@@ -445,7 +456,7 @@ class Buffers:
             next_leaves=leaves(next_out, plan.next_keys),
         )
 
-    def worker_views(self, i: int) -> "WorkerViews":
+    def worker_views(self, i: int) -> WorkerViews:
         """The leaf views of worker ``i``."""
         return WorkerViews(
             inputs=[t[i] for t in self.input_leaves],

@@ -33,8 +33,19 @@ __all__ = ["worker_indices", "make_view", "check_usable", "to_parent"]
 
 #: The settings a view copies from its parent.
 _SETTINGS = (
-    "meta_data", "_worker_device", "_plan", "pin_memory", "non_blocking", "num_threads", "num_sub_threads",
-    "_use_buffers", "shared_memory", "memmap", "share_individual_td", "consolidate", "serial_for_single",
+    "meta_data",
+    "_worker_device",
+    "_plan",
+    "pin_memory",
+    "non_blocking",
+    "num_threads",
+    "num_sub_threads",
+    "_use_buffers",
+    "shared_memory",
+    "memmap",
+    "share_individual_td",
+    "consolidate",
+    "serial_for_single",
     "_batch_locked",
 )
 
@@ -68,7 +79,7 @@ def worker_indices(index: Any, num_workers: int) -> list[int]:
     return out
 
 
-def make_view(env: "BatchedEnvBase", indices: list[int]) -> "BatchedEnvBase":
+def make_view(env: BatchedEnvBase, indices: list[int]) -> BatchedEnvBase:
     """An env of ``type(env)`` over the workers ``indices`` of ``env`` (composed with ``env``'s
     own selection when ``env`` is a view)."""
     parent = env.__dict__.get("_view_parent")
@@ -97,7 +108,7 @@ def make_view(env: "BatchedEnvBase", indices: list[int]) -> "BatchedEnvBase":
     return view
 
 
-def check_usable(view: "BatchedEnvBase") -> "BatchedEnvBase":
+def check_usable(view: BatchedEnvBase) -> BatchedEnvBase:
     """The parent of ``view``, started; raises if the view or its parent was closed."""
     if view.__dict__.get("_closed"):
         raise RuntimeError(f"this {type(view).__name__} is a closed indexed env: index its parent again")
@@ -108,7 +119,7 @@ def check_usable(view: "BatchedEnvBase") -> "BatchedEnvBase":
     return parent
 
 
-def to_parent(view: "BatchedEnvBase", tensordict: TensorDictBase | None, masks: ResetMasks | None = None):
+def to_parent(view: BatchedEnvBase, tensordict: TensorDictBase | None, masks: ResetMasks | None = None):
     """The parent-batch tensordict holding ``tensordict``'s rows at the view's workers (zeros
     elsewhere), and the parent's reset masks selecting the view's rows (``masks`` given)."""
     parent = view.__dict__["_view_parent"]

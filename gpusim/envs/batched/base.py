@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import abc
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict, TensorDictBase
 
+from gpusim.envs import _partial
+from gpusim.envs.batched import _views
 from gpusim.envs.batched._shared import KeyPlan, TDBuilder, copy_leaves, maybe_leaves
 from gpusim.envs.batched.metadata import EnvMetaData, get_env_metadata
 from gpusim.envs.common import EnvBase
-from gpusim.envs import _partial
-from gpusim.envs.batched import _views
 from gpusim.envs.episode import AutoResetMode, ResetMasks, merge_rows
 
 __all__ = ["BatchedEnvBase", "WorkerValues"]
@@ -145,8 +146,12 @@ def _stack_worker_bounds(specs: Any, metas: list[EnvMetaData]) -> None:
             full = (parent, name, *(key if isinstance(key, tuple) else (key,)))
             target = specs[full]
             specs[full] = type(spec)(
-                low.to(target.device), high.to(target.device), shape=target.shape, dtype=spec.dtype,
-                device=target.device, domain=spec.domain,
+                low.to(target.device),
+                high.to(target.device),
+                shape=target.shape,
+                dtype=spec.dtype,
+                device=target.device,
+                domain=spec.domain,
             )
 
 
@@ -167,7 +172,7 @@ class WorkerValues(list):
         >>> env.close()
     """
 
-    def __init__(self, env: "BatchedEnvBase", path: str | tuple, values: list) -> None:
+    def __init__(self, env: BatchedEnvBase, path: str | tuple, values: list) -> None:
         super().__init__(values)
         self._env = env
         self._path = (path,) if isinstance(path, str) else tuple(path)
@@ -370,8 +375,10 @@ class BatchedEnvBase(EnvBase):
         from gpusim.specs import Composite
 
         specs = meta.specs
-        for root, names in ((specs["input_spec"], ("full_state_spec", "full_action_spec")),
-                            (specs["output_spec"], ("full_done_spec", "full_reward_spec", "full_observation_spec"))):
+        for root, names in (
+            (specs["input_spec"], ("full_state_spec", "full_action_spec")),
+            (specs["output_spec"], ("full_done_spec", "full_reward_spec", "full_observation_spec")),
+        ):
             for name in names:
                 if name not in root.keys():
                     continue
@@ -483,7 +490,7 @@ class BatchedEnvBase(EnvBase):
             self.start()
 
     # ------------------------------------------------------------------ indexed views
-    def __getitem__(self, index: Any) -> "BatchedEnvBase":
+    def __getitem__(self, index: Any) -> BatchedEnvBase:
         """An env of the same class over the workers ``index`` selects (int, slice, sequence,
         array or integer tensor); see :mod:`gpusim.envs.batched._views`."""
         return _views.make_view(self, _views.worker_indices(index, self.num_workers))
@@ -494,7 +501,7 @@ class BatchedEnvBase(EnvBase):
             "their own envs; reset or step them instead"
         )
 
-    def _root_and_workers(self) -> tuple["BatchedEnvBase", list[int] | None]:
+    def _root_and_workers(self) -> tuple[BatchedEnvBase, list[int] | None]:
         """The env that holds the workers, and the workers of this env (``None``: all)."""
         parent = self.__dict__.get("_view_parent")
         if parent is None:
@@ -632,9 +639,11 @@ class BatchedEnvBase(EnvBase):
         if tensordict is None:
             return [], workers
         # the resolved masks: the root one alone when it prevails, else one per nested level
-        by_prefix = {} if masks.root is not None else {
-            lvl.prefix: m for lvl, m in zip(masks.levels, masks.masks) if m is not None
-        }
+        by_prefix = (
+            {}
+            if masks.root is not None
+            else {lvl.prefix: m for lvl, m in zip(masks.levels, masks.masks) if m is not None}
+        )
         values: list = []
         for level in plan.done_levels:
             if masks.root is not None:
@@ -726,7 +735,9 @@ class BatchedEnvBase(EnvBase):
             copy_leaves([b.input_leaves[i] for i in present], [values[i] for i in present])
         answers = self._run_step(present, workers, extras)
         out = self._output("next")
-        self._set_nontensor(out, plan.next_nontensor_keys, range(self.num_workers) if workers is None else workers, answers)
+        self._set_nontensor(
+            out, plan.next_nontensor_keys, range(self.num_workers) if workers is None else workers, answers
+        )
         return self._maybe_individual(out)
 
     # ------------------------------------------------------------------ non-tensor entries
@@ -789,9 +800,11 @@ class BatchedEnvBase(EnvBase):
             worker_inputs = [None] * self.num_workers
             keys = [*plan.reset_mask_keys, *plan.state_keys]
             present = [(k, v) for k, v in zip(keys, values) if v is not None]
-            extras = [] if tensordict is None else [
-                (k, tensordict.get(k)) for k in plan.input_nontensor_keys if tensordict.get(k, None) is not None
-            ]
+            extras = (
+                []
+                if tensordict is None
+                else [(k, tensordict.get(k)) for k in plan.input_nontensor_keys if tensordict.get(k, None) is not None]
+            )
             if present or extras:
                 batch = TensorDict({}, batch_size=self.batch_size, device=self.device)
                 for key, value in [*present, *extras]:
@@ -910,6 +923,7 @@ class BatchedEnvBase(EnvBase):
         results = root._run_getattr(path, workers)
         label = path if isinstance(path, str) else ".".join(path)
         if all(is_callable for is_callable, _ in results):
+
             def call_workers(*args: Any, **kwargs: Any) -> list:
                 return root._run_call(path, args, kwargs, workers)
 

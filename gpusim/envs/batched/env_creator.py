@@ -30,7 +30,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDictBase
@@ -56,9 +57,7 @@ def _share(value: Any, where: str) -> Any:
         return value.share_memory_()
     if isinstance(value, str):  # e.g. the path of a file every process maps
         return value
-    raise TypeError(
-        f"{where}._shared_state() must return tensors, tensordicts or strings, got {type(value).__name__}"
-    )
+    raise TypeError(f"{where}._shared_state() must return tensors, tensordicts or strings, got {type(value).__name__}")
 
 
 def _protocol(module: nn.Module) -> tuple[Callable[[], dict], Callable[[dict], None]] | None:
@@ -134,7 +133,7 @@ def load_shared_state(env: nn.Module, state: SharedState) -> None:
         protocol[1](entries)
 
 
-def _rebuild(payload: bytes, meta_data: EnvMetaData, shared_state: SharedState, share_memory: bool) -> "EnvCreator":
+def _rebuild(payload: bytes, meta_data: EnvMetaData, shared_state: SharedState, share_memory: bool) -> EnvCreator:
     create_env_fn, create_env_kwargs = _serialize.loads(payload)
     creator = EnvCreator.__new__(EnvCreator)
     creator._init_from(create_env_fn, create_env_kwargs, meta_data, shared_state, share_memory)
@@ -166,7 +165,7 @@ class EnvCreator:
 
     def __init__(
         self,
-        create_env_fn: Callable[..., "EnvBase"],
+        create_env_fn: Callable[..., EnvBase],
         create_env_kwargs: dict | None = None,
         share_memory: bool = True,
         **kwargs: Any,
@@ -185,8 +184,7 @@ class EnvCreator:
         shadow_env = create_env_fn(**kwargs)
         if not isinstance(shadow_env, EnvBase):
             raise TypeError(
-                f"the env factory {create_env_fn!r} returned a {type(shadow_env).__name__}, "
-                "not a gpusim EnvBase"
+                f"the env factory {create_env_fn!r} returned a {type(shadow_env).__name__}, not a gpusim EnvBase"
             )
         try:
             meta_data = EnvMetaData.metadata_from_env(shadow_env)
@@ -197,7 +195,7 @@ class EnvCreator:
 
     def _init_from(
         self,
-        create_env_fn: Callable[..., "EnvBase"],
+        create_env_fn: Callable[..., EnvBase],
         create_env_kwargs: dict,
         meta_data: EnvMetaData | None,
         shared_state: SharedState,
@@ -230,7 +228,7 @@ class EnvCreator:
     def _gpusim_env_metadata(self) -> EnvMetaData:
         return self.meta_data
 
-    def make_variant(self, **kwargs: Any) -> "EnvCreator":
+    def make_variant(self, **kwargs: Any) -> EnvCreator:
         """A creator of the same factory with updated keyword arguments that shares this one's
         shared state (statistics, counters): e.g. workers with different settings whose
         ``VecNorm`` statistics are common.
@@ -271,7 +269,7 @@ class EnvCreator:
         """
         return self._shared_state
 
-    def __call__(self, **kwargs: Any) -> "EnvBase":
+    def __call__(self, **kwargs: Any) -> EnvBase:
         """Builds an env (``kwargs`` update the creator's ``create_env_kwargs``)."""
         env = self.create_env_fn(**{**self.create_env_kwargs, **kwargs})
         if self.share_memory:

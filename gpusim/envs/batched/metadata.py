@@ -14,7 +14,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDictBase
@@ -75,7 +76,7 @@ class EnvMetaData:
         self.supports_set_state = bool(supports_set_state)
 
     @classmethod
-    def metadata_from_env(cls, env: "EnvBase") -> "EnvMetaData":
+    def metadata_from_env(cls, env: EnvBase) -> EnvMetaData:
         """Reads the metadata of a live env (clones: the result does not alias the env).
 
         Args:
@@ -152,7 +153,7 @@ class EnvMetaData:
         return has_dynamic_dims(self.specs)
 
     # ------------------------------------------------------------------ transforms
-    def expand(self, *shape: Any) -> "EnvMetaData":
+    def expand(self, *shape: Any) -> EnvMetaData:
         """The metadata of a batch of such envs: ``shape`` must end with :attr:`batch_size`.
 
         Examples:
@@ -166,8 +167,7 @@ class EnvMetaData:
         n = len(self.batch_size)
         if len(size) < n or (n and tuple(size[-n:]) != tuple(self.batch_size)):
             raise ValueError(
-                f"EnvMetaData.expand: the new shape {list(size)} must end with the batch size "
-                f"{list(self.batch_size)}"
+                f"EnvMetaData.expand: the new shape {list(size)} must end with the batch size {list(self.batch_size)}"
             )
         return EnvMetaData(
             self.tensordict.expand(size).clone(),
@@ -180,7 +180,7 @@ class EnvMetaData:
             self.supports_set_state,
         )
 
-    def to(self, device: torch.device | str) -> "EnvMetaData":
+    def to(self, device: torch.device | str) -> EnvMetaData:
         """A copy on another device (specs and tensordict).
 
         Args:
@@ -207,7 +207,7 @@ class EnvMetaData:
             self.supports_set_state,
         )
 
-    def clone(self) -> "EnvMetaData":
+    def clone(self) -> EnvMetaData:
         """A deep copy.
 
         Examples:
@@ -231,11 +231,7 @@ class EnvMetaData:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, EnvMetaData):
             return NotImplemented
-        return (
-            self.batch_size == other.batch_size
-            and self.device == other.device
-            and self.specs == other.specs
-        )
+        return self.batch_size == other.batch_size and self.device == other.device and self.specs == other.specs
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -246,9 +242,7 @@ class EnvMetaData:
         )
 
 
-def get_env_metadata(
-    env_or_fn: "EnvBase | Callable[..., EnvBase]", kwargs: dict | None = None
-) -> EnvMetaData:
+def get_env_metadata(env_or_fn: EnvBase | Callable[..., EnvBase], kwargs: dict | None = None) -> EnvMetaData:
     """Returns the :class:`EnvMetaData` of an env, or of the env a factory builds.
 
     A factory is called once with ``kwargs``; the env it returns is closed before returning,
@@ -276,8 +270,7 @@ def get_env_metadata(
         return EnvMetaData.metadata_from_env(env_or_fn)
     if not callable(env_or_fn):
         raise TypeError(
-            f"get_env_metadata expects an EnvBase or a callable returning one, got "
-            f"{type(env_or_fn).__name__}"
+            f"get_env_metadata expects an EnvBase or a callable returning one, got {type(env_or_fn).__name__}"
         )
     kwargs = {} if kwargs is None else dict(kwargs)
     cached = getattr(env_or_fn, "_gpusim_env_metadata", None)
@@ -285,9 +278,7 @@ def get_env_metadata(
         return cached().clone()
     env = env_or_fn(**kwargs)
     if not isinstance(env, EnvBase):
-        raise TypeError(
-            f"the env factory {env_or_fn!r} returned a {type(env).__name__}, not a gpusim EnvBase"
-        )
+        raise TypeError(f"the env factory {env_or_fn!r} returned a {type(env).__name__}, not a gpusim EnvBase")
     try:
         return EnvMetaData.metadata_from_env(env)
     finally:

@@ -31,7 +31,8 @@ import sys
 import time
 import warnings
 import weakref
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -69,7 +70,9 @@ class WorkerError(RuntimeError):
         1 ValueError False
     """
 
-    def __init__(self, message: str, worker: int, remote_type: str | None = None, remote_traceback: str | None = None) -> None:
+    def __init__(
+        self, message: str, worker: int, remote_type: str | None = None, remote_traceback: str | None = None
+    ) -> None:
         super().__init__(message)
         self.worker = worker
         self.remote_type = remote_type
@@ -260,8 +263,7 @@ class ParallelEnv(BatchedEnvBase):
         if not (self.shared_memory or self.memmap):
             if kwargs.get("use_buffers"):
                 raise ConfigurationError(
-                    "ParallelEnv(use_buffers=True) needs buffers its workers can see: shared_memory=True "
-                    "or memmap=True"
+                    "ParallelEnv(use_buffers=True) needs buffers its workers can see: shared_memory=True or memmap=True"
                 )
             self.__dict__["_use_buffers"] = False
         self.configure_parallel(mp_start_method=mp_start_method)
@@ -280,7 +282,7 @@ class ParallelEnv(BatchedEnvBase):
         shared_memory: bool | None = None,
         memmap: bool | None = None,
         use_buffers: bool | None = None,
-    ) -> "ParallelEnv":
+    ) -> ParallelEnv:
         """Changes worker settings; only before the workers start.
 
         Keyword Args:
@@ -342,8 +344,7 @@ class ParallelEnv(BatchedEnvBase):
         if use_buffers is not None:
             if use_buffers and not (shared or mapped):
                 raise ConfigurationError(
-                    "ParallelEnv(use_buffers=True) needs buffers its workers can see: shared_memory=True "
-                    "or memmap=True"
+                    "ParallelEnv(use_buffers=True) needs buffers its workers can see: shared_memory=True or memmap=True"
                 )
             self.__dict__["_use_buffers"] = bool(use_buffers)
             if use_buffers and self.__dict__.get("_dynamic_specs", False):

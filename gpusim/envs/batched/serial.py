@@ -55,9 +55,7 @@ class SerialEnv(BatchedEnvBase):
             for i, (fn, kw) in enumerate(zip(fns, kwargs)):
                 env = fn(**kw)
                 if not isinstance(env, EnvBase):
-                    raise TypeError(
-                        f"create_env_fn[{i}] returned a {type(env).__name__}, not a gpusim EnvBase"
-                    )
+                    raise TypeError(f"create_env_fn[{i}] returned a {type(env).__name__}, not a gpusim EnvBase")
                 envs.append(env)
         except BaseException:
             for env in envs:
@@ -89,9 +87,7 @@ class SerialEnv(BatchedEnvBase):
                 self._plan, self.meta_data, self.num_workers, share_memory=self.shared_memory, memmap=self.memmap
             )
         self.__dict__["_exchange"] = buffers
-        self.__dict__["_runners"] = [
-            WorkerRunner(env, self._plan, buffers, i) for i, env in enumerate(envs)
-        ]
+        self.__dict__["_runners"] = [WorkerRunner(env, self._plan, buffers, i) for i, env in enumerate(envs)]
 
     def _shutdown_workers(self) -> None:
         runners = self.__dict__.pop("_runners", [])

@@ -8,8 +8,8 @@ Examples:
     torch.Size([4])
 """
 
+from gpusim.contrib.vla import ToyVLAEnv  # lives in gpusim.contrib; TorchRL's path is torchrl.envs
 from gpusim.envs.custom.chess import ChessEnv
 from gpusim.envs.custom.llm_hashing import LLMHashingEnv
-from gpusim.contrib.vla import ToyVLAEnv  # lives in gpusim.contrib; TorchRL's path is torchrl.envs
 
 __all__ = ["ChessEnv", "LLMHashingEnv", "ToyVLAEnv"]

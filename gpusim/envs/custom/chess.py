@@ -80,11 +80,21 @@ def san_vocabulary() -> tuple[str, ...]:
     files = "abcdefgh"
     names = chess.SQUARE_NAMES
     vocab = {"O-O", "O-O-O"}
-    for piece, letter in ((chess.KNIGHT, "N"), (chess.BISHOP, "B"), (chess.ROOK, "R"), (chess.QUEEN, "Q"), (chess.KING, "K")):
+    for piece, letter in (
+        (chess.KNIGHT, "N"),
+        (chess.BISHOP, "B"),
+        (chess.ROOK, "R"),
+        (chess.QUEEN, "Q"),
+        (chess.KING, "K"),
+    ):
         for src in chess.SQUARES:
             board = chess.Board(None)
             board.set_piece_at(src, chess.Piece(piece, chess.WHITE))
-            hints = [""] if piece == chess.KING else ["", files[chess.square_file(src)], str(chess.square_rank(src) + 1), names[src]]
+            hints = (
+                [""]
+                if piece == chess.KING
+                else ["", files[chess.square_file(src)], str(chess.square_rank(src) + 1), names[src]]
+            )
             for dst in board.attacks(src):
                 for hint in hints:
                     vocab.add(f"{letter}{hint}{names[dst]}")
@@ -168,7 +178,9 @@ class ChessEnv(EnvBase):
         if pixels:
             raise ValueError("ChessEnv(pixels=True) needs an SVG renderer (cairosvg), which gpusim does not use")
         if not stateful and not (include_fen or include_pgn):
-            raise ValueError("ChessEnv(stateful=False) reads the position from 'fen' or 'pgn': set include_fen or include_pgn")
+            raise ValueError(
+                "ChessEnv(stateful=False) reads the position from 'fen' or 'pgn': set include_fen or include_pgn"
+            )
         super().__init__(device=device, batch_size=[])
         self.__dict__["_chess"] = chess
         self.stateful = stateful

@@ -46,7 +46,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict import NonTensorStack, TensorDictBase
@@ -166,7 +167,8 @@ class LLMHashingEnv(EnvBase):
                 "length": Unbounded((*B, 1), dtype=torch.int64, device=dev),
                 "hashing": Unbounded((*B, 1), dtype=torch.int64, device=dev),
             },
-            shape=B, device=dev,
+            shape=B,
+            device=dev,
         )
         if self.text_output:
             obs[self.text_key] = NonTensor(shape=B, device=dev, example_data="")
@@ -190,7 +192,11 @@ class LLMHashingEnv(EnvBase):
         texts = self._tokenizer.batch_decode([r[:n] for r, n in zip(rows, lens)])
         if not len(self.batch_size):
             return texts[0]
-        return NonTensorStack.from_list(texts).reshape(self.batch_size) if len(self.batch_size) > 1 else NonTensorStack.from_list(texts)
+        return (
+            NonTensorStack.from_list(texts).reshape(self.batch_size)
+            if len(self.batch_size) > 1
+            else NonTensorStack.from_list(texts)
+        )
 
     def _out(self, src: dict, chain: torch.Tensor, length: torch.Tensor) -> TensorDictBase:
         text = self._text(chain, length) if self.text_output else None
@@ -223,13 +229,23 @@ class LLMHashingEnv(EnvBase):
         else:
             L0 = prompt.shape[-1]
             if not 1 <= L0 <= self.max_length:
-                raise ValueError(f"LLMHashingEnv.reset: the prompt has {L0} tokens; it needs 1..max_length={self.max_length}")
+                raise ValueError(
+                    f"LLMHashingEnv.reset: the prompt has {L0} tokens; it needs 1..max_length={self.max_length}"
+                )
             chain = torch.full((*B, self.max_length), self.pad_token, dtype=torch.int64, device=self.device)
             chain[..., :L0] = prompt
             length = torch.full((*B, 1), L0, dtype=torch.int64, device=self.device)
             hashing = self._hash_rows(prompt)
-        src = {key: chain, "length": length, "hashing": hashing, "prompt_length": length.clone(),
-               "prompt_hashing": hashing.clone(), "done": flag, "terminated": flag.clone(), "truncated": flag.clone()}
+        src = {
+            key: chain,
+            "length": length,
+            "hashing": hashing,
+            "prompt_length": length.clone(),
+            "prompt_hashing": hashing.clone(),
+            "done": flag,
+            "terminated": flag.clone(),
+            "truncated": flag.clone(),
+        }
         return self._out(src, chain, length)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -243,9 +259,15 @@ class LLMHashingEnv(EnvBase):
         new_length = torch.where(full, length, length + 1)
         new_hash = self._hash_rows(torch.cat([tensordict.get("hashing"), action], -1))
         truncated = new_length >= self.max_length
-        src = {key: new_chain, "length": new_length, "hashing": new_hash,
-               "reward": torch.zeros((*self.batch_size, 1), device=self.device),
-               "done": truncated, "terminated": torch.zeros_like(truncated), "truncated": truncated.clone()}
+        src = {
+            key: new_chain,
+            "length": new_length,
+            "hashing": new_hash,
+            "reward": torch.zeros((*self.batch_size, 1), device=self.device),
+            "done": truncated,
+            "terminated": torch.zeros_like(truncated),
+            "truncated": truncated.clone(),
+        }
         return self._out(src, new_chain, new_length)
 
     def _set_seed(self, seed: int | None) -> None:

@@ -15,10 +15,10 @@ from gpusim.envs.libs.dm_control import DMControlEnv, DMControlWrapper
 from gpusim.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
 from gpusim.envs.libs.gym import GymEnv, GymWrapper
 from gpusim.envs.libs.gym_backend import gym_backend, set_gym_backend
-from gpusim.envs.libs.jumanji import JumanjiEnv, JumanjiWrapper
 from gpusim.envs.libs.gym_info import default_info_dict_reader
-from gpusim.envs.libs.mo_gym import MOGymEnv, MOGymWrapper
+from gpusim.envs.libs.jumanji import JumanjiEnv, JumanjiWrapper
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
+from gpusim.envs.libs.mo_gym import MOGymEnv, MOGymWrapper
 from gpusim.envs.libs.openml import OpenMLEnv
 from gpusim.envs.libs.openspiel import OpenSpielEnv, OpenSpielWrapper
 from gpusim.envs.libs.pettingzoo import PettingZooEnv, PettingZooWrapper

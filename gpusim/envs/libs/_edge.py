@@ -50,7 +50,7 @@ class _Layout:
             for buf in self.buffers
         ]
         self.sizes = []
-        for i, (_, off, nb, _, _) in enumerate(self.slots):
+        for i, (_, off, _nb, _, _) in enumerate(self.slots):
             end = self.slots[i + 1][1] if i + 1 < len(self.slots) else self.total
             self.sizes.append(end - off)
         self.events: list = [None, None]
@@ -98,7 +98,7 @@ class EdgeTransfer:
             layout.events[i] = event
         source: dict = {}
         chunks = dev.split(layout.sizes)
-        for (key, off, nbytes, shape, dtype), chunk in zip(layout.slots, chunks):
+        for (key, _off, nbytes, shape, dtype), chunk in zip(layout.slots, chunks):
             view = chunk[:nbytes].view(dtype).view(shape)
             if isinstance(key, tuple) and len(key) > 1:
                 node = source

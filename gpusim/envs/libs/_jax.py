@@ -82,7 +82,9 @@ def nested_td(source: dict, batch_size: torch.Size, device: torch.device | None 
     from gpusim.envs._fasttd import new_td
 
     return new_td(
-        {k: nested_td(v, batch_size, device) if isinstance(v, dict) else v for k, v in source.items()}, batch_size, device
+        {k: nested_td(v, batch_size, device) if isinstance(v, dict) else v for k, v in source.items()},
+        batch_size,
+        device,
     )
 
 
@@ -254,7 +256,10 @@ class Frame:
     """
 
     def __init__(
-        self, structs: list[tuple[tuple, Any]], views: list[tuple] | None = None, max_packed_bytes: int = MAX_PACKED_BYTES
+        self,
+        structs: list[tuple[tuple, Any]],
+        views: list[tuple] | None = None,
+        max_packed_bytes: int = MAX_PACKED_BYTES,
     ) -> None:
         self.views = [tuple(v) for v in views] if views is not None else [tuple(shape) for shape, _ in structs]
         self.dtypes: list[np.dtype] = []  # one buffer per distinct dtype (in order of first use), then the large arrays
@@ -285,7 +290,7 @@ class Frame:
         ]
 
     @classmethod
-    def of(cls, structs: list, batch_size: torch.Size) -> "Frame":
+    def of(cls, structs: list, batch_size: torch.Size) -> Frame:
         """The frame of flat-batch array structs (``.shape``, ``.dtype``: arrays or
         ``jax.ShapeDtypeStruct``) whose torch views have ``batch_size`` in front."""
         views = [(*batch_size, *s.shape[1:]) for s in structs]
@@ -312,7 +317,9 @@ class Frame:
         """The first ``count`` arrays (default all) of the buffers (traced: call inside ``jax.jit``)."""
         import jax
 
-        return jax.lax.optimization_barrier([buffers[b][o : o + n].reshape(shape) for b, o, n, shape in self.slots[:count]])
+        return jax.lax.optimization_barrier(
+            [buffers[b][o : o + n].reshape(shape) for b, o, n, shape in self.slots[:count]]
+        )
 
     def to_torch(self, buffers: tuple) -> list[torch.Tensor]:
         """Views of the JAX buffers (one DLPack conversion per buffer)."""
@@ -323,7 +330,9 @@ class Frame:
         """New buffers holding ``tensors`` (the first slots; the others zero) as JAX arrays, on
         the first tensor's device (:func:`to_jax` moves them to the host where JAX has no GPU)."""
         device = tensors[0].device if tensors else torch.device("cpu")
-        data: list = [torch.zeros(n, dtype=t, device=device) for n, t in zip(self.sizes[: self.n_packed], self.torch_dtypes)]
+        data: list = [
+            torch.zeros(n, dtype=t, device=device) for n, t in zip(self.sizes[: self.n_packed], self.torch_dtypes)
+        ]
         data += [None] * (len(self.dtypes) - self.n_packed)
         for (b, o, n, _), tensor in zip(self.slots, tensors):
             if b < self.n_packed:

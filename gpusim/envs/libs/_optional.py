@@ -41,5 +41,7 @@ def import_optional(module: str, pip_name: str, extra: str | None = None, what: 
             hint += f"  (or: pip install 'gpusim[{extra}]')"
         missing = isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] == module.split(".")[0]
         if not missing:  # installed, but broken (e.g. built against other versions of its dependencies)
-            raise ImportError(f"{need}the optional dependency {module!r}, which is installed but fails to import: {err}") from err
+            raise ImportError(
+                f"{need}the optional dependency {module!r}, which is installed but fails to import: {err}"
+            ) from err
         raise ImportError(f"{need}the optional dependency {module!r}, which is not installed: {hint}") from err

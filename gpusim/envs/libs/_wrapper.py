@@ -52,7 +52,9 @@ class LibraryWrapper(EnvBase):
         try:
             return getattr(env, name)
         except AttributeError:
-            raise AttributeError(f"{type(self).__name__} and its {self.library} env have no attribute {name!r}") from None
+            raise AttributeError(
+                f"{type(self).__name__} and its {self.library} env have no attribute {name!r}"
+            ) from None
 
     @property
     def env(self) -> Any:

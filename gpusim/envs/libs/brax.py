@@ -106,7 +106,9 @@ class BraxWrapper(JaxWrapper):
         self.__dict__["_step_fn"] = self._batched(env.step)
         n = self._n
         structs = jax.eval_shape(self._reset_fn, jax.ShapeDtypeStruct((n, 2), np.uint32))
-        example = jax.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype).reshape(*self.batch_size, *s.shape[1:]), structs)
+        example = jax.tree_util.tree_map(
+            lambda s: np.zeros(s.shape, s.dtype).reshape(*self.batch_size, *s.shape[1:]), structs
+        )
         self.__dict__["_plan"] = TreePlan(example, self.batch_size)
         self._build_packed(env, jax.tree_util.tree_leaves(structs))
         self._set_packed(not self.requires_grad)
@@ -136,7 +138,10 @@ class BraxWrapper(JaxWrapper):
         state = self._plan.spec(device)
         self.action_spec = Bounded(-1.0, 1.0, shape=(*B, env.action_size), device=device)
         self.observation_spec = Composite(
-            observation=Unbounded((*B, env.observation_size), device=device), state=state, shape=B, device=device,
+            observation=Unbounded((*B, env.observation_size), device=device),
+            state=state,
+            shape=B,
+            device=device,
         )
         self.state_spec = Composite(state=state.clone(), shape=B, device=device)
         self.reward_spec = Unbounded((*B, 1), device=device)
@@ -307,8 +312,13 @@ class BraxEnv(BraxWrapper):
             raise TypeError(f"BraxEnv({env_name!r}): the env rejected {sorted(kwargs)}: {err}") from err
         self.__dict__["env_name"] = env_name
         super().__init__(
-            env, categorical_action_encoding, requires_grad=requires_grad, batch_size=batch_size, device=device,
-            seed=seed, allow_done_after_reset=allow_done_after_reset,
+            env,
+            categorical_action_encoding,
+            requires_grad=requires_grad,
+            batch_size=batch_size,
+            device=device,
+            seed=seed,
+            allow_done_after_reset=allow_done_after_reset,
         )
 
     def __repr__(self) -> str:

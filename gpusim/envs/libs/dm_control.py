@@ -36,9 +36,9 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._optional import import_optional
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.specs import Bounded, Categorical, Composite, OneHot, TensorSpec, Unbounded
 
 __all__ = ["DMControlWrapper", "DMControlEnv"]
@@ -114,7 +114,6 @@ class DMControlWrapper(LibraryWrapper):
 
     _has_frame_skip = True  # _step repeats the action frame_skip times itself
 
-
     library = "dm_control"
 
     def __init__(
@@ -146,8 +145,12 @@ class DMControlWrapper(LibraryWrapper):
         frame_skip = 1 if frame_skip is None else frame_skip
         if not isinstance(frame_skip, int) or frame_skip < 1:
             raise ValueError(f"frame_skip must be a positive int, got {frame_skip!r}")
-        super().__init__(device=device, batch_size=[], allow_done_after_reset=allow_done_after_reset,
-                         auto_reset_mode=AutoResetMode.SPARSE)
+        super().__init__(
+            device=device,
+            batch_size=[],
+            allow_done_after_reset=allow_done_after_reset,
+            auto_reset_mode=AutoResetMode.SPARSE,
+        )
         if from_pixels and not isinstance(env, pixels.Wrapper):
             render = {"camera_id": camera_id, **(render_kwargs or {})}
             env = pixels.Wrapper(env, pixels_only=pixels_only, render_kwargs=render)
@@ -162,9 +165,7 @@ class DMControlWrapper(LibraryWrapper):
         env = self._env
         device = self.device
         obs = dm_spec_to_spec(env.observation_spec(), device)
-        self.__dict__["_obs_plan"] = [
-            (k, _np_of(v.dtype), torch.Size(v.shape)) for k, v in obs.items()
-        ]
+        self.__dict__["_obs_plan"] = [(k, _np_of(v.dtype), torch.Size(v.shape)) for k, v in obs.items()]
         self.observation_spec = obs
         reward = env.reward_spec()
         self.__dict__["_reward_np"] = np.dtype(reward.dtype)
@@ -240,7 +241,6 @@ class DMControlWrapper(LibraryWrapper):
         self._task._random = np.random.RandomState(seed)
 
 
-
 def _np_of(dtype: torch.dtype) -> np.dtype:
     return torch.zeros((), dtype=dtype).numpy().dtype
 
@@ -310,12 +310,20 @@ class DMControlEnv(DMControlWrapper):
         try:
             env = suite.load(env_name, task_name, task_kwargs=task_kwargs)
         except TypeError as err:
-            raise TypeError(f"DMControlEnv({env_name!r}, {task_name!r}): the task rejected {sorted(kwargs)}: {err}") from err
+            raise TypeError(
+                f"DMControlEnv({env_name!r}, {task_name!r}): the task rejected {sorted(kwargs)}: {err}"
+            ) from err
         self.__dict__["env_name"] = env_name
         self.__dict__["task_name"] = task_name
         super().__init__(
-            env, from_pixels=from_pixels, pixels_only=pixels_only, frame_skip=frame_skip, camera_id=camera_id,
-            render_kwargs=render_kwargs, device=device, batch_size=batch_size,
+            env,
+            from_pixels=from_pixels,
+            pixels_only=pixels_only,
+            frame_skip=frame_skip,
+            camera_id=camera_id,
+            render_kwargs=render_kwargs,
+            device=device,
+            batch_size=batch_size,
             allow_done_after_reset=allow_done_after_reset,
         )
 

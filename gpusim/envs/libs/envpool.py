@@ -38,9 +38,9 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._optional import import_optional
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.libs.gym_specs import read_leaves, space_to_spec, write_actions
 from gpusim.specs import Categorical, Composite, Unbounded
 
@@ -96,7 +96,9 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
         if not isinstance(env, envpool.python.envpool.EnvPoolMixin):
             raise TypeError(f"{type(self).__name__} expects an EnvPool pool (envpool.make), got {type(env).__name__}")
         if not isinstance(env, GymnasiumEnvPoolMixin):
-            raise TypeError(f"{type(self).__name__} needs a pool built with env_type='gymnasium', got {type(env).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} needs a pool built with env_type='gymnasium', got {type(env).__name__}"
+            )
         if frame_skip not in (None, 1):
             raise ValueError(f"frame_skip={frame_skip!r} is not supported: the rows of a pool end at different steps")
         config = env.config
@@ -106,8 +108,12 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
                 f"asynchronous pools are not supported: batch_size={config['batch_size']} != num_envs={n}; "
                 "build the pool with batch_size=num_envs"
             )
-        super().__init__(device=device, batch_size=[n], allow_done_after_reset=allow_done_after_reset,
-                         auto_reset_mode=AutoResetMode.SPARSE)
+        super().__init__(
+            device=device,
+            batch_size=[n],
+            allow_done_after_reset=allow_done_after_reset,
+            auto_reset_mode=AutoResetMode.SPARSE,
+        )
         self._wrap(env)
         self.categorical_action_encoding = categorical_action_encoding
         self.num_workers = n
@@ -122,14 +128,31 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
         gym = import_optional("gymnasium", "gymnasium", extra="envpool")
         obs_space = env.spec.observation_space
         if isinstance(obs_space, gym.spaces.Dict):
-            obs_spec, leaves = space_to_spec(obs_space, batch_size=B, device=device, key=(), copy=False,
-                                             categorical_action_encoding=self.categorical_action_encoding)
+            obs_spec, leaves = space_to_spec(
+                obs_space,
+                batch_size=B,
+                device=device,
+                key=(),
+                copy=False,
+                categorical_action_encoding=self.categorical_action_encoding,
+            )
         else:
-            spec, leaves = space_to_spec(obs_space, batch_size=B, device=device, key=("observation",), copy=False,
-                                         categorical_action_encoding=self.categorical_action_encoding)
+            spec, leaves = space_to_spec(
+                obs_space,
+                batch_size=B,
+                device=device,
+                key=("observation",),
+                copy=False,
+                categorical_action_encoding=self.categorical_action_encoding,
+            )
             obs_spec = Composite(observation=spec, shape=B, device=device)
-        act_spec, act_leaves = space_to_spec(env.spec.action_space, batch_size=B, device=device, key=("action",),
-                                             categorical_action_encoding=self.categorical_action_encoding)
+        act_spec, act_leaves = space_to_spec(
+            env.spec.action_space,
+            batch_size=B,
+            device=device,
+            key=("action",),
+            categorical_action_encoding=self.categorical_action_encoding,
+        )
         self.__dict__["_obs_leaves"] = leaves
         self.__dict__["_act_leaves"] = act_leaves
         self.__dict__["_act_space"] = env.spec.action_space
@@ -140,7 +163,9 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
             self.action_spec = act_spec
         self.reward_spec = Unbounded((*B, 1), dtype=torch.float32, device=device)
         flag = Categorical(2, shape=(*B, 1), dtype=torch.bool, device=device)
-        self.full_done_spec = Composite(done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=B, device=device)
+        self.full_done_spec = Composite(
+            done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=B, device=device
+        )
 
     @property
     def lib(self) -> Any:
@@ -221,7 +246,6 @@ class MultiThreadedEnvWrapper(LibraryWrapper):
             )
 
 
-
 class MultiThreadedEnv(MultiThreadedEnvWrapper):
     """Builds an EnvPool pool by task name and wraps it.
 
@@ -263,8 +287,12 @@ class MultiThreadedEnv(MultiThreadedEnvWrapper):
         self.__dict__["_num_envs"] = num_workers
         pool = self._make_pool(self.create_env_kwargs.get("seed"))
         super().__init__(
-            pool, categorical_action_encoding=categorical_action_encoding, frame_skip=frame_skip, device=device,
-            allow_done_after_reset=allow_done_after_reset, **kwargs,
+            pool,
+            categorical_action_encoding=categorical_action_encoding,
+            frame_skip=frame_skip,
+            device=device,
+            allow_done_after_reset=allow_done_after_reset,
+            **kwargs,
         )
 
     def _make_pool(self, seed: int | None) -> Any:
@@ -281,7 +309,9 @@ class MultiThreadedEnv(MultiThreadedEnvWrapper):
             try:
                 return envpool.make(self.env_name, env_type="gymnasium", num_envs=self._num_envs, **kwargs)
             except (TypeError, ValueError) as err:
-                raise TypeError(f"MultiThreadedEnv({self.env_name!r}): envpool.make rejected {sorted(kwargs)}: {err}") from err
+                raise TypeError(
+                    f"MultiThreadedEnv({self.env_name!r}): envpool.make rejected {sorted(kwargs)}: {err}"
+                ) from err
 
     def _set_seed(self, seed: int | None) -> None:
         if seed is None:

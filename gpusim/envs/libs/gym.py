@@ -33,7 +33,8 @@ import importlib
 import inspect
 import sys
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,7 +45,13 @@ from gpusim.envs._fasttd import new_td as _new_td
 from gpusim.envs.common import EnvBase, _cached_plan
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._edge import EdgeTransfer
-from gpusim.envs.libs.gym_backend import current_backend, gym_backend, import_gym_backend, import_gymnasium, set_gym_backend
+from gpusim.envs.libs.gym_backend import (
+    current_backend,
+    gym_backend,
+    import_gym_backend,
+    import_gymnasium,
+    set_gym_backend,
+)
 from gpusim.envs.libs.gym_info import BaseInfoDictReader, default_info_dict_reader
 from gpusim.envs.libs.gym_specs import (
     GymLeaf,
@@ -132,10 +139,14 @@ class GymWrapper(EnvBase):
             raise TypeError(f"{type(self).__name__} needs a gymnasium env (got None)")
         is_vector = isinstance(env, gym.vector.VectorEnv)
         if not is_vector and not isinstance(env, gym.Env) and not _is_gym026_env(env):
-            raise TypeError(f"{type(self).__name__} expects a gymnasium.Env or gymnasium.vector.VectorEnv, got {type(env).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} expects a gymnasium.Env or gymnasium.vector.VectorEnv, got {type(env).__name__}"
+            )
         B = torch.Size([int(env.num_envs)]) if is_vector else torch.Size([])
         if batch_size is not None and torch.Size(batch_size if not isinstance(batch_size, int) else [batch_size]) != B:
-            raise ValueError(f"batch_size={list(batch_size) if not isinstance(batch_size, int) else [batch_size]} does not match the gymnasium env's batch {list(B)}")
+            raise ValueError(
+                f"batch_size={list(batch_size) if not isinstance(batch_size, int) else [batch_size]} does not match the gymnasium env's batch {list(B)}"
+            )
         frame_skip = 1 if frame_skip is None else frame_skip
         if not isinstance(frame_skip, int) or frame_skip < 1:
             raise ValueError(f"frame_skip must be a positive int, got {frame_skip!r}")
@@ -179,27 +190,38 @@ class GymWrapper(EnvBase):
         if not (self.from_pixels and self.pixels_only):
             if isinstance(obs_space, spaces_of(obs_space).Dict):
                 spec, obs_leaves = space_to_spec(
-                    obs_space, batch_size=B, device=device, key=(), copy=copy,
+                    obs_space,
+                    batch_size=B,
+                    device=device,
+                    key=(),
+                    copy=copy,
                     categorical_action_encoding=self.categorical_action_encoding,
                 )
                 obs_spec = spec
             else:
                 name = "pixels" if is_image_space(obs_space) and not self.from_pixels else "observation"
                 spec, obs_leaves = space_to_spec(
-                    obs_space, batch_size=B, device=device, key=(name,), copy=copy,
+                    obs_space,
+                    batch_size=B,
+                    device=device,
+                    key=(name,),
+                    copy=copy,
                     categorical_action_encoding=self.categorical_action_encoding,
                 )
                 obs_spec[name] = spec
         if self.from_pixels:
             frame = self._first_frame()
-            obs_spec["pixels"] = Bounded(0, 255, shape=(*B, *frame.shape[len(B):]), dtype=torch.uint8, device=device)
+            obs_spec["pixels"] = Bounded(0, 255, shape=(*B, *frame.shape[len(B) :]), dtype=torch.uint8, device=device)
         self.__dict__["_obs_leaves"] = obs_leaves
         if self._grid_mask_action(act_space, obs_spec, B):
             leaf = flat_multi_discrete(act_space, B, device, self.categorical_action_encoding, ("action",))
             act_spec, act_leaves = leaf.spec, [leaf]
         else:
             act_spec, act_leaves = space_to_spec(
-                act_space, batch_size=B, device=device, key=("action",),
+                act_space,
+                batch_size=B,
+                device=device,
+                key=("action",),
                 categorical_action_encoding=self.categorical_action_encoding,
             )
         if isinstance(act_spec, Composite):  # Dict / Tuple action spaces nest under "action"
@@ -223,7 +245,7 @@ class GymWrapper(EnvBase):
         nvec = np.asarray(act_space.nvec)
         if nvec.ndim != 1 or "action_mask" not in obs_spec.keys():
             return False
-        return tuple(obs_spec["action_mask"].shape[len(B):]) == tuple(int(v) for v in nvec)
+        return tuple(obs_spec["action_mask"].shape[len(B) :]) == tuple(int(v) for v in nvec)
 
     def _first_frame(self) -> np.ndarray:
         if self._is_vector:
@@ -237,7 +259,9 @@ class GymWrapper(EnvBase):
         if self._is_vector and not isinstance(frame, np.ndarray):
             frame = np.stack(frame)
         if frame is None:
-            raise RuntimeError("the gymnasium env returned no frame from render(); from_pixels needs render_mode='rgb_array'")
+            raise RuntimeError(
+                "the gymnasium env returned no frame from render(); from_pixels needs render_mode='rgb_array'"
+            )
         return np.asarray(frame, dtype=np.uint8)
 
     # ------------------------------------------------------------------ attributes
@@ -284,7 +308,7 @@ class GymWrapper(EnvBase):
     # ------------------------------------------------------------------ info readers
     def set_info_dict_reader(
         self, info_dict_reader: BaseInfoDictReader | Callable | None = None, ignore_private: bool = True
-    ) -> "GymWrapper":
+    ) -> GymWrapper:
         """Registers a reader that copies ``info`` entries into every reset/step output.
 
         The reader's ``info_spec`` (per-env shapes) is added, batched, to the observation spec.
@@ -352,7 +376,7 @@ class GymWrapper(EnvBase):
         """
         return self._info_readers
 
-    def auto_register_info_dict(self, ignore_private: bool = True) -> "GymWrapper":
+    def auto_register_info_dict(self, ignore_private: bool = True) -> GymWrapper:
         """Discovers the numeric info entries of a reset and one random step and registers a
         :class:`default_info_dict_reader` for them (this resets the gym env).
 
@@ -400,7 +424,9 @@ class GymWrapper(EnvBase):
                 specs[key] = Unbounded(shape, dtype=dtype)
         if not specs:
             raise ValueError(f"{type(self).__name__}: the gym env's info dicts have no numeric entry to register")
-        return self.set_info_dict_reader(default_info_dict_reader(list(specs), spec=specs, ignore_private=ignore_private))
+        return self.set_info_dict_reader(
+            default_info_dict_reader(list(specs), spec=specs, ignore_private=ignore_private)
+        )
 
     # ------------------------------------------------------------------ conversion
     def _to_device(self, td: TensorDict) -> TensorDictBase:
@@ -449,8 +475,11 @@ class GymWrapper(EnvBase):
                 kept = [(k, td.get(k)) for k, _ in kept]
                 terminated, truncated, done = td.get("terminated"), td.get("truncated"), td.get("done")
             leaves = [(k, v, v._version) for k, v in kept]
-            flags = [("terminated", terminated, terminated._version), ("truncated", truncated, truncated._version),
-                     ("done", done, done._version)]
+            flags = [
+                ("terminated", terminated, terminated._version),
+                ("truncated", truncated, truncated._version),
+                ("done", done, done._version),
+            ]
             self.__dict__["_last_step"] = (self._adapter.last_obs, leaves, flags)
             return td
         else:
@@ -693,7 +722,9 @@ class GymEnv(GymWrapper):
         )
 
     @staticmethod
-    def _make_vec(gym: Any, env_name: str, num_envs: int, mode: str | None, vector_kwargs: dict | None, kwargs: dict) -> Any:
+    def _make_vec(
+        gym: Any, env_name: str, num_envs: int, mode: str | None, vector_kwargs: dict | None, kwargs: dict
+    ) -> Any:
         if mode is None:
             spec = gym.spec(env_name)
             mode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from gpusim.envs.libs._optional import import_optional
 
@@ -144,7 +145,7 @@ class set_gym_backend:  # noqa: N801 (TorchRL's name)
         global _current
         _current = self.backend
 
-    def __enter__(self) -> "set_gym_backend":
+    def __enter__(self) -> set_gym_backend:
         global _current
         self._previous.append(_current)
         _current = self.backend

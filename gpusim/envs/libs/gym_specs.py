@@ -35,9 +35,10 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -58,7 +59,16 @@ from gpusim.specs import (
     Unbounded,
 )
 
-__all__ = ["GymLeaf", "flat_multi_discrete", "space_to_spec", "is_image_space", "read_leaves", "write_actions", "spec_to_space", "spaces_of"]
+__all__ = [
+    "GymLeaf",
+    "flat_multi_discrete",
+    "space_to_spec",
+    "is_image_space",
+    "read_leaves",
+    "write_actions",
+    "spec_to_space",
+    "spaces_of",
+]
 
 Key = tuple
 
@@ -203,7 +213,9 @@ def _box(space, B, device, copy):
     else:
         low_t = torch.as_tensor(np.array(low, dtype=np.float64 if dtype.is_floating_point else space.dtype))
         high_t = torch.as_tensor(np.array(high, dtype=np.float64 if dtype.is_floating_point else space.dtype))
-        spec = Bounded(low_t.to(dtype).expand(shape), high_t.to(dtype).expand(shape), shape=shape, device=device, dtype=dtype)
+        spec = Bounded(
+            low_t.to(dtype).expand(shape), high_t.to(dtype).expand(shape), shape=shape, device=device, dtype=dtype
+        )
     np_dtype = space.dtype
     return spec, partial(_box_to_torch, np_dtype, shape, torch.Size(shape), copy), partial(_box_to_numpy, np_dtype)
 
@@ -246,7 +258,9 @@ def _multi_index_to_numpy(start: np.ndarray | None, value: torch.Tensor) -> np.n
     return arr if start is None else arr + start
 
 
-def _multi_one_hot_to_torch(torch_shape: torch.Size, start_t: torch.Tensor | None, sizes: list, value: Any) -> torch.Tensor:
+def _multi_one_hot_to_torch(
+    torch_shape: torch.Size, start_t: torch.Tensor | None, sizes: list, value: Any
+) -> torch.Tensor:
     t = _multi_index_to_torch(torch_shape, start_t, value)
     return torch.cat([torch.nn.functional.one_hot(t[..., i], n) for i, n in enumerate(sizes)], -1)
 

@@ -50,7 +50,9 @@ def _torch_dtype(np_dtype: Any) -> torch.dtype:
     return torch.from_numpy(np.zeros((), dtype=np_dtype)).dtype
 
 
-def jumanji_action_spec(spec: Any, batch_size: torch.Size, device: torch.device, categorical: bool = True) -> TensorSpec:
+def jumanji_action_spec(
+    spec: Any, batch_size: torch.Size, device: torch.device, categorical: bool = True
+) -> TensorSpec:
     """Converts a Jumanji action spec to a gpusim spec with ``batch_size`` in front.
 
     Examples:
@@ -256,7 +258,7 @@ class JumanjiWrapper(JaxWrapper):
         action = tensordict.get("action")
         if self._action_one_hot:
             action = action.argmax(-1)
-        action = action.reshape(self._n, *action.shape[len(self.batch_size):])
+        action = action.reshape(self._n, *action.shape[len(self.batch_size) :])
         jaction = to_jax(action)
         if jaction.dtype != self._action_np:
             jaction = jaction.astype(self._action_np)
@@ -308,7 +310,11 @@ class JumanjiEnv(JumanjiWrapper):
             raise TypeError(f"JumanjiEnv({env_name!r}): jumanji.make rejected {sorted(kwargs)}: {err}") from err
         self.__dict__["env_name"] = env_name
         super().__init__(
-            env, categorical_action_encoding, batch_size=batch_size, device=device, seed=seed,
+            env,
+            categorical_action_encoding,
+            batch_size=batch_size,
+            device=device,
+            seed=seed,
             allow_done_after_reset=allow_done_after_reset,
         )
 

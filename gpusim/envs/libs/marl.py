@@ -17,7 +17,7 @@ Examples:
 from __future__ import annotations
 
 import enum
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = ["MarlGroupMapType", "check_marl_grouping"]
 
@@ -115,4 +115,6 @@ def check_marl_grouping(group_map: Mapping[str, Sequence[str]], agent_names: Seq
         )
     missing = [n for n in agent_names if n not in set(grouped)]
     if missing:
-        raise ValueError(f"check_marl_grouping: the agents {missing} are in no group of the group map {dict(group_map)}")
+        raise ValueError(
+            f"check_marl_grouping: the agents {missing} are in no group of the group map {dict(group_map)}"
+        )

@@ -68,8 +68,9 @@ class MOGymWrapper(GymWrapper):
         self.__dict__["_reward_shape"] = shape
         low, high = np.asarray(space.low, dtype=np.float32), np.asarray(space.high, dtype=np.float32)
         if np.isfinite(low).all() and np.isfinite(high).all():
-            spec = Bounded(torch.as_tensor(low).expand(shape), torch.as_tensor(high).expand(shape), shape=shape,
-                           device=self.device)
+            spec = Bounded(
+                torch.as_tensor(low).expand(shape), torch.as_tensor(high).expand(shape), shape=shape, device=self.device
+            )
         else:
             spec = Unbounded(shape, device=self.device)
         self.reward_spec = spec
@@ -97,8 +98,15 @@ class MOGymEnv(MOGymWrapper):
         torch.Size([3, 2, 2])
     """
 
-    _WRAPPER_ARGS = ("categorical_action_encoding", "from_pixels", "pixels_only", "frame_skip", "device", "batch_size",
-                     "allow_done_after_reset")
+    _WRAPPER_ARGS = (
+        "categorical_action_encoding",
+        "from_pixels",
+        "pixels_only",
+        "frame_skip",
+        "device",
+        "batch_size",
+        "allow_done_after_reset",
+    )
 
     def __init__(self, env_name: str, num_envs: int = 0, **kwargs: Any) -> None:
         mo_gym = _import_mo_gym("MOGymEnv")
@@ -115,7 +123,9 @@ class MOGymEnv(MOGymWrapper):
             else:
                 env = mo_gym.make(env_name, **kwargs)
         except TypeError as err:
-            raise TypeError(f"MOGymEnv({env_name!r}): the env rejected the keyword arguments {sorted(kwargs)}: {err}") from err
+            raise TypeError(
+                f"MOGymEnv({env_name!r}): the env rejected the keyword arguments {sorted(kwargs)}: {err}"
+            ) from err
         self.__dict__["env_name"] = env_name
         super().__init__(env, **wrapper_kwargs)
 

@@ -121,14 +121,17 @@ class OpenMLEnv(EnvBase):
             datasets = import_optional("sklearn.datasets", "scikit-learn", extra="openml", what="OpenMLEnv")
             import_optional("pandas", "pandas", extra="openml", what="OpenMLEnv")
             name, version, label, onehot = _DATASETS[dataset_name]
-            frame, target = datasets.fetch_openml(name, version=version, return_X_y=True, as_frame=True,
-                                                  data_home=data_home)
+            frame, target = datasets.fetch_openml(
+                name, version=version, return_X_y=True, as_frame=True, data_home=data_home
+            )
             _arrays = _prepare(frame, target, label, onehot)
         X, y = _arrays
         X = torch.as_tensor(np.asarray(X, dtype=np.float32))
         y = torch.as_tensor(np.asarray(y), dtype=torch.int64)
         if X.ndim != 2 or y.shape != X.shape[:1]:
-            raise ValueError(f"OpenMLEnv needs X [rows, features] and y [rows], got {list(X.shape)} and {list(y.shape)}")
+            raise ValueError(
+                f"OpenMLEnv needs X [rows, features] and y [rows], got {list(X.shape)} and {list(y.shape)}"
+            )
         super().__init__(device=device, batch_size=batch_size)
         if self.batch_size.numel() > X.shape[0]:
             raise ValueError(f"batch_size {list(self.batch_size)} draws more rows than the data has ({X.shape[0]})")
@@ -142,14 +145,22 @@ class OpenMLEnv(EnvBase):
         self.observation_spec = Composite(
             observation=Unbounded((*B, X.shape[1]), device=self.device),
             y=Categorical(self.n_classes, shape=B, device=self.device),
-            shape=B, device=self.device,
+            shape=B,
+            device=self.device,
         )
         self.action_spec = Categorical(self.n_classes, shape=B, device=self.device)
         self.reward_spec = Unbounded((*B, 1), device=self.device)
 
     @classmethod
-    def from_arrays(cls, X: Any, y: Any, device: torch.device | str | int | None = "cpu", batch_size: Any = None,
-                    seed: int | None = None, name: str = "arrays") -> "OpenMLEnv":
+    def from_arrays(
+        cls,
+        X: Any,
+        y: Any,
+        device: torch.device | str | int | None = "cpu",
+        batch_size: Any = None,
+        seed: int | None = None,
+        name: str = "arrays",
+    ) -> OpenMLEnv:
         """The bandit env on given features ``X`` ``[rows, features]`` and labels ``y`` ``[rows]``
         (integers ``0..n-1``).
 
@@ -174,17 +185,31 @@ class OpenMLEnv(EnvBase):
         B = self.batch_size
         flag = torch.zeros((*B, 1), dtype=torch.bool, device=self.device)
         return new_td(
-            {"observation": self._X[rows].reshape(*B, -1), "y": self._y[rows].reshape(B), "done": flag,
-             "terminated": flag.clone()},
-            B, self.device,
+            {
+                "observation": self._X[rows].reshape(*B, -1),
+                "y": self._y[rows].reshape(B),
+                "done": flag,
+                "terminated": flag.clone(),
+            },
+            B,
+            self.device,
         )
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         y = tensordict.get("y")
         reward = (tensordict.get("action") == y).to(torch.float32).unsqueeze(-1)
         done = torch.ones_like(reward, dtype=torch.bool)
-        return new_td({"observation": tensordict.get("observation"), "y": y, "reward": reward, "done": done,
-                       "terminated": done.clone()}, self.batch_size, self.device)
+        return new_td(
+            {
+                "observation": tensordict.get("observation"),
+                "y": y,
+                "reward": reward,
+                "done": done,
+                "terminated": done.clone(),
+            },
+            self.batch_size,
+            self.device,
+        )
 
     def _set_seed(self, seed: int | None) -> None:
         self.__dict__["_gen"] = torch.Generator().manual_seed(0 if seed is None else int(seed))

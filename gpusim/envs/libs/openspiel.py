@@ -31,7 +31,8 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,9 +40,9 @@ from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
 from gpusim.envs.common import _cached_plan
-from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._optional import import_optional
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
 from gpusim.specs import Categorical, Composite, NonTensor, OneHot, Unbounded
 
@@ -95,15 +96,21 @@ class OpenSpielWrapper(LibraryWrapper):
         self._no_kwargs(kwargs, "__init__")
         pyspiel = _import_pyspiel(type(self).__name__)
         if not isinstance(env, pyspiel.State):
-            raise TypeError(f"{type(self).__name__} expects a pyspiel.State (game.new_initial_state()), got {type(env).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} expects a pyspiel.State (game.new_initial_state()), got {type(env).__name__}"
+            )
         if batch_size is not None and tuple(torch.Size(batch_size)) != ():
             raise ValueError(f"OpenSpiel envs are single games: batch_size must be [], got {list(batch_size)}")
         game = env.get_game()
         gtype = game.get_type()
         if gtype.dynamics == pyspiel.GameType.Dynamics.MEAN_FIELD:
             raise ValueError(f"mean-field games ({gtype.short_name!r}) are not supported")
-        super().__init__(device=device, batch_size=[], allow_done_after_reset=allow_done_after_reset,
-                         auto_reset_mode=AutoResetMode.SPARSE)
+        super().__init__(
+            device=device,
+            batch_size=[],
+            allow_done_after_reset=allow_done_after_reset,
+            auto_reset_mode=AutoResetMode.SPARSE,
+        )
         self.__dict__["_lib"] = pyspiel
         self.__dict__["_game"] = game
         self.__dict__["_initial"] = env.clone()
@@ -200,7 +207,9 @@ class OpenSpielWrapper(LibraryWrapper):
         state = self._env
         n_actions = self._game.num_distinct_actions()
         terminal = state.is_terminal()
-        acting = set() if terminal else (set(range(len(self.agent_names))) if self.parallel else {state.current_player()})
+        acting = (
+            set() if terminal else (set(range(len(self.agent_names))) if self.parallel else {state.current_player()})
+        )
         for spec, players in self._mask_plan:
             mask = np.zeros((len(players), n_actions), dtype=bool)
             for j, i in enumerate(players):
@@ -214,8 +223,11 @@ class OpenSpielWrapper(LibraryWrapper):
         state = self._env
         game = self._game
         done = torch.tensor([state.is_terminal()])
-        src: dict = {"done": done, "terminated": done.clone(),
-                     "current_player": torch.tensor(state.current_player(), dtype=torch.int32)}
+        src: dict = {
+            "done": done,
+            "terminated": done.clone(),
+            "current_player": torch.tensor(state.current_player(), dtype=torch.int32),
+        }
         returns = np.asarray(state.returns(), dtype=np.float32)
         for group, members in self.group_map.items():
             idx = [self._index[m] for m in members]
@@ -223,11 +235,13 @@ class OpenSpielWrapper(LibraryWrapper):
             if self.has_observation:
                 shape = game.observation_tensor_shape()
                 node["observation"] = torch.tensor(
-                    np.array([state.observation_tensor(i) for i in idx], dtype=np.float32)).reshape(len(idx), *shape)
+                    np.array([state.observation_tensor(i) for i in idx], dtype=np.float32)
+                ).reshape(len(idx), *shape)
             if self.has_information_state:
                 shape = game.information_state_tensor_shape()
                 node["information_state"] = torch.tensor(
-                    np.array([state.information_state_tensor(i) for i in idx], dtype=np.float32)).reshape(len(idx), *shape)
+                    np.array([state.information_state_tensor(i) for i in idx], dtype=np.float32)
+                ).reshape(len(idx), *shape)
             if before is not None:
                 node["reward"] = torch.from_numpy((returns[idx] - before[idx]).reshape(len(idx), 1))
             src[group] = new_td(node, torch.Size([len(idx)]), self._edge.host_device)

@@ -47,9 +47,9 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._optional import import_optional
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.libs.gym_specs import GymLeaf, space_to_spec
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
 from gpusim.specs import Categorical, Composite, MultiOneHot, OneHot, Unbounded
@@ -100,8 +100,17 @@ def _index(data: Any, i: int) -> Any:
 class _Group:
     """The plan of one group: its agents, leaf converters and zero fillers (built once)."""
 
-    def __init__(self, name: str, agents: list[str], obs_leaves: list[GymLeaf], act_leaves: list[GymLeaf],
-                 act_space: Any, mask_in: str | None, n_actions: int | None, info_keys: list[str]) -> None:
+    def __init__(
+        self,
+        name: str,
+        agents: list[str],
+        obs_leaves: list[GymLeaf],
+        act_leaves: list[GymLeaf],
+        act_space: Any,
+        mask_in: str | None,
+        n_actions: int | None,
+        info_keys: list[str],
+    ) -> None:
         self.name = name
         self.agents = agents
         self.n = len(agents)
@@ -167,11 +176,15 @@ class PettingZooWrapper(LibraryWrapper):
         self._no_kwargs(kwargs, "__init__")
         pz = _import_pettingzoo(type(self).__name__)
         if not isinstance(env, (pz.utils.env.ParallelEnv, pz.utils.env.AECEnv)):
-            raise TypeError(f"{type(self).__name__} expects a pettingzoo ParallelEnv or AECEnv, got {type(env).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} expects a pettingzoo ParallelEnv or AECEnv, got {type(env).__name__}"
+            )
         parallel = isinstance(env, pz.utils.env.ParallelEnv)
         if not parallel and not use_mask:
             raise ValueError("AEC envs (one agent acts per step) need use_mask=True, got use_mask=False")
-        super().__init__(device=device, batch_size=[], allow_done_after_reset=True, auto_reset_mode=AutoResetMode.SPARSE)
+        super().__init__(
+            device=device, batch_size=[], allow_done_after_reset=True, auto_reset_mode=AutoResetMode.SPARSE
+        )
         self._wrap(env)
         self.parallel = parallel
         self.return_state = return_state
@@ -229,10 +242,15 @@ class PettingZooWrapper(LibraryWrapper):
                         "put them in different groups (group_map)"
                     )
             a_spec, act_leaves = space_to_spec(
-                act_space, batch_size=G, device=device, key=(group, "action"),
+                act_space,
+                batch_size=G,
+                device=device,
+                key=(group, "action"),
                 categorical_action_encoding=self.categorical_actions,
             )
-            o_spec, obs_leaves = space_to_spec(obs_space, batch_size=G, device=device, key=(group, "observation"), copy=True)
+            o_spec, obs_leaves = space_to_spec(
+                obs_space, batch_size=G, device=device, key=(group, "observation"), copy=True
+            )
             mask_in = None
             n_actions = None
             if isinstance(o_spec, Composite) and "action_mask" in o_spec.keys():
@@ -258,7 +276,8 @@ class PettingZooWrapper(LibraryWrapper):
             if info_keys:
                 node["info"] = Composite(
                     {k: Unbounded((n, *np.asarray(agent_info[k]).shape), device=device) for k in info_keys},
-                    shape=G, device=device,
+                    shape=G,
+                    device=device,
                 )
             if self.use_mask:
                 node["mask"] = Categorical(2, shape=G, dtype=torch.bool, device=device)
@@ -266,7 +285,9 @@ class PettingZooWrapper(LibraryWrapper):
             act_spec[group] = Composite(action=a_spec, shape=G, device=device)
             rew_spec[group] = Composite(reward=Unbounded((n, 1), device=device), shape=G, device=device)
             done_spec[group] = Composite(
-                {k: Categorical(2, shape=(n, 1), dtype=torch.bool, device=device) for k in _FLAGS}, shape=G, device=device
+                {k: Categorical(2, shape=(n, 1), dtype=torch.bool, device=device) for k in _FLAGS},
+                shape=G,
+                device=device,
             )
             groups.append(_Group(group, agents, obs_leaves, act_leaves, act_space, mask_in, n_actions, info_keys))
         if self.return_state:
@@ -299,7 +320,9 @@ class PettingZooWrapper(LibraryWrapper):
         return set(env.agents) if self.parallel else {env.agent_selection}
 
     # ------------------------------------------------------------------ conversion
-    def _output(self, obs: dict, info: dict, rewards: dict | None, terms: dict | None, truncs: dict | None) -> TensorDictBase:
+    def _output(
+        self, obs: dict, info: dict, rewards: dict | None, terms: dict | None, truncs: dict | None
+    ) -> TensorDictBase:
         acting = self._acting()
         src: dict = {}
         flags = {k: [] for k in _FLAGS}
@@ -430,7 +453,6 @@ class PettingZooWrapper(LibraryWrapper):
         self.__dict__["_first"] = self._library_reset(seed)
 
 
-
 def _find_task(task: str) -> Any:
     """The PettingZoo module of ``task`` (``"tictactoe_v3"`` or ``"classic/tictactoe_v3"``); MPE
     tasks come from the ``mpe2`` package."""
@@ -496,11 +518,19 @@ class PettingZooEnv(PettingZooWrapper):
         try:
             env = maker(**kwargs)
         except TypeError as err:
-            raise TypeError(f"PettingZooEnv({task!r}): the task rejected the keyword arguments {sorted(kwargs)}: {err}") from err
+            raise TypeError(
+                f"PettingZooEnv({task!r}): the task rejected the keyword arguments {sorted(kwargs)}: {err}"
+            ) from err
         self.__dict__["task"] = task
         super().__init__(
-            env, return_state=return_state, group_map=group_map, use_mask=use_mask,
-            categorical_actions=categorical_actions, seed=seed, done_on_any=done_on_any, device=device,
+            env,
+            return_state=return_state,
+            group_map=group_map,
+            use_mask=use_mask,
+            categorical_actions=categorical_actions,
+            seed=seed,
+            done_on_any=done_on_any,
+            device=device,
         )
 
     def __repr__(self) -> str:

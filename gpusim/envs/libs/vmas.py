@@ -31,15 +31,16 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._fasttd import new_td
-from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.episode import AutoResetMode, ResetMasks
 from gpusim.envs.libs._optional import import_optional
+from gpusim.envs.libs._wrapper import LibraryWrapper
 from gpusim.envs.libs.marl import MarlGroupMapType, check_marl_grouping
 from gpusim.specs import Bounded, Categorical, Composite, MultiCategorical, OneHot, TensorSpec, Unbounded
 
@@ -98,10 +99,14 @@ class VmasWrapper(LibraryWrapper):
             raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
         vmas = _import_vmas(type(self).__name__)
         if not isinstance(env, vmas.simulator.environment.Environment):
-            raise TypeError(f"{type(self).__name__} expects a vmas Environment (vmas.make_env), got {type(env).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} expects a vmas Environment (vmas.make_env), got {type(env).__name__}"
+            )
         env_device = torch.device(env.device)
         if device is not None and torch.device(device) != env_device:
-            raise ValueError(f"device={device!r} differs from the VMAS env's device {env_device}; build VMAS on that device")
+            raise ValueError(
+                f"device={device!r} differs from the VMAS env's device {env_device}; build VMAS on that device"
+            )
         B = torch.Size([env.num_envs])
         if batch_size is not None and torch.Size(batch_size if not isinstance(batch_size, int) else [batch_size]) != B:
             raise ValueError(f"batch_size={batch_size!r} does not match the VMAS env's num_envs={env.num_envs}")
@@ -163,10 +168,14 @@ class VmasWrapper(LibraryWrapper):
 
     def _agent_specs(self, index: int, obs: Any, info: dict) -> dict:
         if isinstance(obs, dict):
-            obs_spec = Composite({k: self._leaf_spec(v) for k, v in obs.items()}, shape=self.batch_size, device=self.device)
+            obs_spec = Composite(
+                {k: self._leaf_spec(v) for k, v in obs.items()}, shape=self.batch_size, device=self.device
+            )
         else:
             obs_spec = self._leaf_spec(obs)
-        info_spec = Composite({k: self._leaf_spec(v) for k, v in info.items()}, shape=self.batch_size, device=self.device)
+        info_spec = Composite(
+            {k: self._leaf_spec(v) for k, v in info.items()}, shape=self.batch_size, device=self.device
+        )
         return {"action": self._agent_action_spec(index), "observation": obs_spec, "info": info_spec}
 
     @staticmethod
@@ -241,7 +250,9 @@ class VmasWrapper(LibraryWrapper):
         self.observation_spec = obs_spec
         self.full_reward_spec = rew_spec
         flag = Categorical(2, shape=(*B, 1), dtype=torch.bool, device=device)
-        self.full_done_spec = Composite(done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=B, device=device)
+        self.full_done_spec = Composite(
+            done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=B, device=device
+        )
 
     # ------------------------------------------------------------------ data
     def _groups(self, obs: list, infos: list, rewards: list | None) -> dict:
@@ -322,7 +333,9 @@ def _stack_specs(specs: list[TensorSpec], shape: tuple) -> TensorSpec:
     first = specs[0]
     d = len(shape) - 1
     if isinstance(first, Composite):
-        return Composite({k: _stack_specs([s[k] for s in specs], shape) for k in first.keys()}, shape=shape, device=first.device)
+        return Composite(
+            {k: _stack_specs([s[k] for s in specs], shape) for k in first.keys()}, shape=shape, device=first.device
+        )
     tail = tuple(first.shape[d:])
     full = (*shape, *tail)
     if isinstance(first, Bounded):

@@ -102,9 +102,15 @@ class ModelBasedEnvBase(EnvBase):
             raise TypeError(f"world_model must be a callable tensordict module, got {type(world_model).__name__}")
         for name, value in (("params", params), ("buffers", buffers)):
             if value is not None and not isinstance(value, dict):
-                raise TypeError(f"{name} must be a dict of tensors by name (functional_call), got {type(value).__name__}")
-        super().__init__(device=device, batch_size=batch_size, run_type_checks=run_type_checks,
-                         allow_done_after_reset=allow_done_after_reset)
+                raise TypeError(
+                    f"{name} must be a dict of tensors by name (functional_call), got {type(value).__name__}"
+                )
+        super().__init__(
+            device=device,
+            batch_size=batch_size,
+            run_type_checks=run_type_checks,
+            allow_done_after_reset=allow_done_after_reset,
+        )
         self.world_model = world_model.to(self.device) if hasattr(world_model, "to") else world_model
         self.world_model_params = params
         self.world_model_buffers = buffers

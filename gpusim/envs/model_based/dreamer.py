@@ -86,7 +86,8 @@ class DreamerEnv(ModelBasedEnvBase):
         latents = Composite(
             state=Unbounded((*B, *self.prior_shape), device=self.device),
             belief=Unbounded((*B, *self.belief_shape), device=self.device),
-            shape=B, device=self.device,
+            shape=B,
+            device=self.device,
         )
         self.observation_spec = latents
         self.state_spec = latents.clone()
@@ -119,8 +120,9 @@ class DreamerEnv(ModelBasedEnvBase):
         missing = [k for k in ("state", "belief") if k not in obs.keys()]
         if missing:
             raise KeyError(f"DreamerEnv.set_specs_from_env: the env's observation spec has no {missing} entry")
-        self.state_spec = Composite(state=obs["state"].clone(), belief=obs["belief"].clone(), shape=self.batch_size,
-                                    device=self.device)
+        self.state_spec = Composite(
+            state=obs["state"].clone(), belief=obs["belief"].clone(), shape=self.batch_size, device=self.device
+        )
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         B = self.batch_size

@@ -24,10 +24,10 @@ Examples:
 from gpusim.envs.native._base import NativeEnv
 from gpusim.envs.native.acrobot import AcrobotEnv
 from gpusim.envs.native.cartpole import CartPoleEnv
+from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SeaquestEnv, SpaceInvadersEnv
 from gpusim.envs.native.mountain_car import MountainCarContinuousEnv, MountainCarEnv
 from gpusim.envs.native.params import Distribution, choice, log_uniform, normal, uniform
 from gpusim.envs.native.pendulum import PendulumEnv
-from gpusim.envs.native.minatar import AsterixEnv, BreakoutEnv, FreewayEnv, SeaquestEnv, SpaceInvadersEnv
 from gpusim.envs.native.rng import CounterRNG, ResetRows
 from gpusim.envs.native.tictactoe import TicTacToeEnv
 

@@ -47,9 +47,9 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._checks import check_choice, check_number, check_positive
 from gpusim.envs.native._ops import stack_last
 from gpusim.envs.native.rng import ResetRows
-from gpusim.envs.native._checks import check_choice, check_number, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
 __all__ = ["AcrobotEnv", "wrap_angle"]
@@ -99,7 +99,14 @@ class AcrobotEnv(NativeEnv):
     """
 
     params = (
-        "dt", "link_length_1", "link_mass_1", "link_mass_2", "link_com_pos_1", "link_com_pos_2", "link_moi", "gravity"
+        "dt",
+        "link_length_1",
+        "link_mass_1",
+        "link_mass_2",
+        "link_com_pos_1",
+        "link_com_pos_2",
+        "link_moi",
+        "gravity",
     )
 
     def __init__(
@@ -139,8 +146,14 @@ class AcrobotEnv(NativeEnv):
         self.gravity = check_number("gravity", gravity)
         self.book_or_nips = check_choice("book_or_nips", book_or_nips, ("book", "nips"))
         super().__init__(
-            batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4, noise_bits=16,
-            randomize=randomize, expose_params=expose_params,
+            batch_size,
+            device,
+            seed,
+            auto_reset_mode=auto_reset_mode,
+            num_noise=4,
+            noise_bits=16,
+            randomize=randomize,
+            expose_params=expose_params,
         )
         B, dev = self.batch_size, self.device
         high = torch.tensor(
@@ -166,7 +179,9 @@ class AcrobotEnv(NativeEnv):
         state = rows.uniform(-0.1, 0.1, 4, bits=16)
         done, terminated = self._flags()
         _, echo = self.physics(tensordict, rows)
-        return self._out(observation=self._obs(*state.unbind(-1)), state=state, done=done, terminated=terminated, **echo)
+        return self._out(
+            observation=self._obs(*state.unbind(-1)), state=state, done=done, terminated=terminated, **echo
+        )
 
     def _dsdt(self, s: torch.Tensor, torque: torch.Tensor, p: dict) -> torch.Tensor:
         """Time derivative of ``s = [theta1, theta2, dtheta1, dtheta2]`` under ``torque``, with the

@@ -47,9 +47,9 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._checks import check_choice, check_positive
 from gpusim.envs.native._ops import advance, cos_sin, fma, stack_last
 from gpusim.envs.native.rng import ResetRows
-from gpusim.envs.native._checks import check_choice, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
 __all__ = ["CartPoleEnv"]
@@ -127,7 +127,16 @@ class CartPoleEnv(NativeEnv):
         if not isinstance(sutton_barto_reward, bool):
             raise TypeError(f"sutton_barto_reward must be a bool, got {sutton_barto_reward!r}")
         self.sutton_barto_reward = sutton_barto_reward
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=4, noise_bits=16, randomize=randomize, expose_params=expose_params)
+        super().__init__(
+            batch_size,
+            device,
+            seed,
+            auto_reset_mode=auto_reset_mode,
+            num_noise=4,
+            noise_bits=16,
+            randomize=randomize,
+            expose_params=expose_params,
+        )
         B, dev = self.batch_size, self.device
         inf = float("inf")
         high = torch.tensor(
@@ -201,5 +210,10 @@ class CartPoleEnv(NativeEnv):
         else:
             reward = torch.ones_like(terminated, dtype=torch.float32)
         return self._out(
-            observation=new_state, state=new_state, reward=reward, done=terminated.clone(), terminated=terminated, **echo
+            observation=new_state,
+            state=new_state,
+            reward=reward,
+            done=terminated.clone(),
+            terminated=terminated,
+            **echo,
         )

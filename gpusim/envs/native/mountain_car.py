@@ -53,9 +53,9 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._checks import check_increasing, check_number, check_positive
 from gpusim.envs.native._ops import stack_last
 from gpusim.envs.native.rng import ResetRows
-from gpusim.envs.native._checks import check_increasing, check_number, check_positive
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
 __all__ = ["MountainCarEnv", "MountainCarContinuousEnv"]
@@ -88,8 +88,14 @@ class _MountainCarBase(NativeEnv):
         self.goal_velocity = check_number("goal_velocity", goal_velocity)
         self.gravity = check_number("gravity", gravity)
         super().__init__(
-            batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=1, noise_bits=24,
-            randomize=randomize, expose_params=expose_params,
+            batch_size,
+            device,
+            seed,
+            auto_reset_mode=auto_reset_mode,
+            num_noise=1,
+            noise_bits=24,
+            randomize=randomize,
+            expose_params=expose_params,
         )
         B, dev = self.batch_size, self.device
         low = torch.tensor([self.min_position, -self.max_speed], dtype=torch.float32, device=dev).expand(*B, 2)
@@ -264,9 +270,7 @@ class MountainCarContinuousEnv(_MountainCarBase):
             expose_params=expose_params,
         )
         B, dev = self.batch_size, self.device
-        self.action_spec = Bounded(
-            self.min_action, self.max_action, shape=(*B, 1), dtype=torch.float32, device=dev
-        )
+        self.action_spec = Bounded(self.min_action, self.max_action, shape=(*B, 1), dtype=torch.float32, device=dev)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = tensordict["action"]

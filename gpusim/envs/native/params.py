@@ -183,8 +183,7 @@ def _as_distribution(name: str, value: Any) -> Distribution:
     if isinstance(value, Distribution):
         return value
     raise TypeError(
-        f"randomize[{name!r}] must be a distribution (gs.uniform, gs.log_uniform, gs.normal, gs.choice), "
-        f"got {value!r}"
+        f"randomize[{name!r}] must be a distribution (gs.uniform, gs.log_uniform, gs.normal, gs.choice), got {value!r}"
     )
 
 

@@ -40,9 +40,9 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._checks import check_positive
 from gpusim.envs.native._ops import stack_last
 from gpusim.envs.native.rng import ResetRows
-from gpusim.envs.native._checks import check_positive
 from gpusim.specs import Bounded, Composite, Unbounded
 
 __all__ = ["PendulumEnv", "angle_normalize"]
@@ -111,8 +111,14 @@ class PendulumEnv(NativeEnv):
         self.max_speed = check_positive("max_speed", max_speed)
         self.max_torque = check_positive("max_torque", max_torque)
         super().__init__(
-            batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=2, noise_bits=24,
-            randomize=randomize, expose_params=expose_params,
+            batch_size,
+            device,
+            seed,
+            auto_reset_mode=auto_reset_mode,
+            num_noise=2,
+            noise_bits=24,
+            randomize=randomize,
+            expose_params=expose_params,
         )
         B, dev = self.batch_size, self.device
         high = torch.tensor([1.0, 1.0, self.max_speed], dtype=torch.float32, device=dev).expand(*B, 3)
@@ -122,9 +128,7 @@ class PendulumEnv(NativeEnv):
         self.state_spec = Composite(
             state=Unbounded(shape=(*B, 2), dtype=torch.float32, device=dev), shape=B, device=dev
         )
-        self.action_spec = Bounded(
-            -self.max_torque, self.max_torque, shape=(*B, 1), dtype=torch.float32, device=dev
-        )
+        self.action_spec = Bounded(-self.max_torque, self.max_torque, shape=(*B, 1), dtype=torch.float32, device=dev)
         self.reward_spec = Unbounded(shape=(*B, 1), dtype=torch.float32, device=dev)
         self.full_done_spec = done_spec(B, dev)
         self.register_buffer(

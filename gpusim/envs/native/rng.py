@@ -340,7 +340,9 @@ class CounterRNG(torch.nn.Module):
         return self._step_hashes(self._num_hashes)
 
     def _draw(self, kind: str, n: int | None, bits: int | None, a: object, b: object) -> _Draw:
-        draw = _Draw(kind, _check_n(self.num if n is None else n), _check_bits(self.bits if bits is None else bits), a, b)
+        draw = _Draw(
+            kind, _check_n(self.num if n is None else n), _check_bits(self.bits if bits is None else bits), a, b
+        )
         if kind == "randint":
             if any(isinstance(x, bool) or not isinstance(x, (int, torch.Tensor)) for x in (a, b)):
                 raise TypeError(f"randint bounds must be ints or integer tensors, got low={a!r}, high={b!r}")
@@ -353,8 +355,14 @@ class CounterRNG(torch.nn.Module):
         return draw
 
     # ------------------------------------------------------------------ step stream
-    def uniform(self, low: float | torch.Tensor = 0.0, high: float | torch.Tensor = 1.0, n: int | tuple[int, ...] | None = None,
-                *, bits: int | None = None) -> torch.Tensor:
+    def uniform(
+        self,
+        low: float | torch.Tensor = 0.0,
+        high: float | torch.Tensor = 1.0,
+        n: int | tuple[int, ...] | None = None,
+        *,
+        bits: int | None = None,
+    ) -> torch.Tensor:
         """Step stream: ``[*batch_size, n]`` float32 uniforms in ``[low, high)``; advances the
         counter.
 
@@ -382,7 +390,9 @@ class CounterRNG(torch.nn.Module):
         """
         return self.uniform(low, high)
 
-    def randint(self, low: int | torch.Tensor, high: int | torch.Tensor, n: int | tuple[int, ...] | None = None) -> torch.Tensor:
+    def randint(
+        self, low: int | torch.Tensor, high: int | torch.Tensor, n: int | tuple[int, ...] | None = None
+    ) -> torch.Tensor:
         """Step stream: ``[*batch_size, n]`` int64 integers in ``[low, high)``; advances the counter.
 
         Args:
@@ -460,7 +470,9 @@ class CounterRNG(torch.nn.Module):
         full[index] = h
         return draw.values(full.reshape(*self.batch_size, num_hashes))
 
-    def _reset_uniform16_columns(self, draw: _Draw, key: torch.Tensor, lanes: torch.Tensor, ep: torch.Tensor) -> torch.Tensor:
+    def _reset_uniform16_columns(
+        self, draw: _Draw, key: torch.Tensor, lanes: torch.Tensor, ep: torch.Tensor
+    ) -> torch.Tensor:
         # compiled: one ``[*B]`` column per hash (the same numbers), stacked once at the end;
         # Inductor fuses a ``[*B, hashes]`` hash into the step's loop as a short inner loop
         # (2 lanes for CartPole) or a separate strided pass. With the uint8 root mask
@@ -598,8 +610,14 @@ class ResetRows:
         number, self._draws = self._draws, self._draws + 1
         return self._rng._reset_values(draw, number, self.index)
 
-    def uniform(self, low: float | torch.Tensor = 0.0, high: float | torch.Tensor = 1.0, n: int | tuple[int, ...] | None = None,
-                *, bits: int | None = None) -> torch.Tensor:
+    def uniform(
+        self,
+        low: float | torch.Tensor = 0.0,
+        high: float | torch.Tensor = 1.0,
+        n: int | tuple[int, ...] | None = None,
+        *,
+        bits: int | None = None,
+    ) -> torch.Tensor:
         """``[*batch_size, n]`` float32 start-state uniforms in ``[low, high)`` (see the class).
 
         Args:
@@ -616,7 +634,9 @@ class ResetRows:
         """
         return self._next(self._rng._draw("uniform", n, bits, low, high))
 
-    def randint(self, low: int | torch.Tensor, high: int | torch.Tensor, n: int | tuple[int, ...] | None = None) -> torch.Tensor:
+    def randint(
+        self, low: int | torch.Tensor, high: int | torch.Tensor, n: int | tuple[int, ...] | None = None
+    ) -> torch.Tensor:
         """``[*batch_size, n]`` int64 start-state integers in ``[low, high)`` (see the class).
 
         Examples:
@@ -635,7 +655,7 @@ class ResetRows:
         """
         return self._next(self._rng._draw("bernoulli", n, 24, p, None))
 
-    def substream(self, stream: int) -> "ResetRows":
+    def substream(self, stream: int) -> ResetRows:
         """The same rows with draws of their own: the ``k``-th draw of ``substream(s)`` reads
         another reset stream than the ``k``-th draw of ``self`` (and of other sub-streams), so
         draws added by a feature (e.g. randomized parameters) do not shift the env's own.

@@ -51,9 +51,14 @@ __all__ = ["TicTacToeEnv"]
 
 # the 8 lines of the board, as a [9, 8] 0/1 matrix: own_stones @ LINES counts stones per line
 _LINES = (
-    (0, 1, 2), (3, 4, 5), (6, 7, 8),  # rows
-    (0, 3, 6), (1, 4, 7), (2, 5, 8),  # columns
-    (0, 4, 8), (2, 4, 6),  # diagonals
+    (0, 1, 2),
+    (3, 4, 5),
+    (6, 7, 8),  # rows
+    (0, 3, 6),
+    (1, 4, 7),
+    (2, 5, 8),  # columns
+    (0, 4, 8),
+    (2, 4, 6),  # diagonals
 )
 
 
@@ -119,9 +124,7 @@ class TicTacToeEnv(NativeEnv):
             device=dev,
         )
         flag = Categorical(2, shape=(*B, 1), dtype=torch.bool, device=dev)
-        self.full_done_spec = Composite(
-            done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=B, device=dev
-        )
+        self.full_done_spec = Composite(done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=B, device=dev)
         self.register_buffer("_lines", _lines_matrix(dev), persistent=False)
         self.register_buffer("_cells", torch.arange(9, device=dev), persistent=False)
 

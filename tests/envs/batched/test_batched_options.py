@@ -12,7 +12,6 @@ from tensordict import LazyStackedTensorDict, TensorDict, set_capture_non_tensor
 
 import gpusim as gs
 from gpusim.specs import Categorical, Composite, NonTensor, Unbounded
-
 from tests.envs.toy_envs import StatelessCounter
 
 
@@ -33,8 +32,10 @@ class _Texty(gs.EnvBase):
 
     def _step(self, td):
         self.n += 1
-        out = TensorDict({"x": torch.full((1,), float(self.n)), "reward": torch.ones(1),
-                          "done": torch.zeros(1, dtype=torch.bool)}, [])
+        out = TensorDict(
+            {"x": torch.full((1,), float(self.n)), "reward": torch.ones(1), "done": torch.zeros(1, dtype=torch.bool)},
+            [],
+        )
         out.set_non_tensor("text", str(self.n))
         return out
 
@@ -141,8 +142,13 @@ def test_indexed_views(cls):
 
     with closing(cls(4, StatelessCounter)) as env:
         env.reset()
-        for index, selected in [(2, [2]), (-1, [3]), (slice(1, 3), [1, 2]), (np.array([0, 3]), [0, 3]),
-                                (torch.tensor([1, 3]), [1, 3])]:
+        for index, selected in [
+            (2, [2]),
+            (-1, [3]),
+            (slice(1, 3), [1, 2]),
+            (np.array([0, 3]), [0, 3]),
+            (torch.tensor([1, 3]), [1, 3]),
+        ]:
             view = env[index]
             assert type(view) is cls and view.num_workers == len(selected) and view.batch_size == (len(selected),)
             td = view.reset()
@@ -178,8 +184,14 @@ class _NoAction(gs.EnvBase):
 
     def _step(self, td):
         self.t += 1
-        return TensorDict({"t": torch.full((1,), float(self.t)), "reward": torch.zeros(1),
-                           "done": torch.full((1,), self.t >= self.n)}, [])
+        return TensorDict(
+            {
+                "t": torch.full((1,), float(self.t)),
+                "reward": torch.zeros(1),
+                "done": torch.full((1,), self.t >= self.n),
+            },
+            [],
+        )
 
     def _set_seed(self, seed):
         pass
@@ -240,7 +252,9 @@ def test_metadata_from_workers_errors():
         SerialEnv(2, [PendulumEnv, CartPoleEnv], metadata_from_workers=True)
     with pytest.raises(RuntimeError, match="the worker metadata are incompatible"):
         ParallelEnv(2, [PendulumEnv, CartPoleEnv], metadata_from_workers=True)
-    with pytest.raises(RuntimeError, match="worker 1 .* failed while creating its env: RuntimeError: the simulator cannot start"):
+    with pytest.raises(
+        RuntimeError, match="worker 1 .* failed while creating its env: RuntimeError: the simulator cannot start"
+    ):
         ParallelEnv(2, [PendulumEnv, _FailingEnv], metadata_from_workers=True)
     single = ParallelEnv(1, PendulumEnv, serial_for_single=True, metadata_from_workers=True)
     assert type(single).__name__ == "SerialEnv" and single.is_started

@@ -7,8 +7,7 @@ import pickle
 import pytest
 import torch
 
-from gpusim.envs.batched import EnvCreator, EnvMetaData, SerialEnv, get_env_metadata
-from gpusim.envs.batched import _serialize
+from gpusim.envs.batched import EnvCreator, EnvMetaData, SerialEnv, _serialize, get_env_metadata
 from gpusim.envs.native import CartPoleEnv, PendulumEnv
 from gpusim.transforms import TransformedEnv, VecNorm
 from tests.envs.batched._envs import SharedCounter, counting_env_with_shared_counter, counting_lambda
@@ -79,7 +78,10 @@ def test_fallback_pickler_round_trips_lambdas_and_closures():
     assert _serialize.loads(_serialize.fallback_dumps(fns[0]))().max_count == 3
     assert _serialize.loads(_serialize.fallback_dumps(counting_lambda))().max_count == 4
     # importable functions travel by reference
-    assert _serialize.loads(_serialize.fallback_dumps(counting_env_with_shared_counter)) is counting_env_with_shared_counter
+    assert (
+        _serialize.loads(_serialize.fallback_dumps(counting_env_with_shared_counter))
+        is counting_env_with_shared_counter
+    )
 
 
 def test_dumps_reports_unpicklable_objects():
@@ -148,7 +150,7 @@ def test_batched_env_reads_the_creator_metadata_without_building_envs():
 
 def test_env_creator_shares_opted_in_state_in_process():
     creator = EnvCreator(counting_env_with_shared_counter)
-    (name, state), = creator.shared_state.items()
+    ((name, state),) = creator.shared_state.items()
     shared = state["calls"]
     assert shared.is_shared()
     a, b = creator(), creator()
@@ -201,7 +203,9 @@ def test_workers_with_mixed_devices_make_a_batched_env_without_device(cls):
     from gpusim.transforms import DeviceCastTransform
 
     def make():  # only the observation moves: the worker env has no single device
-        return TransformedEnv(PendulumEnv(), DeviceCastTransform("cpu:1", in_keys=["observation"], in_keys_inv=["action"]))
+        return TransformedEnv(
+            PendulumEnv(), DeviceCastTransform("cpu:1", in_keys=["observation"], in_keys_inv=["action"])
+        )
 
     assert get_env_metadata(make).device is None
     env = {"SerialEnv": SerialEnv, "ParallelEnv": ParallelEnv}[cls](2, make)

@@ -77,7 +77,7 @@ class WorkerOnlyFailingEnv(MethodEnv):
         return super().scaled(x, offset)
 
     @property
-    def unreadable(self) -> "Unpicklable":
+    def unreadable(self) -> Unpicklable:
         return Unpicklable()
 
 

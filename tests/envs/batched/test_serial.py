@@ -69,7 +69,7 @@ def test_partial_reset_only_resets_the_selected_workers():
     calls = []
     for i, w in enumerate(env._envs):
         original = w._reset
-        w._reset = (lambda orig, i: (lambda t, **kw: (calls.append(i), orig(t, **kw))[1]))(original, i)
+        w._reset = (lambda orig, i: lambda t, **kw: (calls.append(i), orig(t, **kw))[1])(original, i)
     td["count"] = torch.full((3, 1), 10.0)
     td["_reset"] = torch.tensor([[False], [True], [False]])
     out = env.reset(td)

@@ -30,13 +30,18 @@ class TaggedEnv(EnvBase):
 
     def _reset(self, td):
         self.t = 0
-        return TensorDict({"obs": Tagged(tag="t0", value=torch.zeros(())), "done": torch.zeros(1, dtype=torch.bool)}, [])
+        return TensorDict(
+            {"obs": Tagged(tag="t0", value=torch.zeros(())), "done": torch.zeros(1, dtype=torch.bool)}, []
+        )
 
     def _step(self, td):
         self.t += 1
         return TensorDict(
-            {"obs": Tagged(tag=f"t{self.t}", value=torch.tensor(float(self.t))), "reward": torch.zeros(1),
-             "done": torch.zeros(1, dtype=torch.bool)},
+            {
+                "obs": Tagged(tag=f"t{self.t}", value=torch.tensor(float(self.t))),
+                "reward": torch.zeros(1),
+                "done": torch.zeros(1, dtype=torch.bool),
+            },
             [],
         )
 

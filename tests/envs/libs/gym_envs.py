@@ -59,7 +59,14 @@ class SpaceEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, obs: str = "counter", action: str = "discrete", ep_len: int = 5, truncate_at: int | None = None, render_mode: str | None = None):
+    def __init__(
+        self,
+        obs: str = "counter",
+        action: str = "discrete",
+        ep_len: int = 5,
+        truncate_at: int | None = None,
+        render_mode: str | None = None,
+    ):
         self.observation_space = OBS_SPACES[obs]()
         self.action_space = ACTION_SPACES[action]()
         self.obs_kind = obs

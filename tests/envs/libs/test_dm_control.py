@@ -78,7 +78,9 @@ def test_from_pixels():
     td = env.rand_step(env.reset())
     assert td["next", "pixels"].shape == (24, 32, 3) and td["next", "pixels"].dtype == torch.uint8
     assert td["next", "pixels"].float().std() > 0  # an actual picture
-    both = DMControlEnv("cartpole", "balance", from_pixels=True, pixels_only=False, render_kwargs={"height": 8, "width": 8})
+    both = DMControlEnv(
+        "cartpole", "balance", from_pixels=True, pixels_only=False, render_kwargs={"height": 8, "width": 8}
+    )
     assert set(both.observation_spec.keys()) == {"pixels", "position", "velocity"}
     check_env_specs(both, seed=0)
 

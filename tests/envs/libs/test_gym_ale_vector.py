@@ -73,8 +73,9 @@ def test_gym_env_builds_ale_vector_env_same_step():
 def test_episodes_end_and_reset_like_the_library(autoreset, reference):
     first, finals, roots, dones = reference
     kwargs = {} if autoreset is None else {"autoreset_mode": autoreset}
-    env = GymEnv("ALE/Breakout-v5", num_envs=N, max_num_frames_per_episode=FRAMES,
-                 categorical_action_encoding=True, **kwargs)
+    env = GymEnv(
+        "ALE/Breakout-v5", num_envs=N, max_num_frames_per_episode=FRAMES, categorical_action_encoding=True, **kwargs
+    )
     try:
         td = _gpusim_run(env)
     finally:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 
 import gymnasium as gym
-import numpy as np
 import pytest
 import torch
 

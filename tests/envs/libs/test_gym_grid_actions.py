@@ -25,8 +25,10 @@ class ClaimCells(gym.Env):
         self.action_space = gym.spaces.MultiDiscrete([rows, cols], start=list(start))
         self.start = np.asarray(start)
         self.observation_space = gym.spaces.Dict(
-            {"board": gym.spaces.Box(0, 1, (rows, cols), dtype=np.int64),
-             "action_mask": gym.spaces.Box(0, 1, (rows, cols), dtype=bool)}
+            {
+                "board": gym.spaces.Box(0, 1, (rows, cols), dtype=np.int64),
+                "action_mask": gym.spaces.Box(0, 1, (rows, cols), dtype=bool),
+            }
         )
         self.moves = []
 

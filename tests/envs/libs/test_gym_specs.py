@@ -194,7 +194,10 @@ def test_spec_to_space_roundtrip():
         (MultiCategorical([2, 5], shape=(4, 2)), gym.spaces.MultiDiscrete([2, 5])),
         (MultiOneHot([2, 5], shape=(4, 7)), gym.spaces.MultiDiscrete([2, 5])),
         (Binary(3, shape=(4, 3)), gym.spaces.MultiBinary(3)),
-        (Unbounded((4, 2), dtype=torch.int64), gym.spaces.Box(np.iinfo(np.int64).min, np.iinfo(np.int64).max, (2,), np.int64)),
+        (
+            Unbounded((4, 2), dtype=torch.int64),
+            gym.spaces.Box(np.iinfo(np.int64).min, np.iinfo(np.int64).max, (2,), np.int64),
+        ),
         (Unbounded((4, 2), dtype=torch.bool), gym.spaces.MultiBinary(2)),
         (Unbounded((4, 2)), gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)),
         (Bounded(-1.0, 2.0, shape=(4, 2)), gym.spaces.Box(-1.0, 2.0, (2,), np.float32)),

@@ -10,7 +10,7 @@ import torch
 
 from gpusim.envs.checks import check_env_specs
 from gpusim.envs.libs import GymEnv, GymWrapper
-from tests.envs.libs.gym_envs import SpaceEnv, sync_vector
+from tests.envs.libs.gym_envs import sync_vector
 
 MODES = ["DISABLED", "SAME_STEP", "NEXT_STEP"]
 
@@ -175,7 +175,9 @@ def test_step_and_maybe_reset_vector_loop():
 @pytest.mark.parametrize("mode", ["SAME_STEP", "NEXT_STEP"])
 def test_gym_env_sync_autoreset_modes_keep_final_observations(mode):
     env = GymEnv(
-        "CartPole-v1", num_envs=4, vectorization_mode="sync",
+        "CartPole-v1",
+        num_envs=4,
+        vectorization_mode="sync",
         vector_kwargs={"autoreset_mode": getattr(gym.vector.AutoresetMode, mode)},
     )
     assert env.env.autoreset_mode.name == mode
@@ -252,6 +254,7 @@ def test_auto_reset_fast_merge_through_transforms(monkeypatch):
     # under its own key (no mark); RewardSum leaves both as the base env gave them
     _parity(lambda: TransformedEnv(_cartpole(), StepCounter(max_steps=5)), monkeypatch, steps=30)
     _parity(lambda: TransformedEnv(_cartpole(), RewardSum()), monkeypatch, steps=30)
+
     def normed():
         norm = ObservationNorm(loc=1.0, scale=2.0, in_keys=["observation"])
         return TransformedEnv(_cartpole(), StepCounter(max_steps=5)).append_transform(norm)

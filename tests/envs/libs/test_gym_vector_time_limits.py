@@ -50,7 +50,10 @@ def test_a_time_limit_reached_by_every_row_is_done(num_envs, mode):
 @pytest.mark.parametrize("autoreset", ["DISABLED", "SAME_STEP", "NEXT_STEP"])
 def test_every_autoreset_mode_reports_a_common_time_limit(autoreset):
     vec = gym.make_vec(
-        "Pendulum-v1", num_envs=2, vectorization_mode="sync", max_episode_steps=4,
+        "Pendulum-v1",
+        num_envs=2,
+        vectorization_mode="sync",
+        max_episode_steps=4,
         vector_kwargs={"autoreset_mode": getattr(gym.vector.AutoresetMode, autoreset)},
     )
     env = GymWrapper(vec)

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-mo_gym = pytest.importorskip("mo_gymnasium", reason="mo-gymnasium is not installed (pip install 'gpusim[mo_gymnasium]')")
+mo_gym = pytest.importorskip(
+    "mo_gymnasium", reason="mo-gymnasium is not installed (pip install 'gpusim[mo_gymnasium]')"
+)
 
 from gpusim.envs.checks import check_env_specs  # noqa: E402
 from gpusim.envs.libs import GymWrapper, MOGymEnv, MOGymWrapper  # noqa: E402

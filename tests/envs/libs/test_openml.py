@@ -46,8 +46,9 @@ def test_one_pass_without_replacement_and_seeding():
 
 
 def test_prepare_categorical_frames():
-    frame = pd.DataFrame({"size": [1.0, 2.0, 3.0, 4.0], "color": pd.Categorical(["r", "g", "r", "b"]),
-                          "job": ["a", "b", None, "a"]})
+    frame = pd.DataFrame(
+        {"size": [1.0, 2.0, 3.0, 4.0], "color": pd.Categorical(["r", "g", "r", "b"]), "job": ["a", "b", None, "a"]}
+    )
     X, y = _prepare(frame, None, "job", onehot=True)
     assert X.shape == (3, 1 + 3) and y.tolist() == [0, 1, 0]  # the row with a missing value is dropped
     assert np.allclose(X[:, 0].mean(), 0.0)

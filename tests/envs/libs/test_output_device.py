@@ -25,8 +25,9 @@ def _wrappers():
     yield "gym-text-obs", lambda: GymWrapper(SpaceEnv(obs="text"))
     yield "gym-vector-text-obs", lambda: GymWrapper(sync_vector(3, obs="text"))
     yield "dm_control", lambda: pytest.importorskip("gpusim.envs.libs.dm_control").DMControlEnv("cartpole", "balance")
-    yield "pettingzoo", lambda: pytest.importorskip("gpusim.envs.libs.pettingzoo").PettingZooEnv(
-        "mpe/simple_spread_v3", parallel=True
+    yield (
+        "pettingzoo",
+        lambda: pytest.importorskip("gpusim.envs.libs.pettingzoo").PettingZooEnv("mpe/simple_spread_v3", parallel=True),
     )
     yield "openspiel", lambda: pytest.importorskip("gpusim.envs.libs.openspiel").OpenSpielEnv("tic_tac_toe")
 

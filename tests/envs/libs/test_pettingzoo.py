@@ -130,8 +130,11 @@ def test_resets_and_errors():
     kept = env.reset(root.clone().set("_reset", torch.zeros(1, dtype=torch.bool)))
     assert torch.equal(kept["player_1", "observation", "observation"], root["player_1", "observation", "observation"])
     with pytest.raises(ValueError, match="every agent"):
-        env.reset(root.clone().set(("player_1", "_reset"), torch.ones(1, 1, dtype=torch.bool)).set(
-            ("player_2", "_reset"), torch.zeros(1, 1, dtype=torch.bool)))
+        env.reset(
+            root.clone()
+            .set(("player_1", "_reset"), torch.ones(1, 1, dtype=torch.bool))
+            .set(("player_2", "_reset"), torch.zeros(1, 1, dtype=torch.bool))
+        )
     with pytest.raises(ValueError, match="use_mask=True"):
         PettingZooWrapper(tictactoe_v3.env())
     with pytest.raises(TypeError, match="ParallelEnv or AECEnv"):

@@ -176,4 +176,6 @@ def test_rollout_cpu_stack_matches_reference(max_steps):
     assert set(a.keys(True, True)) == set(b.keys(True, True))
     for key in b.keys(True, True):
         assert a.get(key).is_contiguous() and torch.equal(a.get(key), b.get(key)), key
-    assert torch.equal(a["agents", "observation"][:, 1:], a["next", "agents", "observation"][:, :-1]) == (max_steps is None)
+    assert torch.equal(a["agents", "observation"][:, 1:], a["next", "agents", "observation"][:, :-1]) == (
+        max_steps is None
+    )

@@ -75,7 +75,9 @@ def test_gradients_flow_through_imagination():
 
 def test_decoder_transform_and_decode_obs():
     decoder = TensorDictModule(torch.nn.Linear(PRIOR + BELIEF, 3 * 4 * 4), ["state_belief"], ["reco"])
-    full = TensorDictSequential(TensorDictModule(lambda s, b: torch.cat([s, b], -1), ["state", "belief"], ["state_belief"]), decoder)
+    full = TensorDictSequential(
+        TensorDictModule(lambda s, b: torch.cat([s, b], -1), ["state", "belief"], ["state_belief"]), decoder
+    )
     env = dreamer(obs_decoder=full)
     decoded = env.decode_obs(env.reset())
     assert decoded["reco"].shape == (B, 48)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -74,34 +74,56 @@ def _mountain_car_edges(n: int) -> np.ndarray:
 
 CASES = [
     GymCase(
-        CartPoleEnv, "CartPole-v1",
-        state_low=(-2.6, -3.0, -0.25, -3.0), state_high=(2.6, 3.0, 0.25, 3.0),
-        reset_low=(-0.05,) * 4, reset_high=(0.05,) * 4,
-        continuous=False, can_terminate=True,
+        CartPoleEnv,
+        "CartPole-v1",
+        state_low=(-2.6, -3.0, -0.25, -3.0),
+        state_high=(2.6, 3.0, 0.25, 3.0),
+        reset_low=(-0.05,) * 4,
+        reset_high=(0.05,) * 4,
+        continuous=False,
+        can_terminate=True,
     ),
     GymCase(
-        PendulumEnv, "Pendulum-v1",
-        state_low=(-20.0, -9.0), state_high=(20.0, 9.0),
-        reset_low=(-math.pi, -1.0), reset_high=(math.pi, 1.0),
-        continuous=True, can_terminate=False,
+        PendulumEnv,
+        "Pendulum-v1",
+        state_low=(-20.0, -9.0),
+        state_high=(20.0, 9.0),
+        reset_low=(-math.pi, -1.0),
+        reset_high=(math.pi, 1.0),
+        continuous=True,
+        can_terminate=False,
     ),
     GymCase(
-        MountainCarEnv, "MountainCar-v0",
-        state_low=(-1.2, -0.07), state_high=(0.6, 0.07),
-        reset_low=(-0.6, 0.0), reset_high=(-0.4, 0.0),
-        continuous=False, can_terminate=True, extra_states=_mountain_car_edges,
+        MountainCarEnv,
+        "MountainCar-v0",
+        state_low=(-1.2, -0.07),
+        state_high=(0.6, 0.07),
+        reset_low=(-0.6, 0.0),
+        reset_high=(-0.4, 0.0),
+        continuous=False,
+        can_terminate=True,
+        extra_states=_mountain_car_edges,
     ),
     GymCase(
-        MountainCarContinuousEnv, "MountainCarContinuous-v0",
-        state_low=(-1.2, -0.07), state_high=(0.6, 0.07),
-        reset_low=(-0.6, 0.0), reset_high=(-0.4, 0.0),
-        continuous=True, can_terminate=True, state_dtype=np.float32, extra_states=_mountain_car_edges,
+        MountainCarContinuousEnv,
+        "MountainCarContinuous-v0",
+        state_low=(-1.2, -0.07),
+        state_high=(0.6, 0.07),
+        reset_low=(-0.6, 0.0),
+        reset_high=(-0.4, 0.0),
+        continuous=True,
+        can_terminate=True,
+        state_dtype=np.float32,
+        extra_states=_mountain_car_edges,
     ),
     GymCase(
-        AcrobotEnv, "Acrobot-v1",
+        AcrobotEnv,
+        "Acrobot-v1",
         state_low=(-math.pi, -math.pi, -4 * math.pi, -9 * math.pi),
         state_high=(math.pi, math.pi, 4 * math.pi, 9 * math.pi),
-        reset_low=(-0.1,) * 4, reset_high=(0.1,) * 4,
-        continuous=False, can_terminate=True,
+        reset_low=(-0.1,) * 4,
+        reset_high=(0.1,) * 4,
+        continuous=False,
+        can_terminate=True,
     ),
 ]

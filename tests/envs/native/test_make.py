@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from gpusim import make
 from gpusim.envs.native import (
     AcrobotEnv,
     CartPoleEnv,
@@ -12,7 +13,6 @@ from gpusim.envs.native import (
     MountainCarEnv,
     PendulumEnv,
 )
-from gpusim import make
 from gpusim.transforms import StepCounter, TransformedEnv
 
 CASES = [

@@ -294,7 +294,9 @@ def test_one_path_eager_cpu_ops_and_reference_ops_give_the_same_data(env_cls) ->
     def run(mode: str):
         torch.manual_seed(0)  # rollout()'s random actions
         kwargs = {"single_player": True} if env_cls is TicTacToeEnv else {}
-        env = TransformedEnv(env_cls(batch_size=[300], seed=2, auto_reset_mode=mode, **kwargs), StepCounter(max_steps=5))
+        env = TransformedEnv(
+            env_cls(batch_size=[300], seed=2, auto_reset_mode=mode, **kwargs), StepCounter(max_steps=5)
+        )
         return env.rollout(12, break_when_any_done=False)
 
     for mode in ("masked", "sparse"):

@@ -219,7 +219,9 @@ def test_sparse_reset_without_previous_values_draws_every_row() -> None:
         assert torch.isfinite(after["observation"]).all()
 
 
-@pytest.mark.parametrize("name", ["CartPoleEnv", "PendulumEnv", "MountainCarEnv", "MountainCarContinuousEnv", "AcrobotEnv"])
+@pytest.mark.parametrize(
+    "name", ["CartPoleEnv", "PendulumEnv", "MountainCarEnv", "MountainCarContinuousEnv", "AcrobotEnv"]
+)
 def test_sparse_partial_resets_equal_masked_resets_every_env(name: str) -> None:
     """Random partial ``"_reset"`` masks on a large CPU batch: the sparse eager reset (rows only,
     other rows merged over) gives the same data as the mask-based path, for every native env."""
@@ -242,7 +244,7 @@ def test_sparse_partial_resets_equal_masked_resets_every_env(name: str) -> None:
 
 
 # ---------------------------------------------------------------- the env author's API
-from gpusim.envs.native.rng import ResetRows
+from gpusim.envs.native.rng import ResetRows  # noqa: E402 (the section's own import)
 
 
 def _draws(rows: ResetRows) -> list[torch.Tensor]:

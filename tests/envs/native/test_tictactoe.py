@@ -68,8 +68,8 @@ def test_wins(moves: list[int], winner: int) -> None:
         assert step["player0", "reward"].item() == 0 and step["player1", "reward"].item() == 0
     last = out[-1]
     assert last["done"].item() and last["terminated"].item() and not last["truncated"].item()
-    assert last["player%d" % winner, "reward"].item() == 1.0
-    assert last["player%d" % (1 - winner), "reward"].item() == 0.0
+    assert last[f"player{winner}", "reward"].item() == 1.0
+    assert last[f"player{1 - winner}", "reward"].item() == 0.0
 
 
 def test_draw_ends_with_zero_rewards() -> None:
@@ -180,8 +180,12 @@ def test_player0_win_is_not_answered() -> None:
     env = TicTacToeEnv(batch_size=[1], seed=0, single_player=True)
     board = torch.tensor([[1, 1, -1, 0, 0, -1, -1, -1, -1]], dtype=torch.int32).reshape(1, 3, 3)
     td = TensorDict(
-        {"board": board, "turn": torch.zeros(1, 1, dtype=torch.int32), "mask": (board == -1).flatten(1),
-         "action": torch.tensor([[2]])},
+        {
+            "board": board,
+            "turn": torch.zeros(1, 1, dtype=torch.int32),
+            "mask": (board == -1).flatten(1),
+            "action": torch.tensor([[2]]),
+        },
         [1],
     )
     nxt = env.step(td)["next"]

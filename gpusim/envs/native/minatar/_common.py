@@ -150,7 +150,10 @@ class MinAtarEnv(NativeEnv):
             raise TypeError(f"sticky_action_prob must be a number, got {sticky_action_prob!r}")
         if not 0.0 <= sticky_action_prob <= 1.0:
             raise ValueError(f"sticky_action_prob must be in [0, 1], got {sticky_action_prob!r}")
-        for name, flag in (("difficulty_ramping", difficulty_ramping), ("use_minimal_action_set", use_minimal_action_set)):
+        for name, flag in (
+            ("difficulty_ramping", difficulty_ramping),
+            ("use_minimal_action_set", use_minimal_action_set),
+        ):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
         self.sticky_action_prob = float(sticky_action_prob)
@@ -215,9 +218,7 @@ class MinAtarEnv(NativeEnv):
         if last is None or last.shape != self.batch_size:
             last = torch.zeros(self.batch_size, dtype=torch.int64, device=self.device)
         done, terminated = self._flags()
-        return self._out(
-            observation=self._observe(state), **state, last_action=last, done=done, terminated=terminated
-        )
+        return self._out(observation=self._observe(state), **state, last_action=last, done=done, terminated=terminated)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         # one draw per step: the sticky-action uniform, then the game's

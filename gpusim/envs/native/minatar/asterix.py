@@ -152,7 +152,7 @@ class AsterixEnv(MinAtarEnv):
         free = ~alive
         rank = free.long().cumsum(-1) - 1  # index of each free lane among the free lanes
         choice = (u[..., 2] * free.sum(-1)).long()
-        new = (spawn.unsqueeze(-1) & free & (rank == choice.unsqueeze(-1)))
+        new = spawn.unsqueeze(-1) & free & (rank == choice.unsqueeze(-1))
         alive = alive | new
         x = torch.where(new, torch.where(from_left, 0, 9).unsqueeze(-1), x)
         right = torch.where(new, from_left.unsqueeze(-1), right)

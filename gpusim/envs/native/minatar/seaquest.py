@@ -102,9 +102,7 @@ def _rank(cell: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(positions).scatter(-1, order, positions - first)
 
 
-def _match(
-    rank_a: torch.Tensor, cell_a: torch.Tensor, rank_b: torch.Tensor, cell_b: torch.Tensor
-) -> torch.Tensor:
+def _match(rank_a: torch.Tensor, cell_a: torch.Tensor, rank_b: torch.Tensor, cell_b: torch.Tensor) -> torch.Tensor:
     """``[*B, A, B]``: the ``k``-th object of a cell in one list meets the ``k``-th of the
     other (cells of ``-1`` are nobody's)."""
     same = (cell_a.unsqueeze(-1) == cell_b.unsqueeze(-2)) & (cell_a >= 0).unsqueeze(-1)

@@ -211,6 +211,4 @@ class SpaceInvadersEnv(MinAtarEnv):
         aliens = state["aliens"]
         left = (state["alien_dir"] < 0)[..., None, None]
         cannon = cell_grid(torch.full_like(state["pos"], 9), state["pos"])
-        return torch.stack(
-            (cannon, aliens, aliens & left, aliens & ~left, state["f_bullets"], state["e_bullets"]), -1
-        )
+        return torch.stack((cannon, aliens, aliens & left, aliens & ~left, state["f_bullets"], state["e_bullets"]), -1)

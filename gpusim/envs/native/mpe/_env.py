@@ -253,7 +253,9 @@ class MpeEnv(NativeEnv):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ helpers for scenarios
-    def _uniform_positions(self, rows: ResetRows, low: torch.Tensor | float, high: torch.Tensor | float) -> torch.Tensor:
+    def _uniform_positions(
+        self, rows: ResetRows, low: torch.Tensor | float, high: torch.Tensor | float
+    ) -> torch.Tensor:
         """``pos`` ``[*B, n_entities, 2]`` uniform in ``[low, high)`` (``low``/``high``: numbers or
         ``[n_entities, 1]`` tensors), one reset draw."""
         n = self.world.n_entities
@@ -311,7 +313,9 @@ class MpeEnv(NativeEnv):
         message = torch.nn.functional.one_hot(torch.remainder(action, c), comm).to(torch.float32)
         return u, message
 
-    def _pack(self, state: dict[str, torch.Tensor], rewards: list[torch.Tensor] | None, truncated: torch.Tensor) -> TensorDictBase:
+    def _pack(
+        self, state: dict[str, torch.Tensor], rewards: list[torch.Tensor] | None, truncated: torch.Tensor
+    ) -> TensorDictBase:
         B, dev = self.batch_size, self.device
         obs = self._observe(state)
         out: dict[str, Any] = {}

@@ -147,7 +147,9 @@ class ParticleWorld(torch.nn.Module):
         buf("agent_movable", [[float(a.movable)] for a in agents])
         buf("agent_silent", [[float(a.silent)] for a in agents])
         buf("colors", [b.color for b in bodies])
-        buf("semidims", [[math.inf if x_semidim is None else x_semidim], [math.inf if y_semidim is None else y_semidim]])
+        buf(
+            "semidims", [[math.inf if x_semidim is None else x_semidim], [math.inf if y_semidim is None else y_semidim]]
+        )
         if any(b.movable for b in landmarks):
             raise ValueError("movable landmarks are not supported (no MPE scenario has one)")
         # contacts act on the agents (landmarks never move): rows are the agents, columns the
@@ -237,7 +239,9 @@ class ParticleWorld(torch.nn.Module):
         return (delta * scale.unsqueeze(2)).sum(1)
 
     # ------------------------------------------------------------------ integration
-    def step(self, pos: torch.Tensor, vel: torch.Tensor, agent_force: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(
+        self, pos: torch.Tensor, vel: torch.Tensor, agent_force: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """One world step: ``substeps`` contact/integration substeps.
 
         Args:

@@ -78,9 +78,15 @@ class SimpleEnv(MpeEnv):
             [Body("landmark 0", collide=False, color=(0.75, 0.25, 0.25))],
         )
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("agent", 1, 4)],
-            continuous_actions=continuous_actions, categorical_actions=categorical_actions,
-            max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+            batch_size,
+            device,
+            seed,
+            world=world,
+            teams=[Team("agent", 1, 4)],
+            continuous_actions=continuous_actions,
+            categorical_actions=categorical_actions,
+            max_steps=max_steps,
+            auto_reset_mode=auto_reset_mode,
         )
 
     def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:

@@ -92,16 +92,30 @@ class SimpleAdversaryEnv(MpeEnv):
         L = n - 1
         red, blue, black = (0.75, 0.25, 0.25), (0.25, 0.25, 0.75), (0.15, 0.15, 0.15)
         agents = [
-            Body(f"adversary_{i}" if i < A else f"agent_{i - A}", movable=True, rotatable=True, radius=0.15,
-                 collide=False, color=red if i < A else blue)
+            Body(
+                f"adversary_{i}" if i < A else f"agent_{i - A}",
+                movable=True,
+                rotatable=True,
+                radius=0.15,
+                collide=False,
+                color=red if i < A else blue,
+            )
             for i in range(n)
         ]
-        world = ParticleWorld(agents, [Body(f"landmark {i}", radius=0.08, collide=False, color=black) for i in range(L)])
+        world = ParticleWorld(
+            agents, [Body(f"landmark {i}", radius=0.08, collide=False, color=black) for i in range(L)]
+        )
         adv_dim = 2 * L + 2 * (n - 1)
         super().__init__(
-            batch_size, device, seed, world=world,
-            teams=[Team("adversary", A, adv_dim), Team("agent", n - A, adv_dim + 2)], continuous_actions=continuous_actions,
-            categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+            batch_size,
+            device,
+            seed,
+            world=world,
+            teams=[Team("adversary", A, adv_dim), Team("agent", n - A, adv_dim + 2)],
+            continuous_actions=continuous_actions,
+            categorical_actions=categorical_actions,
+            max_steps=max_steps,
+            auto_reset_mode=auto_reset_mode,
         )
         self.register_buffer("_others", others_index(n, self.device), persistent=False)
         self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)

@@ -83,14 +83,27 @@ class SimpleCryptoEnv(MpeEnv):
         colors = ((0.75, 0.25, 0.25), (0.25, 0.25, 0.75), (0.25, 0.75, 0.25))
         names = ("eve_0", "bob_0", "alice_0")
         world = ParticleWorld(
-            [Body(n, movable=False, rotatable=True, collide=False, silent=False, color=c) for n, c in zip(names, colors)],
+            [
+                Body(n, movable=False, rotatable=True, collide=False, silent=False, color=c)
+                for n, c in zip(names, colors)
+            ],
             [],
             dim_c=C,
         )
         super().__init__(
-            batch_size, device, seed, world=world,
-            teams=[Team("eve", 1, C, silent=False), Team("bob", 1, 2 * C, silent=False), Team("alice", 1, 2 * C, silent=False)], continuous_actions=continuous_actions,
-            categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+            batch_size,
+            device,
+            seed,
+            world=world,
+            teams=[
+                Team("eve", 1, C, silent=False),
+                Team("bob", 1, 2 * C, silent=False),
+                Team("alice", 1, 2 * C, silent=False),
+            ],
+            continuous_actions=continuous_actions,
+            categorical_actions=categorical_actions,
+            max_steps=max_steps,
+            auto_reset_mode=auto_reset_mode,
         )
 
     def _extra_state(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:

@@ -83,13 +83,22 @@ class SimplePushEnv(MpeEnv):
         auto_reset_mode: str | None = None,
     ) -> None:
         world = ParticleWorld(
-            [Body("adversary_0", movable=True, rotatable=True, color=(0.75, 0.25, 0.25)),
-             Body("agent_0", movable=True, rotatable=True, color=(0.25, 0.25, 0.25))],
+            [
+                Body("adversary_0", movable=True, rotatable=True, color=(0.75, 0.25, 0.25)),
+                Body("agent_0", movable=True, rotatable=True, color=(0.25, 0.25, 0.25)),
+            ],
             [Body(f"landmark {i}", collide=False, color=c) for i, c in enumerate(_LANDMARK_COLORS)],
         )
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("adversary", 1, 8), Team("agent", 1, 19)], continuous_actions=continuous_actions,
-            categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+            batch_size,
+            device,
+            seed,
+            world=world,
+            teams=[Team("adversary", 1, 8), Team("agent", 1, 19)],
+            continuous_actions=continuous_actions,
+            categorical_actions=categorical_actions,
+            max_steps=max_steps,
+            auto_reset_mode=auto_reset_mode,
         )
         colors = torch.tensor(_LANDMARK_COLORS, device=self.device)
         self.register_buffer("_landmark_colors", colors.flatten(), persistent=False)

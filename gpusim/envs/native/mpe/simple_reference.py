@@ -87,8 +87,15 @@ class SimpleReferenceEnv(MpeEnv):
             dim_c=10,
         )
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("agent", 2, 21, silent=False)], continuous_actions=continuous_actions,
-            categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+            batch_size,
+            device,
+            seed,
+            world=world,
+            teams=[Team("agent", 2, 21, silent=False)],
+            continuous_actions=continuous_actions,
+            categorical_actions=categorical_actions,
+            max_steps=max_steps,
+            auto_reset_mode=auto_reset_mode,
         )
         self.register_buffer("_landmark_colors", torch.tensor(_LANDMARK_COLORS, device=self.device), persistent=False)
 

@@ -85,15 +85,23 @@ class SimpleSpeakerListenerEnv(MpeEnv):
         auto_reset_mode: str | None = None,
     ) -> None:
         world = ParticleWorld(
-            [Body("speaker_0", movable=False, rotatable=True, radius=0.075, collide=False, silent=False),
-             Body("listener_0", movable=True, rotatable=True, radius=0.075, collide=False)],
+            [
+                Body("speaker_0", movable=False, rotatable=True, radius=0.075, collide=False, silent=False),
+                Body("listener_0", movable=True, rotatable=True, radius=0.075, collide=False),
+            ],
             [Body(f"landmark {i}", radius=0.04, collide=False, color=c) for i, c in enumerate(_LANDMARK_COLORS)],
             dim_c=3,
         )
         super().__init__(
-            batch_size, device, seed, world=world,
-            teams=[Team("speaker", 1, 3, silent=False), Team("listener", 1, 11)], continuous_actions=continuous_actions,
-            categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+            batch_size,
+            device,
+            seed,
+            world=world,
+            teams=[Team("speaker", 1, 3, silent=False), Team("listener", 1, 11)],
+            continuous_actions=continuous_actions,
+            categorical_actions=categorical_actions,
+            max_steps=max_steps,
+            auto_reset_mode=auto_reset_mode,
         )
         self.register_buffer("_landmark_colors", torch.tensor(_LANDMARK_COLORS, device=self.device), persistent=False)
 
@@ -104,7 +112,11 @@ class SimpleSpeakerListenerEnv(MpeEnv):
         return {"pos": self._uniform_positions(rows, -1.0, 1.0), "goal": rows.randint(0, 3, 1)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos, vel, c = self._cols(state["pos"]), self._cols(state["vel"][..., 1:2, :]), self._cols(state["c"][..., 0:1, :])
+        pos, vel, c = (
+            self._cols(state["pos"]),
+            self._cols(state["vel"][..., 1:2, :]),
+            self._cols(state["c"][..., 0:1, :]),
+        )
         rel = (pos[2:] - pos[1:2]).reshape(1, 6, -1)
         color = self._landmark_colors[state["goal"]]  # [*B, 1, 3]
         return [color, self._rows_of(torch.cat([vel, rel, c], 1))]

@@ -88,9 +88,15 @@ class SimpleSpreadEnv(MpeEnv):
         )
         obs_dim = 4 + 2 * n + (2 * (n - 1) if obs_agents else 0)
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("agent", n, obs_dim)],
-            continuous_actions=continuous_actions, categorical_actions=categorical_actions,
-            max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+            batch_size,
+            device,
+            seed,
+            world=world,
+            teams=[Team("agent", n, obs_dim)],
+            continuous_actions=continuous_actions,
+            categorical_actions=categorical_actions,
+            max_steps=max_steps,
+            auto_reset_mode=auto_reset_mode,
         )
         self.register_buffer("_others", others_index(n, self.device), persistent=False)
         self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)

@@ -121,17 +121,23 @@ class SimpleTagEnv(MpeEnv):
         A = check_count("num_adversaries", num_adversaries, 1)
         L = check_count("num_landmarks", num_landmarks, 0)
         for name, value in (
-            ("shape_agent_rew", shape_agent_rew), ("shape_adversary_rew", shape_adversary_rew),
-            ("agents_share_rew", agents_share_rew), ("adversaries_share_rew", adversaries_share_rew),
-            ("observe_same_team", observe_same_team), ("observe_pos", observe_pos),
-            ("observe_vel", observe_vel), ("respawn_at_catch", respawn_at_catch),
+            ("shape_agent_rew", shape_agent_rew),
+            ("shape_adversary_rew", shape_adversary_rew),
+            ("agents_share_rew", agents_share_rew),
+            ("adversaries_share_rew", adversaries_share_rew),
+            ("observe_same_team", observe_same_team),
+            ("observe_pos", observe_pos),
+            ("observe_vel", observe_vel),
+            ("respawn_at_catch", respawn_at_catch),
         ):
             setattr(self, name, check_bool(name, value))
         self.bound = check_positive("bound", bound)
         self.num_good_agents, self.num_adversaries, self.num_landmarks = G, A, L
         red, green, black = (0.75, 0.25, 0.25), (0.25, 0.75, 0.25), (0.15, 0.15, 0.15)
         adversaries = [
-            Body(f"adversary_{i}", movable=True, rotatable=True, radius=0.075, u_multiplier=3.0, max_speed=1.0, color=red)
+            Body(
+                f"adversary_{i}", movable=True, rotatable=True, radius=0.075, u_multiplier=3.0, max_speed=1.0, color=red
+            )
             for i in range(A)
         ]
         good = [
@@ -140,15 +146,27 @@ class SimpleTagEnv(MpeEnv):
         ]
         landmarks = [Body(f"landmark {i}", radius=0.2, color=black) for i in range(L)]
         world = ParticleWorld(
-            [*adversaries, *good], landmarks, substeps=10, collision_force=500.0, x_semidim=self.bound, y_semidim=self.bound
+            [*adversaries, *good],
+            landmarks,
+            substeps=10,
+            collision_force=500.0,
+            x_semidim=self.bound,
+            y_semidim=self.bound,
         )
         own = 2 * (int(observe_vel) + int(observe_pos)) + 2 * L
         same = int(observe_same_team)
         adv_dim = own + 2 * (A - 1) * same + 4 * G
         good_dim = own + 2 * A + 4 * (G - 1) * same
         super().__init__(
-            batch_size, device, seed, world=world, teams=[Team("adversary", A, adv_dim), Team("agent", G, good_dim)], continuous_actions=continuous_actions,
-            categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+            batch_size,
+            device,
+            seed,
+            world=world,
+            teams=[Team("adversary", A, adv_dim), Team("agent", G, good_dim)],
+            continuous_actions=continuous_actions,
+            categorical_actions=categorical_actions,
+            max_steps=max_steps,
+            auto_reset_mode=auto_reset_mode,
         )
         n_ag = A + G
         scale = [self.bound] * n_ag + [self.bound - 0.1] * L

@@ -114,11 +114,18 @@ class SimpleWorldCommEnv(MpeEnv):
             color = (0.95, 0.45, 0.45) if adversary else (0.45, 0.95, 0.45)
             if leader:
                 color = tuple(c - 0.3 for c in color)
-            agents.append(Body(
-                name, movable=True, rotatable=True, radius=0.075 if adversary else 0.045,
-                u_multiplier=3.0 if adversary else 4.0, max_speed=1.0 if adversary else 1.3,
-                silent=not leader, color=color,
-            ))
+            agents.append(
+                Body(
+                    name,
+                    movable=True,
+                    rotatable=True,
+                    radius=0.075 if adversary else 0.045,
+                    u_multiplier=3.0 if adversary else 4.0,
+                    max_speed=1.0 if adversary else 1.3,
+                    silent=not leader,
+                    color=color,
+                )
+            )
         landmarks = (
             [Body(f"landmark {i}", radius=0.2, color=(0.25, 0.25, 0.25)) for i in range(L)]
             + [Body(f"food {i}", radius=0.03, collide=False, color=(0.15, 0.15, 0.65)) for i in range(Fd)]
@@ -131,8 +138,15 @@ class SimpleWorldCommEnv(MpeEnv):
             teams.append(Team("adversary", A - 1, base + 4, names=tuple(f"adversary_{i}" for i in range(1, A))))
         teams.append(Team("agent", G, base))
         super().__init__(
-            batch_size, device, seed, world=world, teams=teams, continuous_actions=continuous_actions,
-            categorical_actions=categorical_actions, max_steps=max_steps, auto_reset_mode=auto_reset_mode,
+            batch_size,
+            device,
+            seed,
+            world=world,
+            teams=teams,
+            continuous_actions=continuous_actions,
+            categorical_actions=categorical_actions,
+            max_steps=max_steps,
+            auto_reset_mode=auto_reset_mode,
         )
         scale = [1.0] * n + [0.9] * len(landmarks)
         self.register_buffer("_scale", torch.tensor(scale, device=self.device).unsqueeze(-1), persistent=False)
@@ -146,7 +160,9 @@ class SimpleWorldCommEnv(MpeEnv):
         leader[0] = 1.0
         self.register_buffer("_leader", leader, persistent=False)
         # velocities the leader sees: good agents' (adversaries' are zeros)
-        self.register_buffer("_good", (torch.arange(n, device=self.device) >= A).to(torch.float32).unsqueeze(-1), persistent=False)
+        self.register_buffer(
+            "_good", (torch.arange(n, device=self.device) >= A).to(torch.float32).unsqueeze(-1), persistent=False
+        )
 
     def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
         return {"pos": self._uniform_positions(rows, -self._scale, self._scale)}

@@ -56,7 +56,9 @@ def _random_states(n: int, seed: int) -> TensorDict:
 @pytest.mark.parametrize("minimal", [False, True], ids=["v0", "v1"])
 def test_state_injection_matches_minatar(minimal) -> None:
     states = torch.cat([_parity.rollout_states(FreewayEnv, 16, 100, seed=1), _random_states(1500, seed=2)])
-    n, ok, errors = _parity.check_injection(FreewayEnv, states, _inject, _extract, seed=3, use_minimal_action_set=minimal)
+    n, ok, errors = _parity.check_injection(
+        FreewayEnv, states, _inject, _extract, seed=3, use_minimal_action_set=minimal
+    )
     assert ok == n, f"{n - ok} of {n} states differ: {errors}"
 
 

@@ -19,7 +19,10 @@ from gpusim.envs.native.minatar import (
 from gpusim.envs.native.minatar._common import cubehelix_palette
 
 GAMES = {
-    "Breakout": BreakoutEnv, "Freeway": FreewayEnv, "Asterix": AsterixEnv, "SpaceInvaders": SpaceInvadersEnv,
+    "Breakout": BreakoutEnv,
+    "Freeway": FreewayEnv,
+    "Asterix": AsterixEnv,
+    "SpaceInvaders": SpaceInvadersEnv,
     "Seaquest": SeaquestEnv,
 }
 _ids = list(GAMES)
@@ -94,7 +97,9 @@ def test_sticky_actions_repeat_the_previous_action(name) -> None:
 def test_palette_is_seaborns_cubehelix() -> None:
     sns = pytest.importorskip("seaborn")
     for n in (4, 6, 7, 10):
-        np.testing.assert_allclose(np.array(cubehelix_palette(n)), np.array(sns.color_palette("cubehelix", n)), atol=1e-12)
+        np.testing.assert_allclose(
+            np.array(cubehelix_palette(n)), np.array(sns.color_palette("cubehelix", n)), atol=1e-12
+        )
 
 
 @pytest.mark.parametrize("name", _ids)

@@ -13,7 +13,15 @@ from tests.envs.native.minatar import _parity
 
 pytest.importorskip("minatar")
 
-_SCALARS = ("pos", "alien_dir", "enemy_move_interval", "alien_move_timer", "alien_shot_timer", "shot_timer", "ramp_index")
+_SCALARS = (
+    "pos",
+    "alien_dir",
+    "enemy_move_interval",
+    "alien_move_timer",
+    "alien_shot_timer",
+    "shot_timer",
+    "ramp_index",
+)
 _GRIDS = {"aliens": "alien_map", "f_bullets": "f_bullet_map", "e_bullets": "e_bullet_map"}
 
 

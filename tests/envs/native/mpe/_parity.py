@@ -44,7 +44,9 @@ def _random_actions(env, generator: torch.Generator) -> dict[str, torch.Tensor]:
 
 def make_pair(scenario: str, num_envs: int, continuous: bool, seed: int = 0, **kwargs):
     ours = SCENARIOS[scenario](batch_size=[num_envs], seed=seed, continuous_actions=continuous, **kwargs)
-    theirs = vmas.make_env(scenario, num_envs=num_envs, device="cpu", continuous_actions=continuous, seed=seed, **kwargs)
+    theirs = vmas.make_env(
+        scenario, num_envs=num_envs, device="cpu", continuous_actions=continuous, seed=seed, **kwargs
+    )
     return ours, theirs
 
 
@@ -110,7 +112,9 @@ def step_parity(
     return err
 
 
-def reward_stats(scenario: str, *, num_envs: int = 512, steps: int = 25, continuous: bool = True, seed: int = 0, **kwargs):
+def reward_stats(
+    scenario: str, *, num_envs: int = 512, steps: int = 25, continuous: bool = True, seed: int = 0, **kwargs
+):
     """``(ours_mean, ours_se, vmas_mean, vmas_se)``, each a ``[n_agents]`` tensor of the mean
     per-step reward under random actions (standard errors over envs)."""
     ours, theirs = make_pair(scenario, num_envs, continuous, seed, **kwargs)
@@ -138,7 +142,9 @@ def reward_stats(scenario: str, *, num_envs: int = 512, steps: int = 25, continu
 def assert_stats_match(stats, z: float = 4.0) -> None:
     m1, s1, m2, s2 = stats
     bound = z * (s1.square() + s2.square()).sqrt() + 1e-6
-    assert ((m1 - m2).abs() <= bound).all(), f"native {m1.tolist()} ± {s1.tolist()} vs VMAS {m2.tolist()} ± {s2.tolist()}"
+    assert ((m1 - m2).abs() <= bound).all(), (
+        f"native {m1.tolist()} ± {s1.tolist()} vs VMAS {m2.tolist()} ± {s2.tolist()}"
+    )
 
 
 # ---------------------------------------------------------------- scenario extras

@@ -35,12 +35,23 @@ def _leaves(spec):
 
 
 @pytest.mark.parametrize(
-    ("continuous", "categorical"), [(True, True), (False, True), (False, False)], ids=["continuous", "categorical", "onehot"]
+    ("continuous", "categorical"),
+    [(True, True), (False, True), (False, False)],
+    ids=["continuous", "categorical", "onehot"],
 )
 @pytest.mark.parametrize(("scenario", "kwargs"), CASES, ids=_ids)
 def test_specs_match_vmas_env(scenario, kwargs, continuous, categorical) -> None:
-    ref = VmasEnv(scenario, num_envs=3, continuous_actions=continuous, categorical_actions=categorical, seed=0, **kwargs)
-    env = make(f"MPE/{scenario}-v0", num_envs=3, seed=0, continuous_actions=continuous, categorical_actions=categorical, **kwargs)
+    ref = VmasEnv(
+        scenario, num_envs=3, continuous_actions=continuous, categorical_actions=categorical, seed=0, **kwargs
+    )
+    env = make(
+        f"MPE/{scenario}-v0",
+        num_envs=3,
+        seed=0,
+        continuous_actions=continuous,
+        categorical_actions=categorical,
+        **kwargs,
+    )
     assert env.group_map == ref.group_map
     for name in ("full_observation_spec", "full_action_spec", "full_reward_spec", "full_done_spec"):
         assert _leaves(getattr(env, name)) == _leaves(getattr(ref, name)), name
@@ -125,7 +136,9 @@ def test_sparse_and_masked_auto_resets_agree(scenario) -> None:
         for t in range(8):
             for group in env.group_map:
                 n = env.full_action_spec[group, "action"].space.n
-                td[group, "action"] = (torch.arange(6).unsqueeze(-1) * 7 + t * 3 + torch.arange(len(env.group_map[group]))) % n
+                td[group, "action"] = (
+                    torch.arange(6).unsqueeze(-1) * 7 + t * 3 + torch.arange(len(env.group_map[group]))
+                ) % n
             _, td = env.step_and_maybe_reset(td)
             out.append(td.clone())
         rolls.append(torch.stack(out))

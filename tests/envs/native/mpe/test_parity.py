@@ -18,8 +18,15 @@ CASES = [
     ("simple_tag", {}, None),
     (
         "simple_tag",
-        {"num_good_agents": 2, "num_adversaries": 2, "num_landmarks": 3, "shape_agent_rew": True,
-         "shape_adversary_rew": True, "agents_share_rew": True, "adversaries_share_rew": False},
+        {
+            "num_good_agents": 2,
+            "num_adversaries": 2,
+            "num_landmarks": 3,
+            "shape_agent_rew": True,
+            "shape_adversary_rew": True,
+            "agents_share_rew": True,
+            "adversaries_share_rew": False,
+        },
         None,
     ),
     ("simple_tag", {"observe_same_team": False, "observe_pos": False, "num_good_agents": 3, "bound": 0.6}, None),
