@@ -69,10 +69,10 @@ def test_partial_reset_keeps_other_rows(env):
 
 def test_seeding_and_rollouts_repeat():
     a = BraxEnv("fast", batch_size=[2], seed=3)
-    torch.manual_seed(0)
+    a.set_seed(3)  # rollout()'s random actions follow the seed given to set_seed
     r1 = a.rollout(4)
     a.set_seed(3)
-    torch.manual_seed(0)
+    torch.manual_seed(123)  # no effect on the env's data
     r2 = a.rollout(4)
     assert (r1 == r2).all()
     with pytest.raises(ValueError, match="integer seed"):
