@@ -3,6 +3,7 @@ env's specs and from its data; on the inverse path it writes the empty input ent
 that the base env receives the layout its specs declare.
 
 Examples:
+    >>> import torch
     >>> from tensordict import TensorDict
     >>> td = TensorDict({"a": {"b": {}}, "x": torch.zeros(())}, [])
     >>> list(RemoveEmptySpecs()(td).keys())
