@@ -197,7 +197,8 @@ class SB3VecEnv(VecEnv):
             while node is not None:
                 if attr_name in vars(node) or hasattr(type(node), attr_name):
                     return node
-                node = getattr(node, "base_env", None) if getattr(node, "base_env", None) is not node else None
+                inner = getattr(node, "base_env", None)  # a TransformedEnv's wrapped env; None at the bottom
+                node = inner if inner is not node else None
         for candidate in (env, self.gymnasium_env):
             if hasattr(candidate, attr_name):
                 return candidate
