@@ -352,11 +352,11 @@ class Collector:
         random_batch = self._frames < self.init_random_frames
         with torch.no_grad(), set_interaction_type(self.exploration_type):
             if random_batch:
-                data, self._root = self._eager(self._root, rollout_actions(env))
+                data, self._root = self._eager(self._root, rollout_actions(env, self.steps_per_batch))
             elif self.compiled:
                 data, self._root = self._compiled_runner().run(self.steps_per_batch, self._root)
             elif self.policy is None:
-                data, self._root = self._eager(self._root, rollout_actions(env))
+                data, self._root = self._eager(self._root, rollout_actions(env, self.steps_per_batch))
             else:
                 data, self._root = self._eager(self._root, self.policy)
         nb = len(env.batch_size)

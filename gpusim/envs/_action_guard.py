@@ -92,6 +92,19 @@ def guarded_step(env: EnvBase, tensordict: TensorDictBase, guards: tuple[ActionG
     """``env``'s complete ``"next"`` data of a step whose physics sees the guarded actions; the
     input keeps the actions as given (restored once the step has run)."""
     data = inner(tensordict)
+    if data is not None and not tensordict.is_locked and all(type(g.key) is str for g in guards):
+        # a plain tensordict with root-level actions (every native env): swap the entries of its
+        # dict in place and back
+        given = [data.get(g.key) for g in guards]
+        for guard, value in zip(guards, given):
+            if value is not None:
+                data[guard.key] = guard(value)
+        try:
+            return env._finish_step(tensordict, env._step(tensordict))
+        finally:
+            for guard, value in zip(guards, given):
+                if value is not None:
+                    data[guard.key] = value
     given = []
     for guard in guards:
         key = guard.key

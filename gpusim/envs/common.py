@@ -162,6 +162,9 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
       ``TransformedEnv`` overrides it.
     * ``maybe_reset``: an env that never resets (imagination) may override it; the pipeline
       then calls it instead of its planned reset strategy.
+    * Read-only key plans that helper modules and containers read (cached at spec lock,
+      :mod:`gpusim.envs.key_plans`): ``_echo_state_keys`` (the state keys a step copies into
+      ``"next"``) and ``_has_dynamic_specs`` (TorchRL's name: a spec has a ``-1`` dim).
 
     Args:
         device: the device of the env's data (``None``: CPU). ``"cuda"`` on a machine without

@@ -129,21 +129,109 @@ class HashRandomPolicy:
             >>> policy.write(TensorDict({}, [3]), u)["action"]
             tensor([0, 1, 1])
         """
+        for key, value in zip(self.keys, self.values(u)):
+            tensordict.set(key, value)
+        return tensordict
+
+    def values(self, u: torch.Tensor, exact_only: bool = False) -> list[torch.Tensor | None]:
+        """The action of every leaf made from uniforms ``u`` (``[*lead, *B, rng.num]``), each
+        ``[*lead, *spec.shape]``.
+
+        Args:
+            u: uniforms in ``[0, 1)``.
+            exact_only: give ``None`` for the leaves whose numbers come from floating-point
+                arithmetic (``Bounded``: ``low + u * (high - low)``), whose last bits may depend
+                on the shape of the op (vectorized body or scalar tail); the index, one-hot and
+                binary leaves are exact at any shape.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[2])
+            >>> policy = HashRandomPolicy(env.full_action_spec, env.batch_size, seed=0)
+            >>> [v.tolist() for v in policy.values(torch.tensor([[[0.1], [0.7]], [[0.9], [0.2]]]))]  # two steps
+            [[[0, 1], [1, 0]]]
+        """
+        lead = u.shape[: u.ndim - 1 - len(self.batch_size)]
+        out: list[torch.Tensor | None] = []
         start = 0
-        for key, spec, size, bounds in zip(self.keys, self.specs, self.sizes, self.bounds):
+        for spec, size, bounds in zip(self.specs, self.sizes, self.bounds):
             part = u[..., start : start + size]
             start += size
             if isinstance(spec, OneHot):
                 idx = (part * spec.n).to(torch.int64).clamp_max(spec.n - 1)
-                value = torch.nn.functional.one_hot(idx.reshape(spec.shape[:-1]), spec.n).to(spec.dtype)
+                value = torch.nn.functional.one_hot(idx.reshape(*lead, *spec.shape[:-1]), spec.n).to(spec.dtype)
             elif isinstance(spec, Categorical):
-                value = (part * spec.n).to(torch.int64).clamp_max(spec.n - 1).reshape(spec.shape).to(spec.dtype)
+                value = (part * spec.n).to(torch.int64).clamp_max(spec.n - 1).reshape(*lead, *spec.shape)
+                value = value.to(spec.dtype)
             elif isinstance(spec, Binary):
-                value = (part < 0.5).reshape(spec.shape).to(spec.dtype)
+                value = (part < 0.5).reshape(*lead, *spec.shape).to(spec.dtype)
+            elif exact_only:
+                value = None
             else:
                 low, high = bounds
-                value = torch.addcmul(low, part.reshape(spec.shape), high - low).to(spec.dtype)
-            tensordict.set(key, value)
+                value = torch.addcmul(low, part.reshape(*lead, *spec.shape), high - low).to(spec.dtype)
+            out.append(value)
+        return out
+
+    def ahead(self, max_steps: int) -> Callable[[TensorDictBase], TensorDictBase]:
+        """This policy for an eager loop of at most ``max_steps`` steps, drawing its numbers in
+        blocks of steps (:meth:`CounterRNG.uniform_ahead
+        <gpusim.envs.native.rng.CounterRNG.uniform_ahead>`): the same actions as calling the
+        policy once per step, at the per-op cost of one draw per block. The returned callable
+        advances the stream's counter by one per call, like the policy: stopping early leaves the
+        stream where per-step calls would have left it. Use it for one loop, nothing else drawing
+        from the stream meanwhile.
+
+        Args:
+            max_steps: the most calls the loop makes (more calls still work, by further blocks).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[3], seed=0)
+            >>> a = HashRandomPolicy(env.full_action_spec, env.batch_size, seed=1)
+            >>> b = HashRandomPolicy(env.full_action_spec, env.batch_size, seed=1)
+            >>> fast, td = b.ahead(10), env.reset()
+            >>> all(torch.equal(a(td.clone())["action"], fast(td.clone())["action"]) for _ in range(12))
+            True
+        """
+        return _Ahead(self, max_steps)
+
+
+class _Ahead:
+    """:meth:`HashRandomPolicy.ahead`: one block of steps drawn at a time."""
+
+    # numbers per block at most (a block of a large batch holds few steps: its ops are already
+    # large, the per-op cost is what blocks of small batches save)
+    _BLOCK_NUMBERS = 1 << 18
+    _BLOCK_STEPS = 64
+
+    def __init__(self, policy: HashRandomPolicy, max_steps: int) -> None:
+        self.policy = policy
+        self.left = max(1, int(max_steps))
+        per_step = max(1, policy.batch_size.numel() * policy.rng.num)
+        self.block_steps = max(1, min(self._BLOCK_STEPS, self._BLOCK_NUMBERS // per_step))
+        self.u: torch.Tensor | None = None  # the block's uniforms [steps, *B, num]
+        self.block: list[torch.Tensor] | None = None  # its actions, when every leaf is exact
+        self.pos = 0
+
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        policy = self.policy
+        if torch.compiler.is_compiling():  # a graph draws per step (the same numbers)
+            return policy(tensordict)
+        if self.u is None or self.pos == self.u.shape[0]:
+            steps = min(self.block_steps, max(1, self.left))
+            self.u = policy.rng.uniform_ahead(steps)
+            block = policy.values(self.u, exact_only=True)
+            self.block = None if any(v is None for v in block) else block
+            self.pos = 0
+        t = self.pos
+        self.pos += 1
+        self.left -= 1
+        policy.rng.counter.add_(1)  # where a per-step draw leaves the stream
+        if self.block is None:  # floating-point leaves: converted per step, as the policy does
+            return policy.write(tensordict, self.u[t])
+        for key, value in zip(policy.keys, self.block):
+            tensordict.set(key, value[t])
         return tensordict
 
 
@@ -209,7 +297,7 @@ def _seed_of(env: Any) -> tuple[int | None, int]:
     return None, 0
 
 
-def rollout_actions(env: Any) -> Callable[[TensorDictBase], TensorDictBase]:
+def rollout_actions(env: Any, steps: int | None = None) -> Callable[[TensorDictBase], TensorDictBase]:
     """The random actions of ``env.rollout()`` and of compiled rollouts without a policy: a
     :class:`HashRandomPolicy` owned by ``env``, keyed by the env's seed (``set_seed`` or the
     constructor's ``seed=``; not by ``torch.manual_seed``) and by a counter that advances with each
@@ -218,6 +306,12 @@ def rollout_actions(env: Any) -> Callable[[TensorDictBase], TensorDictBase]:
     global generator. An env (or a wrapped env) that writes its own ``rand_action`` (e.g. one that
     reads a legal-move mask), an action spec the hash cannot draw (masks, infinite bounds), and a
     batch-unlocked env without batch dims use ``env.rand_action`` (torch's global generator).
+
+    Args:
+        env: the env.
+        steps: for an eager loop of that many steps: the stream drawn in blocks of steps
+            (:meth:`HashRandomPolicy.ahead`, the same actions at a fraction of the per-step
+            cost); ``None``: the policy itself.
 
     Examples:
         >>> from gpusim.envs.native import CartPoleEnv
@@ -240,4 +334,4 @@ def rollout_actions(env: Any) -> Callable[[TensorDictBase], TensorDictBase]:
     elif entry[1] != generation:
         entry[0].rng.manual_seed(_stream_seed(seed))
         entry[1] = generation
-    return entry[0]
+    return entry[0] if steps is None else entry[0].ahead(steps)

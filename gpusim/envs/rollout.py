@@ -59,6 +59,19 @@ class _ActionReplay:
         return tensordict.set(self.key, action)
 
 
+def _frozen(value: Any) -> Any:
+    """A hashable copy of compile options (``options={...}`` holds a dict) for a cache key."""
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple, set)):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return value
+
+
 def _cast_to(device: torch.device, policy: Callable) -> Callable:
     """``policy`` whose output is moved to ``device`` (``rollout(auto_cast_to_device=True)``)."""
 
@@ -291,7 +304,7 @@ class RolloutMixin:
         if policy is None:  # random actions from the env's own stream, keyed by its seed
             from gpusim.envs.random_actions import rollout_actions
 
-            policy = rollout_actions(self)
+            policy = rollout_actions(self, max_steps)
         else:
             policy = _policy.rollout_policy(self, policy)
         if auto_cast_to_device:
@@ -359,7 +372,7 @@ class RolloutMixin:
         from gpusim.envs.compiled import CompiledRollout
 
         cache = self.__dict__.setdefault("_compiled_rollouts", {})  # nn.Module slot (see gpusim.envs.common)
-        key = (id(policy), tuple(sorted(kwargs.items())))
+        key = (id(policy), _frozen(kwargs))
         runner = cache.get(key)
         if runner is None or (policy is not None and runner.policy is not policy):
             runner = CompiledRollout(self, policy, **kwargs)

@@ -26,6 +26,8 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from gpusim.envs._fasttd import inner
+
 __all__ = ["Drawing", "Renderable", "drawing_for", "register_drawing"]
 
 #: env class -> its drawing (looked up along the MRO)
@@ -175,7 +177,8 @@ class Renderable:
                 f"{type(self).__name__}.render(): nothing to draw yet; reset the env first or pass the data "
                 "(env.render(td))"
             )
-        values, previous, mask = last
+        values, previous, masks = last
+        mask = None if masks is None else masks.env_rows()  # None: every row was reset
         out = {}
         for key in drawing.keys:
             value = values.get(key)
@@ -188,18 +191,19 @@ class Renderable:
         return TensorDict(out, batch_size=self.batch_size, device=self.device)
 
     def _remember(self, data: TensorDictBase | None, previous: TensorDictBase | None = None, masks=None) -> None:
+        # per eager step and reset: keep references to the drawn entries (no copy, no op); the
+        # partial-reset mask is resolved when render() asks for it
         if data is None or torch.compiler.is_compiling():
             return
-        drawing = self.__dict__.get("_render_drawing")
-        if drawing is None:  # looked up once per env (False: none)
-            drawing = self.__dict__["_render_drawing"] = drawing_for(self) or False
-        if not drawing:
+        keys = self.__dict__.get("_render_keys")
+        if keys is None:  # looked up once per env (an empty tuple: no drawing)
+            drawing = drawing_for(self)
+            keys = self.__dict__["_render_keys"] = tuple(drawing.keys) if drawing else ()
+        if not keys:
             return
-        keys = drawing.keys
-        values = {k: data.get(k, None) for k in keys}
-        before = None if previous is None else {k: previous.get(k, None) for k in keys}
-        mask = None if masks is None else masks.env_rows()  # None: every row was reset
-        self.__dict__["_render_last"] = (values, before, mask)
+        values = _entries(data, keys)
+        before = None if previous is None else _entries(previous, keys)
+        self.__dict__["_render_last"] = (values, before, masks)
 
     # the hooks every reset and step goes through (see gpusim.envs.common.EnvBase)
     def _reset_rows(self, tensordict, masks, **kwargs):
@@ -216,3 +220,11 @@ class Renderable:
         out = super()._step_rows(tensordict, mask)
         self._remember(out)
         return out
+
+
+def _entries(data: TensorDictBase, keys: tuple) -> dict:
+    """``{key: data[key]}`` for the string ``keys`` present (a dict read for plain tensordicts)."""
+    plain = inner(data)
+    if plain is not None:
+        return {k: plain.get(k) for k in keys}
+    return {k: data.get(k, None) for k in keys}

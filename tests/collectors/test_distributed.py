@@ -184,8 +184,8 @@ def test_settle_waits_for_the_backends_references_and_gives_up_keeping_them():
     t = torch.zeros(4)
     before = [t._use_count()]
     held = [t.view(4)]  # another reference to the tensor, dropped by a thread 50 ms later
+    start = time.monotonic()  # before the thread starts: its sleep then bounds the wait from below
     threading.Thread(target=lambda: (time.sleep(0.05), held.clear())).start()
-    start = time.monotonic()
     _comm._settle([t], before)
     assert held == [] and t._use_count() == before[0] and time.monotonic() - start >= 0.04
 

@@ -43,3 +43,14 @@ def test_compiled_steps_match_the_eager_ones_and_eager_undoes_it():
         assert torch.equal(td_e["observation"], td_c["observation"])
     assert counters["stats"]["unique_graphs"] > 0  # the steps after the warmup were traced
     assert compiled.eager() is compiled and _compiled(compiled) is None
+
+
+def test_env_compile_caches_runners_with_dict_options():
+    """``env.compile(options={...})``: torch.compile options are a dict; the runner cache keys them
+    by value (the same options give the same runner, other options another)."""
+    from gpusim import CartPoleEnv
+
+    env = CartPoleEnv(batch_size=[4], seed=0)
+    runner = env.compile(verbose=False, options={"cpp.simdlen": 0})
+    assert env.compile(verbose=False, options={"cpp.simdlen": 0}) is runner
+    assert env.compile(verbose=False, options={"cpp.simdlen": 8}) is not runner

@@ -94,6 +94,29 @@ def test_seeded_rollout_without_policy_follows_the_env_seed(compile):
     _assert_equal(a, first)
 
 
+@pytest.mark.parametrize(("env_id", "batch"), [("CartPole-v1", 3), ("Pendulum-v1", 5), ("CartPole-v1", 5000)])
+def test_eager_rollout_draws_the_per_step_stream_in_blocks(env_id, batch):
+    """rollout() without a policy draws its random actions a block of steps at a time
+    (HashRandomPolicy.ahead): the same actions as one draw per step, across blocks (150 steps:
+    blocks of 64, or of 52 at 5000 rows), and an early stop leaves the stream where per-step
+    draws would have (the next rollout goes on from there)."""
+    from tensordict import TensorDict
+
+    from gpusim.envs.random_actions import rollout_actions
+
+    env = gs.make(env_id, num_envs=batch, seed=2)
+    first = env.rollout(150, break_when_any_done=False)
+    cut = env.rollout(250, break_when_any_done=True)  # stops on the first episode end
+    after = env.rollout(4, break_when_any_done=False)
+    steps = cut.shape[-1]
+    assert steps < 250
+    policy = rollout_actions(gs.make(env_id, num_envs=batch, seed=2))  # per-step draws
+    expected = [policy(TensorDict({}, [batch]))["action"] for _ in range(150 + steps + 4)]
+    assert torch.equal(first["action"], torch.stack(expected[:150], 1))
+    assert torch.equal(cut["action"], torch.stack(expected[150 : 150 + steps], 1))
+    assert torch.equal(after["action"], torch.stack(expected[150 + steps :], 1))
+
+
 def test_eager_and_compiled_rollouts_without_policy_draw_the_same_actions():
     torch._dynamo.reset()
     env = gs.make("CartPole-v1", num_envs=4, seed=0)

@@ -69,8 +69,11 @@ def test_partial_reset_keeps_other_rows(env):
 
 def test_seeding_and_rollouts_repeat():
     a = BraxEnv("fast", batch_size=[2], seed=3)
-    a.set_seed(3)  # rollout()'s random actions follow the seed given to set_seed
+    torch.manual_seed(7)
+    r0 = a.rollout(4)  # the constructor's seed keys rollout()'s random actions
+    a.set_seed(3)  # and set_seed with the same seed restarts them
     r1 = a.rollout(4)
+    assert (r0 == r1).all()
     a.set_seed(3)
     torch.manual_seed(123)  # no effect on the env's data
     r2 = a.rollout(4)

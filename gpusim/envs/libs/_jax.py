@@ -403,6 +403,10 @@ class JaxWrapper(LibraryWrapper):
         self._wrap(env)
         self.__dict__["_jax"] = jax
         self.__dict__["_key"] = jax.random.PRNGKey(0 if seed is None else int(seed))
+        if seed is not None:  # the constructor's seed keys rollout()'s random actions, as set_seed does
+            from gpusim.envs.random_actions import note_seed
+
+            note_seed(self, int(seed))
         self.__dict__["_last"] = LastState()
         self.__dict__["_n"] = int(np.prod(self.batch_size)) if len(self.batch_size) else 1
         self.__dict__["_pack"] = True

@@ -151,6 +151,11 @@ class NativeEnv(Renderable, EnvBase):
             )
         super()._post_init()
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in type(self).params:  # physics() reads the new value
+            self.__dict__.pop("_constants", None)
+        super().__setattr__(name, value)
+
     def _with_params(self, spec: Composite, params: Composite) -> Composite:
         spec = spec.clone()
         spec["params"] = params.clone()
@@ -161,6 +166,7 @@ class NativeEnv(Renderable, EnvBase):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The env's parameters for this reset (with ``rows``) or step: ``(values, echo)``.
 
+        ``values`` is read-only (with constants only, the same dict is returned every call).
         ``values[name]`` is the Python number of a constant parameter, or the ``[*B]`` tensor of a
         per-env one (drawn for the resetting rows, or read from ``tensordict["params"]`` in a
         step). ``echo`` is ``{}``, or ``{"params": ...}`` to return with the step's or reset's
@@ -174,9 +180,12 @@ class NativeEnv(Renderable, EnvBase):
             ([9.0, 11.0], 1.0, ['params'])
         """
         table = self.param_table
-        values = {name: getattr(self, name) for name in self.params}
-        if not table.per_env:
+        if not table.per_env:  # constants only: the same (read-only) dict every call
+            values = self.__dict__.get("_constants")
+            if values is None:  # (dropped by __setattr__ when a parameter is set)
+                values = self.__dict__["_constants"] = {name: getattr(self, name) for name in self.params}
             return values, {}
+        values = {name: getattr(self, name) for name in self.params}
         if rows is not None:
             drawn = table.start(rows)
             values.update(drawn)

@@ -144,12 +144,22 @@ def _signed32(x: int) -> int:
     return x - (1 << 32) if x >= (1 << 31) else x
 
 
+def _hash32_int(x: int) -> int:
+    """:func:`hash32` of one Python int in ``[0, 2**32)`` (plain integer arithmetic: no tensor,
+    and a constant inside a ``torch.compile`` graph)."""
+    x ^= x >> 15
+    x = (x * _C1) & _MASK32
+    x ^= x >> 12
+    x = (x * _C2) & _MASK32
+    return x ^ (x >> 15)
+
+
 def _draw_salt(draw: int) -> int:
     """The reset-stream salt of draw ``draw`` of a ``_reset`` call (``0`` for the first draw, so
     that single-draw envs keep the numbers of the first reset stream)."""
     if draw == 0:
         return 0
-    return _signed32(int(hash32(torch.tensor((draw * _GOLDEN + 0x7F4A7C15) & _MASK32, dtype=torch.int64))))
+    return _signed32(_hash32_int((draw * _GOLDEN + 0x7F4A7C15) & _MASK32))
 
 
 def _check_n(n: object) -> tuple[int, ...]:
@@ -284,6 +294,7 @@ class CounterRNG(torch.nn.Module):
         # per env row: the index of its current episode (reset draws are keyed by it)
         self.register_buffer("episodes", torch.zeros(batch_size, dtype=torch.int32, device=device), persistent=False)
         self.register_buffer("reset_key", torch.zeros((), dtype=torch.int32, device=device), persistent=False)
+        self._draw_memo: dict[tuple, _Draw] = {}
         self.manual_seed(0 if seed is None else seed)
 
     def manual_seed(self, seed: int) -> None:
@@ -323,6 +334,31 @@ class CounterRNG(torch.nn.Module):
         counter.add_(1)
         return _hash32_i32(self._lanes_for(num_hashes) ^ base)
 
+    def uniform_ahead(self, steps: int) -> torch.Tensor:
+        """The numbers of the next ``steps`` default draws, ``[steps, *batch_size, num]``:
+        slice ``t`` equals what the ``t``-th next :meth:`uniform` call (no arguments) returns.
+        The counter is not advanced (the caller advances it as it uses the slices). One tensor
+        program for ``steps`` draws: an eager loop pays the per-op cost once, not per step.
+
+        Args:
+            steps: how many draws ahead (a positive int).
+
+        Examples:
+            >>> rng = CounterRNG((3,), num=2, seed=0)
+            >>> ahead = rng.uniform_ahead(4)
+            >>> ahead.shape, int(rng.counter)
+            (torch.Size([4, 3, 2]), 0)
+            >>> all(torch.equal(ahead[t], rng.uniform()) for t in range(4))
+            True
+        """
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"uniform_ahead: steps must be a positive int, got {steps!r}")
+        counters = self.counter + torch.arange(steps, dtype=torch.int64, device=self.counter.device)
+        base = hash32(self.key ^ (((counters & _MASK32) * _GOLDEN) & _MASK32)).to(torch.int32)
+        lanes = self.lanes
+        h = _hash32_i32(lanes.unsqueeze(0) ^ base.reshape(steps, *([1] * lanes.ndim)))
+        return _Draw("uniform", (self.num,), self.bits, 0.0, 1.0).values(h)
+
     def bits32(self) -> torch.Tensor:
         """Draw raw 32-bit hashes of the step stream, ``[*batch_size, num_hashes]``, and advance
         the counter.
@@ -340,6 +376,20 @@ class CounterRNG(torch.nn.Module):
         return self._step_hashes(self._num_hashes)
 
     def _draw(self, kind: str, n: int | None, bits: int | None, a: object, b: object) -> _Draw:
+        # a draw of Python numbers is validated once and kept (the eager step and reset paths
+        # call this per draw); tensor bounds are checked per call
+        memo_key = None
+        if type(a) in (float, int) and type(b) in (float, int, type(None)) and not isinstance(n, list):
+            memo_key = (kind, n, bits, type(a), a, type(b), b)
+            draw = self._draw_memo.get(memo_key)
+            if draw is not None:
+                return draw
+        draw = self._new_draw(kind, n, bits, a, b)
+        if memo_key is not None and len(self._draw_memo) < 256:
+            self._draw_memo[memo_key] = draw
+        return draw
+
+    def _new_draw(self, kind: str, n: int | None, bits: int | None, a: object, b: object) -> _Draw:
         draw = _Draw(
             kind, _check_n(self.num if n is None else n), _check_bits(self.bits if bits is None else bits), a, b
         )
