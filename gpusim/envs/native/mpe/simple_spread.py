@@ -60,6 +60,8 @@ class SimpleSpreadEnv(MpeEnv):
         categorical_actions: discrete actions as indices or one-hot.
         max_steps: horizon (``None``: none).
         auto_reset_mode: ``"sparse"`` or ``"masked"``.
+        **physics: ``dt``, ``drag``, ``collision_force``, ``contact_margin`` (numbers or ``[*B]``
+            tensors), ``randomize`` and ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
 
     Examples:
         >>> env = SimpleSpreadEnv(batch_size=[2], n_agents=2, obs_agents=False)
@@ -79,6 +81,7 @@ class SimpleSpreadEnv(MpeEnv):
         categorical_actions: bool = True,
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
+        **physics: Any,
     ) -> None:
         n = check_count("n_agents", n_agents, 1)
         self.obs_agents = check_bool("obs_agents", obs_agents)
@@ -97,6 +100,7 @@ class SimpleSpreadEnv(MpeEnv):
             categorical_actions=categorical_actions,
             max_steps=max_steps,
             auto_reset_mode=auto_reset_mode,
+            **physics,
         )
         self.register_buffer("_others", others_index(n, self.device), persistent=False)
         self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)
