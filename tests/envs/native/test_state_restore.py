@@ -117,3 +117,13 @@ def test_bad_restore_input_is_named():
         env.reset(td, set_state=True)
     with pytest.raises(RuntimeError, match="no data yet: reset the env first"):
         gs.PendulumEnv(batch_size=[2], seed=0).get_state()
+
+
+def test_get_state_after_a_compiled_rollout_saves_where_it_ended():
+    env = gs.CartPoleEnv(batch_size=[4], seed=0)
+    env.rollout(30, compile=True, break_when_any_done=False)
+    state = env.get_state()
+    assert (state["data"] == env.compile().last_root()).all()
+    after = _replay(env, env.set_state(state), steps=10)
+    again = _replay(env, env.reset(state, set_state=True), steps=10)
+    assert (after == again).all()
