@@ -218,6 +218,8 @@ class NativeEnv(Renderable, EnvBase):
         # its episode index). In SPARSE mode, on large batches, only those rows are hashed (their
         # numbers are those of a full draw) when the input holds every entry a reset writes, so
         # that the merge restores the other rows; the other rows are zero, never uninitialised.
+        if kwargs.pop("set_state", False):
+            return self._restore_rows(tensordict, masks)
         mask = masks.env_rows()
         index = None
         if (
@@ -227,8 +229,6 @@ class NativeEnv(Renderable, EnvBase):
             and self._holds_noise_keys(tensordict)
         ):
             index = masks.rows()
-        if kwargs.pop("set_state", False):
-            return self._restore_rows(tensordict, masks)
         rows = ResetRows.start(self.rng, mask, index)
         return super()._reset_rows(tensordict, masks, rows=rows, **kwargs)
 
