@@ -15,7 +15,10 @@ RANDOMIZE = {
     "MPE/simple_spread-v0": {"drag": gs.uniform(0.1, 0.4), "dt": gs.uniform(0.05, 0.15)},
     "MPE/simple_tag-v0": {"collision_force": gs.log_uniform(50.0, 200.0), "contact_margin": gs.normal(1e-3, 1e-4)},
 }
-PARAMS = {"MinAtar": ("sticky_action_prob",), "MPE": ("dt", "drag", "collision_force", "contact_margin")}
+PARAMS = {
+    "MinAtar": ("sticky_action_prob",),
+    "MPE": ("dt", "drag", "collision_force", "contact_margin", "mass_scale", "force_scale"),
+}
 
 
 def _run(env, steps=30, seed=3):
@@ -97,3 +100,22 @@ def test_randomized_mpe_constants_are_deterministic_compiled():
     report = gs.check_determinism(env_id, num_envs=3, large=6, steps=12, batched=False, randomize=RANDOMIZE[env_id])
     report.raise_if_failed()
     assert "same seed, compiled" in [r.name for r in report.results]
+
+
+def _first_velocity(**kwargs):
+    env = gs.make("MPE/simple-v0", num_envs=2, seed=0, **kwargs)
+    td = env.reset()
+    td["agents", "action"] = torch.tensor([1.0, -0.5]).expand(2, 1, 2).clone()
+    return env.step(td)["next", "state", "vel"][:, 0]  # the agent's velocity, from rest
+
+
+def test_mass_and_force_scales_per_env():
+    base = _first_velocity()
+    torch.testing.assert_close(
+        _first_velocity(mass_scale=torch.tensor([1.0, 2.0])), base * torch.tensor([[1.0], [0.5]])
+    )
+    torch.testing.assert_close(
+        _first_velocity(force_scale=torch.tensor([1.0, 3.0])), base * torch.tensor([[1.0], [3.0]])
+    )
+    torch.testing.assert_close(_first_velocity(mass_scale=2.0, force_scale=2.0), base)  # F / m unchanged
+    assert bool((base.abs() > 0).all())

@@ -139,12 +139,15 @@ class MpeEnv(NativeEnv):
         drag: velocity damping per step, in ``[0, 1]`` (``None``: ``0.25``).
         collision_force: contact stiffness (``None``: ``100``).
         contact_margin: softness of the contact penalty (``None``: ``1e-3``).
+        mass_scale: multiplies every body's mass (``None``: ``1.0``, VMAS's masses).
+        force_scale: multiplies every agent's action force, on top of its ``u_multiplier``
+            (``None``: ``1.0``).
         randomize: ``{param: distribution}`` re-drawn for the rows that reset (see
             :mod:`gpusim.envs.native.params`).
         expose_params: put the per-env parameters in the observation spec too.
 
     The physical constants in ``params`` (``dt``, ``drag``, ``collision_force``,
-    ``contact_margin``) may be numbers or ``[*B]`` tensors (one value per env); every scenario
+    ``contact_margin``, ``mass_scale``, ``force_scale``) may be numbers or ``[*B]`` tensors (one value per env); every scenario
     takes them as keyword arguments. Body sizes and masses stay per-entity constants (the
     scenarios' observations and rewards read them).
 
@@ -173,6 +176,8 @@ class MpeEnv(NativeEnv):
         drag: float | torch.Tensor | None = None,
         collision_force: float | torch.Tensor | None = None,
         contact_margin: float | torch.Tensor | None = None,
+        mass_scale: float | torch.Tensor | None = None,
+        force_scale: float | torch.Tensor | None = None,
         randomize: dict[str, Any] | None = None,
         expose_params: bool = False,
     ) -> None:
@@ -184,6 +189,8 @@ class MpeEnv(NativeEnv):
         self.contact_margin = check_positive(
             "contact_margin", world.contact_margin if contact_margin is None else contact_margin
         )
+        self.mass_scale = check_positive("mass_scale", world.mass_scale if mass_scale is None else mass_scale)
+        self.force_scale = check_positive("force_scale", world.force_scale if force_scale is None else force_scale)
         for name, flag in (("continuous_actions", continuous_actions), ("categorical_actions", categorical_actions)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")

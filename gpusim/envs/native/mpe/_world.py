@@ -58,6 +58,11 @@ _MIN_DIST = 1e-6
 Number = float | torch.Tensor
 
 
+def _is_one(value: Number) -> bool:
+    """Whether a constant is the Python number 1 (a tensor never is: its values are per row)."""
+    return not isinstance(value, torch.Tensor) and value == 1.0
+
+
 @dataclasses.dataclass(frozen=True)
 class Body:
     """One entity of a particle world (a sphere).
@@ -102,6 +107,8 @@ class ParticleWorld(torch.nn.Module):
         drag: velocity damping per step.
         collision_force: contact stiffness.
         contact_margin: softness of the contact penalty.
+        mass_scale: multiplies every body's mass (``1.0``: the bodies' own masses).
+        force_scale: multiplies every agent's action force, on top of its ``u_multiplier``.
         x_semidim: positions are clamped to ``[-x_semidim, x_semidim]`` (``None``: unbounded).
         y_semidim: the same for ``y``.
         dim_c: communication channels per agent.
@@ -116,7 +123,7 @@ class ParticleWorld(torch.nn.Module):
         (1, 2, [0.05000000074505806, 0.05000000074505806])
     """
 
-    CONSTANTS = ("dt", "drag", "collision_force", "contact_margin")
+    CONSTANTS = ("dt", "drag", "collision_force", "contact_margin", "mass_scale", "force_scale")
 
     def __init__(
         self,
@@ -128,6 +135,8 @@ class ParticleWorld(torch.nn.Module):
         drag: float = DRAG,
         collision_force: float = COLLISION_FORCE,
         contact_margin: float = CONTACT_MARGIN,
+        mass_scale: float = 1.0,
+        force_scale: float = 1.0,
         x_semidim: float | None = None,
         y_semidim: float | None = None,
         dim_c: int = 0,
@@ -139,6 +148,7 @@ class ParticleWorld(torch.nn.Module):
         self.n_agents, self.n_entities = len(agents), len(bodies)
         self.dt, self.substeps, self.sub_dt = dt, substeps, dt / substeps
         self.drag, self.collision_force, self.contact_margin = drag, collision_force, contact_margin
+        self.mass_scale, self.force_scale = mass_scale, force_scale
         self.x_semidim, self.y_semidim, self.dim_c = x_semidim, y_semidim, dim_c
 
         def buf(name, values, dtype=torch.float32):
@@ -267,7 +277,7 @@ class ParticleWorld(torch.nn.Module):
             agent_force: the agents' action forces, float32 ``[*B, n_agents, 2]`` (ignored for
                 immovable agents).
             constants: values of :attr:`CONSTANTS` for this step (``dt``, ``drag``,
-                ``collision_force``, ``contact_margin``): numbers, or ``[*B]`` tensors (one value
+                ``collision_force``, ``contact_margin``, ``mass_scale``, ``force_scale``): numbers, or ``[*B]`` tensors (one value
                 per row, see :mod:`gpusim.envs.native.params`); a missing one is the world's.
 
         Returns:
@@ -290,9 +300,13 @@ class ParticleWorld(torch.nn.Module):
         cols = self.to_columns(pos)
         p, v = cols[:n], self.to_columns(vel[..., :n, :])
         f = self.to_columns(agent_force)
+        if not _is_one(c["force_scale"]):  # (a Python 1.0 adds no op: today's arithmetic)
+            f = f * c["force_scale"]
         obstacles = self._obstacles(cols) if self.has_contacts else None
         v = v * (1.0 - c["drag"])
         step_v = self.inv_mass[:n].unsqueeze(-1) * sub_dt
+        if not _is_one(c["mass_scale"]):
+            step_v = step_v / c["mass_scale"]
         max_speed = self.max_speed[:n].unsqueeze(-1)
         for _ in range(self.substeps):
             if self.has_contacts:

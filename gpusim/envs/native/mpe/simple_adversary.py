@@ -66,8 +66,9 @@ class SimpleAdversaryEnv(MpeEnv):
         categorical_actions: discrete actions as indices or one-hot.
         max_steps: horizon (``None``: none).
         auto_reset_mode: ``"sparse"`` or ``"masked"``.
-        **physics: ``dt``, ``drag``, ``collision_force``, ``contact_margin`` (numbers or ``[*B]``
-            tensors), ``randomize`` and ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
+        **physics: the world's constants ``dt``, ``drag``, ``collision_force``, ``contact_margin``,
+            ``mass_scale``, ``force_scale`` (numbers or ``[*B]`` tensors), ``randomize`` and
+            ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
 
     Examples:
         >>> env = SimpleAdversaryEnv(batch_size=[2], n_agents=4, n_adversaries=2)
