@@ -131,6 +131,14 @@ def _as_device(device) -> torch.device:
     return device
 
 
+def _is_saved_state(env: Any, tensordict: TensorDictBase | None) -> bool:
+    """Whether ``tensordict`` is a state of ``env.get_state()`` that ``env.set_state`` restores."""
+    if tensordict is None or not callable(getattr(env, "set_state", None)):
+        return False
+    keys = tensordict.keys()
+    return "data" in keys and "rng" in keys
+
+
 class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Module, metaclass=_EnvPostInit):
     """Abstract batched environment with the TorchRL ``EnvBase`` interface.
 
@@ -457,7 +465,9 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
             tensordict: ``None`` (reset every row), or the current data with ``"_reset"``
                 entries selecting the rows to reset.
             set_state: ``True``: reset to the state held by ``tensordict`` (its entries of the
-                ``state_spec``), for envs whose class sets ``_supports_set_state = True``;
+                ``state_spec``), for envs whose class sets ``_supports_set_state = True``; on an
+                env with ``get_state``/``set_state`` (the native envs, through transforms), a
+                state of ``get_state()`` is restored as ``set_state(tensordict)`` does;
                 ``False``: ignore that state; ``None``: honour a state present in the input, with
                 a ``FutureWarning`` (TorchRL's transition rule, see
                 :func:`~gpusim.envs.episode.resolve_set_state`). Handed to ``_reset`` as the
@@ -487,6 +497,8 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
         if tensordict is not None:
             self._check_batch(tensordict, "reset")
         self.__dict__["_was_reset"] = True  # nn.Module slot (see the module docstring)
+        if set_state is True and _is_saved_state(self, tensordict):  # a state of get_state(): restore it
+            return self._note_root(self.set_state(tensordict))
         supported = self._supports_set_state
         if supported or set_state is not None:
             has_state = supported and set_state is None and self._input_td_has_state(tensordict)
@@ -495,7 +507,30 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
                 kwargs["set_state"] = set_state
         pipeline = self.step_pipeline
         masks = pipeline.episode_for(tensordict).resolve(tensordict, pipeline.sparse_now())
-        return pipeline.reset_rows(tensordict, masks, **kwargs)
+        return self._note_root(pipeline.reset_rows(tensordict, masks, **kwargs))
+
+    def _note_root(self, root: Any) -> Any:
+        """Remembers the root data the env's last public call returned (``reset``, ``step``'s
+        ``"next"``, ``maybe_reset``, ``step_and_maybe_reset``, ``rollout``): a reference, no copy,
+        eager calls only. ``get_state()`` without data saves it. ``root`` may be a callable
+        returning it (a compiled rollout's last root, built on demand). Returns ``root``."""
+        if not torch.compiler.is_compiling():
+            self.__dict__["_last_public_root"] = root  # nn.Module slot (see the module docstring)
+        return root
+
+    def _current_root(self) -> TensorDictBase:
+        """The root data the env's last public call returned (see :meth:`_note_root`).
+
+        Raises:
+            RuntimeError: no call returned data yet (reset the env first, or pass the data).
+        """
+        root = self.__dict__.get("_last_public_root")
+        if root is None:
+            raise RuntimeError(
+                f"{type(self).__name__}: no data yet: reset the env first, or pass the root data you hold "
+                "(get_state(td))"
+            )
+        return root() if callable(root) and not isinstance(root, TensorDictBase) else root
 
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs) -> TensorDictBase:
         """Hook: the reset data for the rows of ``masks`` (a new tensordict; the rows not reset
@@ -582,7 +617,9 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
         partial = fast_pop(tensordict, "_step")
         self._check_inputs(tensordict)
         if partial is None:
-            return fast_set(tensordict, "next", self._step_output(tensordict))
+            out = fast_set(tensordict, "next", self._step_output(tensordict))
+            self._note_root(fast_get(out, "next"))
+            return out
         next_td = _partial.step_partial(
             self,
             partial,
@@ -591,6 +628,7 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
             some=lambda mask: self._step_rows(tensordict, mask),
             none=lambda: _partial.skip_next(self, tensordict, clone=True),
         )
+        self._note_root(next_td)
         return fast_set(tensordict, "next", next_td)
 
     def _step_rows(self, tensordict: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
@@ -668,7 +706,7 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
             >>> (td["state"] != before).any(-1).tolist(), td["done"].flatten().tolist()
             ([True, False], [False, False])
         """
-        return self.step_pipeline.reset_done(tensordict)
+        return self._note_root(self.step_pipeline.reset_done(tensordict))
 
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """Steps, builds the next root with ``step_mdp`` and resets the done rows.
@@ -689,7 +727,9 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
             >>> data["next", "observation"].shape, td["done"].any().item()
             (torch.Size([4, 4]), False)
         """
-        return self.step_pipeline.run_step(tensordict)  # eager, or compile_step_and_maybe_reset's
+        out, root = self.step_pipeline.run_step(tensordict)  # eager, or compile_step_and_maybe_reset's
+        self._note_root(root)
+        return out, root
 
     def _step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """The eager ``step_and_maybe_reset`` (what :meth:`compile_step_and_maybe_reset` compiles)."""

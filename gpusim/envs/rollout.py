@@ -289,7 +289,9 @@ class RolloutMixin:
                     f"env.rollout({max_steps}, policy, compile=True, break_when_any_done=False)"
                 )
             runner = self.compile(policy, **(compile if isinstance(compile, dict) else {}))
-            return runner(max_steps, tensordict=tensordict, auto_reset=auto_reset)
+            out = runner(max_steps, tensordict=tensordict, auto_reset=auto_reset)
+            self._note_root(runner.last_root)  # built on demand by get_state()
+            return out
         if set_truncated and not any(_keys.as_tuple(k)[-1] == "truncated" for k in self.done_keys):
             raise RuntimeError(
                 "rollout: set_truncated was set to True but the done spec has no 'truncated' entry "
@@ -309,7 +311,7 @@ class RolloutMixin:
             policy = _policy.rollout_policy(self, policy)
         if auto_cast_to_device:
             policy = _cast_to(self.device, policy)
-        steps, _ = self.step_pipeline.run(
+        steps, root = self.step_pipeline.run(
             tensordict,
             policy,
             max_steps,
@@ -319,6 +321,7 @@ class RolloutMixin:
             callback=callback,
             set_truncated=set_truncated,
         )
+        self._note_root(root)
         out = stack_rollout(self, steps, return_contiguous)
         if storing_device is not None and out.device != torch.device(storing_device):
             out = out.to(storing_device)

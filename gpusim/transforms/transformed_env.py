@@ -716,11 +716,12 @@ class TransformedEnv(EnvBase):
     def is_closed(self, value: bool) -> None:
         self.base_env.is_closed = value
 
-    def get_state(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def get_state(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """The base env's :meth:`~gpusim.envs.native.NativeEnv.get_state`, plus the per-row
         buffers of the transforms (``"transforms"``: those whose leading dims are the batch dims,
         e.g. ``CatFrames``' history). Shared statistics (``VecNorm``) are not per row and are not
-        part of a state: save them with ``state_dict()``.
+        part of a state: save them with ``state_dict()``. ``tensordict=None``: the root this
+        env's last call returned (``reset``, ``step``, ``step_and_maybe_reset``, ``rollout``).
 
         Examples:
             >>> import gpusim as gs
@@ -728,7 +729,7 @@ class TransformedEnv(EnvBase):
             >>> sorted(env.get_state(env.reset()).keys())
             ['data', 'rng', 'transforms']
         """
-        state = self.base_env.get_state(tensordict)
+        state = self.base_env.get_state(self._current_root() if tensordict is None else tensordict)
         state["transforms"] = {name: buf.clone() for name, buf in self._row_buffers().items()}
         return state
 

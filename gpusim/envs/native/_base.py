@@ -108,6 +108,8 @@ class NativeEnv(Renderable, EnvBase):
     """
 
     functional_step = True
+    #: ``reset(td, set_state=True)`` restores the state held by ``td`` (see :meth:`_reset_rows`)
+    _supports_set_state = True
     guard_actions = True  # out-of-range indices clamped, NaN actions as 0 (see gpusim.envs._action_guard)
     params: tuple[str, ...] = ()
 
@@ -225,6 +227,8 @@ class NativeEnv(Renderable, EnvBase):
         # its episode index). In SPARSE mode, on large batches, only those rows are hashed (their
         # numbers are those of a full draw) when the input holds every entry a reset writes, so
         # that the merge restores the other rows; the other rows are zero, never uninitialised.
+        if kwargs.pop("set_state", False):
+            return self._restore_rows(tensordict, masks)
         mask = masks.env_rows()
         index = None
         if (
@@ -237,7 +241,38 @@ class NativeEnv(Renderable, EnvBase):
         rows = ResetRows.start(self.rng, mask, index)
         return super()._reset_rows(tensordict, masks, rows=rows, **kwargs)
 
-    def get_state(self, tensordict: TensorDictBase) -> TensorDict:
+    def _input_td_has_state(self, tensordict: TensorDictBase | None) -> bool:
+        # a native env's data always holds its state (the env keeps none): its presence says
+        # nothing about the caller's intent, so an unspecified set_state means False (TorchRL's
+        # rule from its v0.15), never a warning; reset(td, set_state=True) restores it
+        return False
+
+    def _restore_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks) -> TensorDictBase:
+        """``reset(td, set_state=True)``: the reset rows take the observation and state entries
+        of ``td`` (copies; done flags cleared); the random streams are left as they are."""
+        if tensordict is None:
+            raise ValueError(
+                f"{type(self).__name__}.reset(set_state=True) needs the data to restore: pass the root "
+                "tensordict holding the state (or a state of get_state())"
+            )
+        keys = self._cached(
+            "native_restore_keys",
+            lambda: [*self.observation_spec.keys(True, True), *self.state_spec.keys(True, True)],
+        )
+        out = self.full_done_spec.zero()
+        for key in keys:
+            value = tensordict.get(key, None)
+            if value is None:
+                raise KeyError(
+                    f"{type(self).__name__}.reset(td, set_state=True): the input has no {key!r} entry; it "
+                    f"needs every observation and state entry ({[str(k) for k in keys]}): pass a root the "
+                    "env returned, or a state of get_state()"
+                )
+            out.set(key, value.clone())
+        self._remember(out, tensordict, masks)
+        return out
+
+    def get_state(self, tensordict: TensorDictBase | None = None) -> TensorDict:
         """Everything that defines the next step, ``[*B]``: ``"data"`` (a copy of the root data the
         next step reads: physics state, per-env parameters, done flags, transforms' entries) and
         ``"rng"`` (the random streams' keys and counters, and each row's episode index).
@@ -245,11 +280,16 @@ class NativeEnv(Renderable, EnvBase):
         ``state[idx]`` gathers rows (a planner branches ``K`` copies of a row into an env of batch
         ``K``); :meth:`set_state` restores a state. Replaying the same actions from a restored
         state gives the same data, bit for bit (a forked row's step-stream numbers are those of
-        its new row index). The env keeps no other data: pass the root tensordict you hold.
+        its new row index).
 
         Args:
             tensordict: the root data the next step would read (what ``reset`` or
-                ``step_and_maybe_reset`` returned as the next root).
+                ``step_and_maybe_reset`` returned as the next root). ``None``: the root the
+                env's last call returned (``reset``, ``step``'s ``"next"``, ``maybe_reset``,
+                ``step_and_maybe_reset``, the end of a ``rollout``).
+
+        Raises:
+            RuntimeError: no data given and the env has not returned any yet.
 
         Examples:
             >>> import gpusim as gs
@@ -264,6 +304,8 @@ class NativeEnv(Renderable, EnvBase):
             >>> torch.equal(a["next", "state"], b["next", "state"])
             True
         """
+        if tensordict is None:
+            tensordict = self._current_root()
         B, rng = self.batch_size, self.rng
         data = tensordict.exclude("next").clone()
         streams = {

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["check_number", "check_positive", "check_choice", "check_increasing", "random_seed"]
+__all__ = ["check_number", "check_positive", "check_probability", "check_choice", "check_increasing", "random_seed"]
 
 
 def _check_tensor(name: str, value: torch.Tensor, positive: bool) -> torch.Tensor:
@@ -81,6 +81,34 @@ def check_positive(name: str, value: object) -> float | torch.Tensor:
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return check_number(name, value)
+
+
+def check_probability(name: str, value: object) -> float | torch.Tensor:
+    """Return ``value`` as a float if it is a number in ``[0, 1]``, else raise (a tensor: every
+    element checked, returned as float32, as :func:`check_number`). Construction only.
+
+    Args:
+        name: the argument name (for the message).
+        value: the value to check.
+
+    Examples:
+        >>> check_probability("p", 0)
+        0.0
+        >>> check_probability("p", torch.tensor([0.5, 1.5]))
+        Traceback (most recent call last):
+        ...
+        ValueError: p must be in [0, 1], got [0.5, 1.5]
+    """
+    if isinstance(value, torch.Tensor):
+        value = _check_tensor(name, value, positive=False)
+        if not bool(((value >= 0) & (value <= 1)).all()):
+            raise ValueError(f"{name} must be in [0, 1], got {value.tolist()}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+    return float(value)
 
 
 def check_choice(name: str, value: object, choices: Sequence[object]) -> object:

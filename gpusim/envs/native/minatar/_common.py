@@ -29,6 +29,7 @@ import torch
 from tensordict import TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv, done_spec
+from gpusim.envs.native._checks import check_probability
 from gpusim.envs.native.rng import ResetRows
 from gpusim.specs import Binary, Bounded, Categorical, Composite
 
@@ -116,9 +117,16 @@ class MinAtarEnv(NativeEnv):
 
     Keyword Args:
         auto_reset_mode: ``"sparse"`` or ``"masked"`` (default: sparse on CPU, masked elsewhere).
-        sticky_action_prob: probability that a step repeats the previous action instead.
+        sticky_action_prob: probability that a step repeats the previous action instead: a
+            number, or a ``[*B]`` tensor (one probability per env).
         difficulty_ramping: whether the game speeds up as it goes on (games that ramp).
         use_minimal_action_set: actions index the game's minimal action set instead of all 6.
+        randomize: ``{"sticky_action_prob": distribution}``, re-drawn for the rows that reset
+            (see :mod:`gpusim.envs.native.params`; keep the draws in ``[0, 1]``).
+        expose_params: put the per-env parameters in the observation spec too.
+
+    The per-env parameter (``params``) is ``sticky_action_prob``: the games' integer timers
+    (spawn and move intervals, the ramp interval) bound the state specs and stay constants.
 
     Examples:
         >>> from gpusim.envs.native.minatar import SpaceInvadersEnv
@@ -134,6 +142,7 @@ class MinAtarEnv(NativeEnv):
     minimal_actions: tuple[int, ...] = ()
     reset_draws: int = 0
     step_draws: int = 0
+    params = ("sticky_action_prob",)
 
     def __init__(
         self,
@@ -145,21 +154,28 @@ class MinAtarEnv(NativeEnv):
         sticky_action_prob: float = 0.1,
         difficulty_ramping: bool = True,
         use_minimal_action_set: bool = False,
+        randomize: dict[str, Any] | None = None,
+        expose_params: bool = False,
     ) -> None:
-        if isinstance(sticky_action_prob, bool) or not isinstance(sticky_action_prob, (int, float)):
-            raise TypeError(f"sticky_action_prob must be a number, got {sticky_action_prob!r}")
-        if not 0.0 <= sticky_action_prob <= 1.0:
-            raise ValueError(f"sticky_action_prob must be in [0, 1], got {sticky_action_prob!r}")
+        sticky_action_prob = check_probability("sticky_action_prob", sticky_action_prob)
         for name, flag in (
             ("difficulty_ramping", difficulty_ramping),
             ("use_minimal_action_set", use_minimal_action_set),
         ):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
-        self.sticky_action_prob = float(sticky_action_prob)
+        self.sticky_action_prob = sticky_action_prob
         self.difficulty_ramping = difficulty_ramping
         self.use_minimal_action_set = use_minimal_action_set
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=1 + self.step_draws)
+        super().__init__(
+            batch_size,
+            device,
+            seed,
+            auto_reset_mode=auto_reset_mode,
+            num_noise=1 + self.step_draws,
+            randomize=randomize,
+            expose_params=expose_params,
+        )
         B, dev = self.batch_size, self.device
         self.action_set = tuple(self.minimal_actions) if use_minimal_action_set else tuple(range(len(ACTIONS)))
         self.register_buffer("_action_set", torch.tensor(self.action_set, device=dev), persistent=False)
@@ -218,13 +234,17 @@ class MinAtarEnv(NativeEnv):
         if last is None or last.shape != self.batch_size:
             last = torch.zeros(self.batch_size, dtype=torch.int64, device=self.device)
         done, terminated = self._flags()
-        return self._out(observation=self._observe(state), **state, last_action=last, done=done, terminated=terminated)
+        _, echo = self.physics(tensordict, rows)
+        return self._out(
+            observation=self._observe(state), **state, last_action=last, done=done, terminated=terminated, **echo
+        )
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         # one draw per step: the sticky-action uniform, then the game's
         u = self.rng.uniform(0.0, 1.0, n=1 + self.step_draws)
         action = self._action_set[tensordict["action"]]
-        sticky = u[..., 0] < self.sticky_action_prob
+        p, echo = self.physics(tensordict)
+        sticky = u[..., 0] < p["sticky_action_prob"]
         action = torch.where(sticky, tensordict["last_action"], action)
         state = {name: tensordict[name] for name in self._state_names()}
         state, reward, terminal = self._advance(state, action, u[..., 1:])
@@ -236,6 +256,7 @@ class MinAtarEnv(NativeEnv):
             reward=reward.to(torch.float32).unsqueeze(-1),
             done=terminated.clone(),
             terminated=terminated,
+            **echo,
         )
 
     def render(self, tensordict: TensorDictBase) -> torch.Tensor:

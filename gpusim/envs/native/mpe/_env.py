@@ -43,13 +43,14 @@ from tensordict import TensorDictBase
 
 from gpusim.envs._fasttd import new_td
 from gpusim.envs.native._base import NativeEnv
+from gpusim.envs.native._checks import check_positive, check_probability
 from gpusim.envs.native.mpe._world import ParticleWorld
 from gpusim.envs.native.rng import ResetRows
 from gpusim.specs import Bounded, Categorical, Composite, OneHot, Unbounded
 
 __all__ = ["MpeEnv", "Team", "check_bool", "check_count", "others_index"]
 
-_RESERVED = {"done", "terminated", "truncated", "_reset", "state"}
+_RESERVED = {"done", "terminated", "truncated", "_reset", "state", "params"}
 
 
 def check_bool(name: str, value: object) -> bool:
@@ -134,6 +135,21 @@ class MpeEnv(NativeEnv):
         max_steps: horizon: ``truncated`` is set once a row has taken that many steps (``None``:
             never).
         auto_reset_mode: see :class:`~gpusim.envs.common.EnvBase`.
+        dt: seconds per step (``None``: the world's, VMAS's ``0.1``).
+        drag: velocity damping per step, in ``[0, 1]`` (``None``: ``0.25``).
+        collision_force: contact stiffness (``None``: ``100``).
+        contact_margin: softness of the contact penalty (``None``: ``1e-3``).
+        mass_scale: multiplies every body's mass (``None``: ``1.0``, VMAS's masses).
+        force_scale: multiplies every agent's action force, on top of its ``u_multiplier``
+            (``None``: ``1.0``).
+        randomize: ``{param: distribution}`` re-drawn for the rows that reset (see
+            :mod:`gpusim.envs.native.params`).
+        expose_params: put the per-env parameters in the observation spec too.
+
+    The physical constants in ``params`` (``dt``, ``drag``, ``collision_force``,
+    ``contact_margin``, ``mass_scale``, ``force_scale``) may be numbers or ``[*B]`` tensors (one value per env); every scenario
+    takes them as keyword arguments. Body sizes and masses stay per-entity constants (the
+    scenarios' observations and rewards read them).
 
     Examples:
         >>> from gpusim.envs.native.mpe import SimpleTagEnv
@@ -141,6 +157,8 @@ class MpeEnv(NativeEnv):
         >>> isinstance(env, MpeEnv), [t.prefix for t in env.teams], env.full_action_spec["agent", "action"].space.n
         (True, ['adversary', 'agent'], 9)
     """
+
+    params = ParticleWorld.CONSTANTS
 
     def __init__(
         self,
@@ -154,7 +172,25 @@ class MpeEnv(NativeEnv):
         categorical_actions: bool = True,
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
+        dt: float | torch.Tensor | None = None,
+        drag: float | torch.Tensor | None = None,
+        collision_force: float | torch.Tensor | None = None,
+        contact_margin: float | torch.Tensor | None = None,
+        mass_scale: float | torch.Tensor | None = None,
+        force_scale: float | torch.Tensor | None = None,
+        randomize: dict[str, Any] | None = None,
+        expose_params: bool = False,
     ) -> None:
+        self.dt = check_positive("dt", world.dt if dt is None else dt)
+        self.drag = check_probability("drag", world.drag if drag is None else drag)
+        self.collision_force = check_positive(
+            "collision_force", world.collision_force if collision_force is None else collision_force
+        )
+        self.contact_margin = check_positive(
+            "contact_margin", world.contact_margin if contact_margin is None else contact_margin
+        )
+        self.mass_scale = check_positive("mass_scale", world.mass_scale if mass_scale is None else mass_scale)
+        self.force_scale = check_positive("force_scale", world.force_scale if force_scale is None else force_scale)
         for name, flag in (("continuous_actions", continuous_actions), ("categorical_actions", categorical_actions)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
@@ -165,7 +201,15 @@ class MpeEnv(NativeEnv):
         self.continuous_actions = continuous_actions
         self.categorical_actions = categorical_actions
         self.max_steps = max_steps
-        super().__init__(batch_size, device, seed, auto_reset_mode=auto_reset_mode, num_noise=2 * world.n_entities)
+        super().__init__(
+            batch_size,
+            device,
+            seed,
+            auto_reset_mode=auto_reset_mode,
+            num_noise=2 * world.n_entities,
+            randomize=randomize,
+            expose_params=expose_params,
+        )
         self.world = world.to(self.device)
         self.teams = list(teams)
         self.register_buffer("_axis_u", torch.tensor([0.0, -1.0, 1.0], device=self.device), persistent=False)
@@ -314,7 +358,11 @@ class MpeEnv(NativeEnv):
         return u, message
 
     def _pack(
-        self, state: dict[str, torch.Tensor], rewards: list[torch.Tensor] | None, truncated: torch.Tensor
+        self,
+        state: dict[str, torch.Tensor],
+        rewards: list[torch.Tensor] | None,
+        truncated: torch.Tensor,
+        echo: dict[str, Any],
     ) -> TensorDictBase:
         B, dev = self.batch_size, self.device
         obs = self._observe(state)
@@ -331,7 +379,7 @@ class MpeEnv(NativeEnv):
             i += k
         out["state"] = new_td(dict(state), B, dev)
         terminated = torch.zeros((*B, 1), dtype=torch.bool, device=dev)
-        out.update(done=truncated.clone(), terminated=terminated, truncated=truncated)
+        out.update(done=truncated.clone(), terminated=terminated, truncated=truncated, **echo)
         return new_td(out, B, dev)
 
     def _reset(self, tensordict: TensorDictBase | None, rows: ResetRows) -> TensorDictBase:
@@ -341,7 +389,8 @@ class MpeEnv(NativeEnv):
         if world.dim_c:
             state.setdefault("c", torch.zeros((*B, world.n_agents, world.dim_c), device=dev))
         state["steps"] = torch.zeros((*B, 1), dtype=torch.int64, device=dev)
-        return self._pack(state, None, torch.zeros((*B, 1), dtype=torch.bool, device=dev))
+        _, echo = self.physics(tensordict, rows)
+        return self._pack(state, None, torch.zeros((*B, 1), dtype=torch.bool, device=dev), echo)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         world = self.world
@@ -353,7 +402,8 @@ class MpeEnv(NativeEnv):
             forces.append(u)
             messages.append(message)
         u = forces[0] if len(forces) == 1 else torch.cat(forces, -2)
-        state["pos"], state["vel"] = world.step(state["pos"], state["vel"], u * world.u_multiplier)
+        constants, echo = self.physics(tensordict)
+        state["pos"], state["vel"] = world.step(state["pos"], state["vel"], u * world.u_multiplier, constants)
         if world.dim_c:
             old_c = self._group_split(state["c"])
             state["c"] = torch.cat([m if m is not None else c for m, c in zip(messages, old_c)], -2)
@@ -363,7 +413,7 @@ class MpeEnv(NativeEnv):
             truncated = torch.zeros_like(steps, dtype=torch.bool)
         else:
             truncated = steps >= self.max_steps
-        return self._pack(state, self._reward(state), truncated)
+        return self._pack(state, self._reward(state), truncated, echo)
 
     def _group_split(self, x: torch.Tensor) -> list[torch.Tensor]:
         sizes = [sum(t.size for t in teams) for _, teams in self._group_plan]

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 
 import torch
 
@@ -53,6 +54,13 @@ DRAG = 0.25
 COLLISION_FORCE = 100.0
 CONTACT_MARGIN = 1e-3
 _MIN_DIST = 1e-6
+#: a constant of the physics: the same number for every row, or a ``[M]`` / ``[*B]`` tensor
+Number = float | torch.Tensor
+
+
+def _is_one(value: Number) -> bool:
+    """Whether a constant is the Python number 1 (a tensor never is: its values are per row)."""
+    return not isinstance(value, torch.Tensor) and value == 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,16 +107,23 @@ class ParticleWorld(torch.nn.Module):
         drag: velocity damping per step.
         collision_force: contact stiffness.
         contact_margin: softness of the contact penalty.
+        mass_scale: multiplies every body's mass (``1.0``: the bodies' own masses).
+        force_scale: multiplies every agent's action force, on top of its ``u_multiplier``.
         x_semidim: positions are clamped to ``[-x_semidim, x_semidim]`` (``None``: unbounded).
         y_semidim: the same for ``y``.
         dim_c: communication channels per agent.
         device: where the constants live.
+
+    Attributes:
+        CONSTANTS: the constants a step may take per row (``step(..., constants=...)``).
 
     Examples:
         >>> w = ParticleWorld([Body("agent_0", movable=True)], [Body("landmark 0", collide=False)])
         >>> w.n_agents, w.n_entities, w.radius.tolist()
         (1, 2, [0.05000000074505806, 0.05000000074505806])
     """
+
+    CONSTANTS = ("dt", "drag", "collision_force", "contact_margin", "mass_scale", "force_scale")
 
     def __init__(
         self,
@@ -120,6 +135,8 @@ class ParticleWorld(torch.nn.Module):
         drag: float = DRAG,
         collision_force: float = COLLISION_FORCE,
         contact_margin: float = CONTACT_MARGIN,
+        mass_scale: float = 1.0,
+        force_scale: float = 1.0,
         x_semidim: float | None = None,
         y_semidim: float | None = None,
         dim_c: int = 0,
@@ -131,6 +148,7 @@ class ParticleWorld(torch.nn.Module):
         self.n_agents, self.n_entities = len(agents), len(bodies)
         self.dt, self.substeps, self.sub_dt = dt, substeps, dt / substeps
         self.drag, self.collision_force, self.contact_margin = drag, collision_force, contact_margin
+        self.mass_scale, self.force_scale = mass_scale, force_scale
         self.x_semidim, self.y_semidim, self.dim_c = x_semidim, y_semidim, dim_c
 
         def buf(name, values, dtype=torch.float32):
@@ -219,13 +237,18 @@ class ParticleWorld(torch.nn.Module):
             return cols[self.n_agents : self.n_agents + n]
         return cols.index_select(0, self.contact_landmarks)
 
-    def _contacts(self, agents: torch.Tensor, obstacles: torch.Tensor) -> torch.Tensor:
-        """Contact forces on the agents, ``[n_agents, 2, M]``, from columns ``[n, 2, M]``."""
+    def _contacts(
+        self, agents: torch.Tensor, obstacles: torch.Tensor, k: Number | None = None, stiffness: Number | None = None
+    ) -> torch.Tensor:
+        """Contact forces on the agents, ``[n_agents, 2, M]``, from columns ``[n, 2, M]`` (``k``,
+        ``stiffness``: the contact margin and force, numbers or ``[M]`` tensors; ``None``: the
+        world's)."""
         others = torch.cat([agents, obstacles], 0) if obstacles.shape[0] else agents
         delta = agents.unsqueeze(1) - others.unsqueeze(0)  # [n_agents, n_cols, 2, M]: pos_a - pos_b
         dist = (delta[:, :, 0].square() + delta[:, :, 1].square()).sqrt()  # [n_agents, n_cols, M]
         dmin = self.contact_dist.unsqueeze(-1)
-        k = self.contact_margin
+        k = self.contact_margin if k is None else k
+        stiffness = self.collision_force if stiffness is None else stiffness
         # k * log(1 + exp(z)), z = (dmin - dist) / k, needed only where z >= 0 (touching pairs):
         # z + log1p(exp(-z)) there, with exp's argument kept in [-30, 0] (the correction is below
         # float32 resolution beyond). Compiled on CPU, 65536 rows x 9 pairs: 41 ms with
@@ -233,14 +256,18 @@ class ParticleWorld(torch.nn.Module):
         # (one run, loaded 2-core machine)
         z = ((dmin - dist) / k).clamp(min=0.0)
         penetration = (z + torch.log1p(torch.exp(-z.clamp(max=30.0)))) * k
-        scale = self.collision_force * penetration / torch.where(dist > 0, dist, 1e-8)
+        scale = stiffness * penetration / torch.where(dist > 0, dist, 1e-8)
         on = (dist >= _MIN_DIST) & (dist <= dmin)
         scale = torch.where(on, scale, 0.0) * self.contact_pairs.unsqueeze(-1)
         return (delta * scale.unsqueeze(2)).sum(1)
 
     # ------------------------------------------------------------------ integration
     def step(
-        self, pos: torch.Tensor, vel: torch.Tensor, agent_force: torch.Tensor
+        self,
+        pos: torch.Tensor,
+        vel: torch.Tensor,
+        agent_force: torch.Tensor,
+        constants: Mapping[str, Number] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One world step: ``substeps`` contact/integration substeps.
 
@@ -249,6 +276,9 @@ class ParticleWorld(torch.nn.Module):
             vel: float32 ``[*B, n_entities, 2]``.
             agent_force: the agents' action forces, float32 ``[*B, n_agents, 2]`` (ignored for
                 immovable agents).
+            constants: values of :attr:`CONSTANTS` for this step (``dt``, ``drag``,
+                ``collision_force``, ``contact_margin``, ``mass_scale``, ``force_scale``): numbers, or ``[*B]`` tensors (one value
+                per row, see :mod:`gpusim.envs.native.params`); a missing one is the world's.
 
         Returns:
             The new ``(pos, vel)``; immovable entities (landmarks among them) keep theirs.
@@ -263,20 +293,31 @@ class ParticleWorld(torch.nn.Module):
             return pos, vel
         n = self.n_agents
         batch = pos.shape[:-2]
+        # a per-row constant [*B] becomes [M], the columns' innermost dim
+        c = {name: getattr(self, name) for name in self.CONSTANTS}
+        c.update({k: v.reshape(-1) if isinstance(v, torch.Tensor) else v for k, v in (constants or {}).items()})
+        sub_dt = c["dt"] / self.substeps
         cols = self.to_columns(pos)
         p, v = cols[:n], self.to_columns(vel[..., :n, :])
         f = self.to_columns(agent_force)
+        if not _is_one(c["force_scale"]):  # (a Python 1.0 adds no op: today's arithmetic)
+            f = f * c["force_scale"]
         obstacles = self._obstacles(cols) if self.has_contacts else None
-        v = v * (1.0 - self.drag)
-        step_v = self.inv_mass[:n].unsqueeze(-1) * self.sub_dt
+        v = v * (1.0 - c["drag"])
+        step_v = self.inv_mass[:n].unsqueeze(-1) * sub_dt
+        if not _is_one(c["mass_scale"]):
+            step_v = step_v / c["mass_scale"]
         max_speed = self.max_speed[:n].unsqueeze(-1)
         for _ in range(self.substeps):
-            force = f + self._contacts(p, obstacles) if self.has_contacts else f
+            if self.has_contacts:
+                force = f + self._contacts(p, obstacles, c["contact_margin"], c["collision_force"])
+            else:
+                force = f
             v = v + force * step_v
             if self.any_max_speed:
                 speed = (v[:, 0:1].square() + v[:, 1:2].square()).sqrt()
                 v = torch.where(speed > max_speed, v / speed * max_speed, v)
-            p = self._clamp(p + v * self.sub_dt)
+            p = self._clamp(p + v * sub_dt)
         movable = self.agent_movable.unsqueeze(-1) > 0
         p = torch.where(movable, p, cols[:n])
         v = torch.where(movable, v, self.to_columns(vel[..., :n, :]))

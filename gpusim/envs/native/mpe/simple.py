@@ -56,6 +56,9 @@ class SimpleEnv(MpeEnv):
         categorical_actions: discrete actions as indices or one-hot.
         max_steps: horizon (``None``: none).
         auto_reset_mode: ``"sparse"`` or ``"masked"``.
+        **physics: the world's constants ``dt``, ``drag``, ``collision_force``, ``contact_margin``,
+            ``mass_scale``, ``force_scale`` (numbers or ``[*B]`` tensors), ``randomize`` and
+            ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
 
     Examples:
         >>> SimpleEnv(batch_size=[2]).group_map
@@ -72,6 +75,7 @@ class SimpleEnv(MpeEnv):
         categorical_actions: bool = True,
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
+        **physics: Any,
     ) -> None:
         world = ParticleWorld(
             [Body("agent_0", movable=True, rotatable=True, collide=False, color=(0.25, 0.25, 0.25))],
@@ -87,6 +91,7 @@ class SimpleEnv(MpeEnv):
             categorical_actions=categorical_actions,
             max_steps=max_steps,
             auto_reset_mode=auto_reset_mode,
+            **physics,
         )
 
     def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:

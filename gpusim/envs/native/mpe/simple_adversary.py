@@ -66,6 +66,9 @@ class SimpleAdversaryEnv(MpeEnv):
         categorical_actions: discrete actions as indices or one-hot.
         max_steps: horizon (``None``: none).
         auto_reset_mode: ``"sparse"`` or ``"masked"``.
+        **physics: the world's constants ``dt``, ``drag``, ``collision_force``, ``contact_margin``,
+            ``mass_scale``, ``force_scale`` (numbers or ``[*B]`` tensors), ``randomize`` and
+            ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
 
     Examples:
         >>> env = SimpleAdversaryEnv(batch_size=[2], n_agents=4, n_adversaries=2)
@@ -85,6 +88,7 @@ class SimpleAdversaryEnv(MpeEnv):
         categorical_actions: bool = True,
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
+        **physics: Any,
     ) -> None:
         A = check_count("n_adversaries", n_adversaries, 1)
         n = check_count("n_agents", n_agents, A + 1)
@@ -116,6 +120,7 @@ class SimpleAdversaryEnv(MpeEnv):
             categorical_actions=categorical_actions,
             max_steps=max_steps,
             auto_reset_mode=auto_reset_mode,
+            **physics,
         )
         self.register_buffer("_others", others_index(n, self.device), persistent=False)
         self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)

@@ -61,6 +61,9 @@ class SimpleCryptoEnv(MpeEnv):
         categorical_actions: discrete actions as indices or one-hot.
         max_steps: horizon (``None``: none).
         auto_reset_mode: ``"sparse"`` or ``"masked"``.
+        **physics: the world's constants ``dt``, ``drag``, ``collision_force``, ``contact_margin``,
+            ``mass_scale``, ``force_scale`` (numbers or ``[*B]`` tensors), ``randomize`` and
+            ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
 
     Examples:
         >>> SimpleCryptoEnv(batch_size=[2], dim_c=2).observation_spec["alice", "observation"].shape
@@ -78,6 +81,7 @@ class SimpleCryptoEnv(MpeEnv):
         categorical_actions: bool = True,
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
+        **physics: Any,
     ) -> None:
         C = check_count("dim_c", dim_c, 1)
         colors = ((0.75, 0.25, 0.25), (0.25, 0.25, 0.75), (0.25, 0.75, 0.25))
@@ -104,6 +108,7 @@ class SimpleCryptoEnv(MpeEnv):
             categorical_actions=categorical_actions,
             max_steps=max_steps,
             auto_reset_mode=auto_reset_mode,
+            **physics,
         )
 
     def _extra_state(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:

@@ -65,6 +65,9 @@ class SimplePushEnv(MpeEnv):
         categorical_actions: discrete actions as indices or one-hot.
         max_steps: horizon (``None``: none).
         auto_reset_mode: ``"sparse"`` or ``"masked"``.
+        **physics: the world's constants ``dt``, ``drag``, ``collision_force``, ``contact_margin``,
+            ``mass_scale``, ``force_scale`` (numbers or ``[*B]`` tensors), ``randomize`` and
+            ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
 
     Examples:
         >>> SimplePushEnv(batch_size=[2]).group_map
@@ -81,6 +84,7 @@ class SimplePushEnv(MpeEnv):
         categorical_actions: bool = True,
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
+        **physics: Any,
     ) -> None:
         world = ParticleWorld(
             [
@@ -99,6 +103,7 @@ class SimplePushEnv(MpeEnv):
             categorical_actions=categorical_actions,
             max_steps=max_steps,
             auto_reset_mode=auto_reset_mode,
+            **physics,
         )
         colors = torch.tensor(_LANDMARK_COLORS, device=self.device)
         self.register_buffer("_landmark_colors", colors.flatten(), persistent=False)

@@ -66,6 +66,9 @@ class SimpleSpeakerListenerEnv(MpeEnv):
         categorical_actions: discrete actions as indices or one-hot.
         max_steps: horizon (``None``: none).
         auto_reset_mode: ``"sparse"`` or ``"masked"``.
+        **physics: the world's constants ``dt``, ``drag``, ``collision_force``, ``contact_margin``,
+            ``mass_scale``, ``force_scale`` (numbers or ``[*B]`` tensors), ``randomize`` and
+            ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
 
     Examples:
         >>> env = SimpleSpeakerListenerEnv(batch_size=[2], continuous_actions=False)
@@ -83,6 +86,7 @@ class SimpleSpeakerListenerEnv(MpeEnv):
         categorical_actions: bool = True,
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
+        **physics: Any,
     ) -> None:
         world = ParticleWorld(
             [
@@ -102,6 +106,7 @@ class SimpleSpeakerListenerEnv(MpeEnv):
             categorical_actions=categorical_actions,
             max_steps=max_steps,
             auto_reset_mode=auto_reset_mode,
+            **physics,
         )
         self.register_buffer("_landmark_colors", torch.tensor(_LANDMARK_COLORS, device=self.device), persistent=False)
 

@@ -87,6 +87,9 @@ class SimpleTagEnv(MpeEnv):
         categorical_actions: discrete actions as indices or one-hot.
         max_steps: horizon (``None``: none).
         auto_reset_mode: ``"sparse"`` or ``"masked"``.
+        **physics: the world's constants ``dt``, ``drag``, ``collision_force``, ``contact_margin``,
+            ``mass_scale``, ``force_scale`` (numbers or ``[*B]`` tensors), ``randomize`` and
+            ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
 
     Examples:
         >>> env = SimpleTagEnv(batch_size=[2], num_good_agents=2, num_adversaries=2, num_landmarks=1)
@@ -116,6 +119,7 @@ class SimpleTagEnv(MpeEnv):
         categorical_actions: bool = True,
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
+        **physics: Any,
     ) -> None:
         G = check_count("num_good_agents", num_good_agents, 1)
         A = check_count("num_adversaries", num_adversaries, 1)
@@ -167,6 +171,7 @@ class SimpleTagEnv(MpeEnv):
             categorical_actions=categorical_actions,
             max_steps=max_steps,
             auto_reset_mode=auto_reset_mode,
+            **physics,
         )
         n_ag = A + G
         scale = [self.bound] * n_ag + [self.bound - 0.1] * L

@@ -76,6 +76,9 @@ class SimpleWorldCommEnv(MpeEnv):
         categorical_actions: discrete actions as indices or one-hot.
         max_steps: horizon (``None``: none).
         auto_reset_mode: ``"sparse"`` or ``"masked"``.
+        **physics: the world's constants ``dt``, ``drag``, ``collision_force``, ``contact_margin``,
+            ``mass_scale``, ``force_scale`` (numbers or ``[*B]`` tensors), ``randomize`` and
+            ``expose_params``: see :class:`~gpusim.envs.native.mpe.MpeEnv`.
 
     Examples:
         >>> env = SimpleWorldCommEnv(batch_size=[2], num_adversaries=1, num_forests=1)
@@ -98,6 +101,7 @@ class SimpleWorldCommEnv(MpeEnv):
         categorical_actions: bool = True,
         max_steps: int | None = None,
         auto_reset_mode: str | None = None,
+        **physics: Any,
     ) -> None:
         G = check_count("num_good_agents", num_good_agents, 1)
         A = check_count("num_adversaries", num_adversaries, 1)
@@ -147,6 +151,7 @@ class SimpleWorldCommEnv(MpeEnv):
             categorical_actions=categorical_actions,
             max_steps=max_steps,
             auto_reset_mode=auto_reset_mode,
+            **physics,
         )
         scale = [1.0] * n + [0.9] * len(landmarks)
         self.register_buffer("_scale", torch.tensor(scale, device=self.device).unsqueeze(-1), persistent=False)
