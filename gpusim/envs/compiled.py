@@ -55,6 +55,7 @@ from gpusim._torch_internals import pytree
 from gpusim.envs._args import positive_int
 from gpusim.envs._compile_errors import explain_compile_errors
 from gpusim.envs._rollout_cache import rollout_empty
+from gpusim.envs.env_specs import warm_plans
 from gpusim.kernels._inductor import pack_bool, unpack_bool
 
 if TYPE_CHECKING:
@@ -349,6 +350,21 @@ def _sort_key(key) -> tuple:
     return (key,) if isinstance(key, str) else tuple(key)
 
 
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _cache_note(before: dict, after: dict) -> str:
+    """What Inductor's and AOTAutograd's persistent caches gave between two counter readings."""
+    if not before or not after:
+        return ""
+    hits = after["fxgraph_cache_hit"] - before["fxgraph_cache_hit"]
+    misses = after["fxgraph_cache_miss"] - before["fxgraph_cache_miss"]
+    if not hits and not misses:
+        return ""
+    return f" (Inductor cache: {hits} hit{'s' * (hits != 1)}, {misses} miss{'es' * (misses != 1)})"
+
+
 def _verbose_default() -> bool:
     return os.environ.get("GPUSIM_COMPILE_VERBOSE", "1").strip().lower() not in ("0", "false", "no", "off")
 
@@ -406,8 +422,11 @@ class CompiledRollout:
             most :data:`CUDA_GRAPHS_UP_TO` rows under the default mode and backend). Each run's
             first call still checks Dynamo's guards: a changed env attribute, grad mode or a
             tensor the graph reads that was replaced (not updated in place) captures anew.
-        verbose: print a line on stderr when a compilation starts and ends (``None``: unless the
-            environment variable ``GPUSIM_COMPILE_VERBOSE`` is ``0``).
+        verbose: print a line when a compilation starts and one when it ends, with its duration
+            and the Inductor cache hits (``None``: unless the environment variable
+            ``GPUSIM_COMPILE_VERBOSE`` is ``0``).
+        log: where those lines go: a callable taking one line, e.g. a progress bar's
+            :meth:`~gpusim.bench.progress.Progress.log` (``None``: standard error).
         **compile_kwargs: forwarded to ``torch.compile`` (``fullgraph=True`` is always set).
 
     Raises:
@@ -444,6 +463,7 @@ class CompiledRollout:
         mode: str | None = None,
         cuda_graphs: bool | None = None,
         verbose: bool | None = None,
+        log: Callable[[str], Any] | None = None,
         **compile_kwargs: Any,
     ) -> None:
         if steps_per_call is not None and (
@@ -461,6 +481,7 @@ class CompiledRollout:
         self.steps_per_call = steps_per_call or default_steps_per_call(max(1, env.batch_size.numel()))
         self.mode = mode
         self.verbose = _verbose_default() if verbose is None else bool(verbose)
+        self._print = _stderr_line if log is None else log
         default = mode is None and "backend" not in compile_kwargs  # Inductor under the default mode
         if default:
             compile_kwargs["options"] = {**_default_options(env), **(compile_kwargs.get("options") or {})}
@@ -483,12 +504,16 @@ class CompiledRollout:
         self._compiled: dict = {}
         self._layouts: dict[frozenset, _Layout] = {}
         self._last_root: tuple | None = None
+        #: seconds this runner spent compiling so far (every compilation and recompilation of its
+        #: graphs: Dynamo's trace, Inductor's code generation or cache lookups, the C++ build)
         self.compile_seconds = 0.0
+        #: compilations of this runner so far (each printed once, with its duration)
+        self.compiles = 0
 
     # ---------------------------------------------------------------- messages
     def _say(self, text: str) -> None:
         if self.verbose:
-            print(f"gpusim: {text}", file=sys.stderr, flush=True)
+            self._print(f"gpusim: {text}")
 
     def _wants_cuda_graphs(self, cuda_graphs: bool | None, compile_kwargs: dict) -> bool:
         """Whether runs replay CUDA graphs (``cuda_graphs=None``: CUDA envs of at most
@@ -568,6 +593,7 @@ class CompiledRollout:
         key = (layout.keys, k)
         fn = self._compiled.get(key)
         if fn is None:
+            warm_plans(self.env)  # plans first read while tracing would make the next call recompile
             body = internals.own_code(self._body(layout, k))
             if self._backend is not None:
                 kwargs = {k: v for k, v in self.compile_kwargs.items() if k != "options"}  # the backend's
@@ -610,16 +636,26 @@ class CompiledRollout:
 
             fn = torch.compile(one, fullgraph=True, mode=self.mode, **self.compile_kwargs)
             self._compiled["step"] = fn
+            warm_plans(self.env)
             self._say(f"compiling one step ({self._describe()})...")
+        before = internals.compile_counters()
         start = time.perf_counter()
         out = fn(tensordict)
-        if fresh:
-            self._compiled_in(time.perf_counter() - start)
+        self._timed_call(time.perf_counter() - start, before, fresh)
         return out
 
-    def _compiled_in(self, seconds: float) -> None:
+    def _timed_call(self, seconds: float, before: dict, fresh: bool) -> None:
+        """Accounts a guarded call that took ``seconds``: a compilation if it was the first call of
+        a fresh graph or if Dynamo compiled a graph meanwhile (a recompilation)."""
+        after = internals.compile_counters() if before else {}
+        if fresh or (after and after["graphs"] > before["graphs"]):
+            self._compiled_in(seconds, _cache_note(before, after), recompiled=not fresh)
+
+    def _compiled_in(self, seconds: float, note: str = "", recompiled: bool = False) -> None:
         self.compile_seconds += seconds
-        self._say(f"compiled in {seconds:.1f} s")
+        self.compiles += 1
+        what = f"recompiled ({self._describe()})" if recompiled else "compiled"
+        self._say(f"{what} in {seconds:.1f} s{note}")
 
     # ---------------------------------------------------------------- layouts
     def _learn(self, stepped: TensorDictBase, next_root: TensorDictBase) -> None:
@@ -756,6 +792,7 @@ class CompiledRollout:
             # the next root's leaves are written in place into two sets of buffers made once per
             # run, alternately: no allocation (and no page faults on fresh memory) per call
             sets = [_root_set(leaves) for _ in range(min(2, calls))]
+
         # direct calls (DIRECT_CALLS) after one more guarded call, if the last two ran one graph
         guarded = GUARDED_CALLS + 1 if self._direct else GUARDED_CALLS  # (direct implies pingpong)
         tags: list = []  # the compiled graph each guarded call ran (direct runners)
@@ -769,7 +806,9 @@ class CompiledRollout:
                         scope.enter_context(_without_guards())
                     else:
                         self.direct_calls += calls - j
-                start = time.perf_counter() if compiling else 0.0
+                if j < guarded:  # a call that may compile (the first) or recompile (guards failed)
+                    before = internals.compile_counters()
+                    start = time.perf_counter()
                 if pingpong:
                     out = sets[j % 2]
                     record = self._direct and j < guarded
@@ -791,8 +830,9 @@ class CompiledRollout:
                     for view, out in zip(views, outs):
                         view.copy_(out)
                     leaves = tuple(leaf.clone() for leaf in leaves)  # graph-owned memory is reused
+                if j < guarded:
+                    self._timed_call(time.perf_counter() - start, before, compiling)
                 if compiling:  # the first call compiled the graph
-                    self._compiled_in(time.perf_counter() - start)
                     compiling = False
                     scope.enter_context(_gc_paused())
             chunks = views = None  # freed while the GC is paused: never scanned, never promoted
@@ -829,14 +869,14 @@ class CompiledRollout:
         else:
             sets, outs, chunks = captured.sets, captured.outs, captured.chunks
         torch._foreach_copy_(list(sets[1]), list(leaves))
+        before = internals.compile_counters()
         start = time.perf_counter()
         backend.record = True
         try:
             fn(sets[1], chunks[0], sets[0])
         finally:
             backend.record = False
-        if compiling:
-            self._compiled_in(time.perf_counter() - start)
+        self._timed_call(time.perf_counter() - start, before, compiling)
         tag, addresses = backend.last, backend.addresses
         if captured is None or captured.tag != tag or captured.addresses != addresses:
             if captured is not None:
