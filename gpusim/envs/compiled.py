@@ -21,8 +21,12 @@ env, the policy and the root, thrown away (:data:`DRY_LAYOUT`): every step of a 
 so runs from the same seed repeat bit for bit (``docs/determinism.md``). A rollout whose length
 is not a multiple of ``steps_per_call`` runs the steps left over eagerly, first.
 
-A line is printed on stderr when a compilation starts and when it ends (with its duration);
-``verbose=False`` or the environment variable ``GPUSIM_COMPILE_VERBOSE=0`` silences it.
+A line is printed on stderr (or through ``log=``, e.g. a progress bar) when a compilation starts
+and one when it ends, with its duration and Inductor's cache hits; every compilation of a
+runner, a recompilation too, is timed into ``runner.compile_seconds`` and counted in
+``runner.compiles``. ``verbose=False`` or the environment variable ``GPUSIM_COMPILE_VERBOSE=0``
+silences the lines. A later process compiling the same env, batch size and policy reuses
+Inductor's persistent caches (``docs/compile.md``: where they live, how to move them).
 
 Examples:
     ``torch.compile`` takes tens of seconds on a CPU, so the compiled calls below are skipped in
