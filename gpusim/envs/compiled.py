@@ -642,18 +642,27 @@ class CompiledRollout:
             self._compiled["step"] = fn
             warm_plans(self.env)
             self._say(f"compiling one step ({self._describe()})...")
-        before = internals.compile_counters()
+        before = self._before_call(fresh)
         start = time.perf_counter()
         out = fn(tensordict)
         self._timed_call(time.perf_counter() - start, before, fresh)
         return out
 
-    def _timed_call(self, seconds: float, before: dict, fresh: bool) -> None:
+    @staticmethod
+    def _before_call(fresh: bool) -> tuple:
+        """What :meth:`_timed_call` compares after a guarded call: the number of graphs Dynamo
+        compiled so far (one counter lookup), and the cache counters before a first call."""
+        return internals.compiled_graphs(), internals.compile_counters() if fresh else {}
+
+    def _timed_call(self, seconds: float, before: tuple, fresh: bool) -> None:
         """Accounts a guarded call that took ``seconds``: a compilation if it was the first call of
-        a fresh graph or if Dynamo compiled a graph meanwhile (a recompilation)."""
-        after = internals.compile_counters() if before else {}
-        if fresh or (after and after["graphs"] > before["graphs"]):
-            self._compiled_in(seconds, _cache_note(before, after), recompiled=not fresh)
+        a fresh graph or if Dynamo compiled a graph meanwhile (a recompilation: timed and printed,
+        without the cache counts)."""
+        graphs, counts = before
+        if fresh:
+            self._compiled_in(seconds, _cache_note(counts, internals.compile_counters()))
+        elif graphs is not None and internals.compiled_graphs() != graphs:
+            self._compiled_in(seconds, recompiled=True)
 
     def _compiled_in(self, seconds: float, note: str = "", recompiled: bool = False) -> None:
         self.compile_seconds += seconds
@@ -811,7 +820,7 @@ class CompiledRollout:
                     else:
                         self.direct_calls += calls - j
                 if j < guarded:  # a call that may compile (the first) or recompile (guards failed)
-                    before = internals.compile_counters()
+                    before = self._before_call(compiling)
                     start = time.perf_counter()
                 if pingpong:
                     out = sets[j % 2]
@@ -873,7 +882,7 @@ class CompiledRollout:
         else:
             sets, outs, chunks = captured.sets, captured.outs, captured.chunks
         torch._foreach_copy_(list(sets[1]), list(leaves))
-        before = internals.compile_counters()
+        before = self._before_call(compiling)
         start = time.perf_counter()
         backend.record = True
         try:

@@ -84,16 +84,41 @@ def warm_plans(env: torch.nn.Module) -> None:
         >>> "_input_checks" in env._cache
         True
     """
-    for module in env.modules():
-        if "_cache" not in vars(module):  # not an env or transform with plans
+    for module in _env_tree(env):
+        if "_cache" not in vars(module):  # not an env with plans
             continue
-        for name in dir(type(module)):
-            attr = getattr(type(module), name, None)
+        for name in _plan_names(type(module)):
+            try:
+                getattr(module, name)
+            except Exception:  # noqa: BLE001, S112 - a plan this env does not have: its step raises if it reads it
+                continue
+
+
+def _env_tree(env: torch.nn.Module) -> list[torch.nn.Module]:
+    """``env`` and every module under it: its submodules, and the modules kept in an instance
+    ``__dict__`` directly (a ``TransformedEnv``'s base env, see the module docstring)."""
+    seen: dict[int, torch.nn.Module] = {}
+    stack = [env]
+    while stack:
+        module = stack.pop()
+        if id(module) in seen:
+            continue
+        seen[id(module)] = module
+        stack.extend(module.children())
+        stack.extend(v for v in vars(module).values() if isinstance(v, torch.nn.Module))
+    return list(seen.values())
+
+
+def _plan_names(cls: type) -> list[str]:
+    """Names of the :func:`_cached_plan` properties of ``cls``, overrides included (a subclass
+    that computes a plan its own way, e.g. ``TransformedEnv._input_checks``, still keeps it in
+    ``env._cache``)."""
+    names = set()
+    for klass in cls.__mro__:
+        for name, attr in vars(klass).items():
             if isinstance(attr, property) and getattr(attr.fget, "_gpusim_plan", False):
-                try:
-                    getattr(module, name)
-                except Exception:  # noqa: BLE001, S112 - a plan this env does not have: its step raises if it reads it
-                    continue
+                names.add(name)
+    return sorted(names)
 
 
 _MISSING = object()
