@@ -18,7 +18,9 @@ Engines (``compile=False|True``, or TorchRL's ``compile_policy=``):
   once per batch. No recompilation between batches and no host read per step: the policy's
   parameters are graph inputs. The first batch runs its first step eagerly to learn the data
   layout; a line on stderr tells when the compilation starts and ends (``compile={"verbose":
-  False}`` or ``GPUSIM_COMPILE_VERBOSE=0`` silences it).
+  False}`` or ``GPUSIM_COMPILE_VERBOSE=0`` silences it, ``compile={"log": callable}`` sends it
+  elsewhere) and :attr:`Collector.compile_seconds` keeps the time. A later process reuses
+  Inductor's persistent cache (``docs/compile.md``).
 
 Both engines give the same data for the same seed and a deterministic policy where the arithmetic
 is exact (integers, random actions, plain ``+ - * /``); float ops that eager and compiled code
@@ -175,8 +177,8 @@ class Collector:
         compile: ``False`` (eager engine), ``True`` or a dict (compiled engine). Dict keys:
             ``steps_per_call`` (steps fused per compiled call; default 2 up to 64 envs, else 1,
             reduced to a divisor of ``T``), ``mode`` (``torch.compile`` mode; default
-            ``"reduce-overhead"`` on CUDA), ``verbose`` (compile start/end lines), and other
-            ``torch.compile`` options.
+            ``"reduce-overhead"`` on CUDA), ``verbose`` (compile start/end lines), ``log``
+            (where they go), and other ``torch.compile`` options.
         compile_policy: TorchRL's name for the switch (``True`` or a dict of ``torch.compile``
             options): the compiled engine, which compiles the env step with the policy.
 
