@@ -65,7 +65,10 @@ from gpusim.kernels._inductor import pack_bool, unpack_bool
 if TYPE_CHECKING:
     from gpusim.envs.common import EnvBase
 
-__all__ = ["CompiledRollout", "default_steps_per_call"]
+__all__ = ["CompiledRollout", "compile_cache_dir", "default_steps_per_call"]
+
+#: where Inductor's persistent caches live (``TORCHINDUCTOR_CACHE_DIR``; ``docs/compile.md``)
+compile_cache_dir = internals.compile_cache_dir
 
 
 #: batch size (number of env rows) up to which several steps are fused per compiled call
