@@ -436,6 +436,14 @@ class CompiledRollout:
             :meth:`~gpusim.bench.progress.Progress.log` (``None``: standard error).
         **compile_kwargs: forwarded to ``torch.compile`` (``fullgraph=True`` is always set).
 
+    Attributes:
+        compile_seconds: seconds spent compiling so far, every compilation and recompilation of
+            the runner's graphs (wall clock of the calls that compiled: Dynamo's trace,
+            Inductor's code generation or its persistent cache, the C++ or Triton build).
+            ``Collector.compile_seconds`` is its collector's runner's.
+        compiles: the number of those compilations (one per data layout when nothing
+            recompiles); each printed one line with its duration.
+
     Raises:
         ValueError: a non-positive ``steps_per_call``, ``fullgraph=False``, or
             ``cuda_graphs=True`` for an env not on CUDA, with a ``mode``, or with a ``backend``.
@@ -458,6 +466,8 @@ class CompiledRollout:
         ('HashRandomPolicy', 0.0)
         >>> runner(10).shape                                        # doctest: +SKIP
         torch.Size([4, 10])
+        >>> runner.compiles, runner.compile_seconds > 0             # doctest: +SKIP
+        (1, True)
         >>> more = runner(10, tensordict=runner.last_root(), auto_reset=False)  # doctest: +SKIP
     """
 
@@ -808,7 +818,6 @@ class CompiledRollout:
             # the next root's leaves are written in place into two sets of buffers made once per
             # run, alternately: no allocation (and no page faults on fresh memory) per call
             sets = [_root_set(leaves) for _ in range(min(2, calls))]
-
         # direct calls (DIRECT_CALLS) after one more guarded call, if the last two ran one graph
         guarded = GUARDED_CALLS + 1 if self._direct else GUARDED_CALLS  # (direct implies pingpong)
         tags: list = []  # the compiled graph each guarded call ran (direct runners)
