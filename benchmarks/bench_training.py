@@ -155,7 +155,7 @@ def train_gpusim(num_envs, seed, max_frames, compile) -> Result:
 
     result = _train_loop(iter(collector), actor, critic, cfg, max_frames, collector.frames_per_batch, stats)
     if compile:
-        result.compile_s = collector._runner.compile_seconds
+        result.compile_s = collector.compile_seconds
     collector.shutdown()
     return result
 

@@ -21,6 +21,13 @@ Compiled rollouts (:mod:`gpusim.envs.compiled`) and the Inductor hints
 * ``torch.utils._pytree`` (:data:`pytree`): flattening a tensordict root to the graph's leaves
   and back (torch 2.13-2.14 have no public pytree module; tensordict registers its containers
   there). It has no fallback: it is what ``torch.compile`` itself uses;
+* ``torch._dynamo.utils.counters`` (:func:`compile_counters`): how many graphs Dynamo compiled
+  and how many Inductor / AOTAutograd cache lookups hit, for the compile-time lines and the cache
+  tests (fallback: an empty dict, every call that ran while nothing was counted is taken as no
+  compilation but a run's first);
+* ``torch._inductor.runtime.cache_dir_utils.cache_dir`` (:func:`compile_cache_dir`): where the
+  persistent Inductor caches live (fallback: ``TORCHINDUCTOR_CACHE_DIR`` or torch's documented
+  default, ``<tmp>/torchinductor_<user>``);
 * one behaviour, not a name: Dynamo caches graphs per code object, so a runner body gets a code
   object of its own (:func:`own_code`; plain Python, kept whatever the probe says).
 
@@ -61,6 +68,9 @@ __all__ = [
     "PRIVATE_API",
     "TESTED",
     "check_private_api",
+    "compile_cache_dir",
+    "compile_counters",
+    "compiled_graphs",
     "entry_function",
     "force_realize",
     "inductor_backend",
@@ -291,3 +301,70 @@ def untraceable_errors() -> tuple[type[BaseException], ...]:
     exc = getattr(getattr(torch, "_dynamo", None), "exc", None)
     cls = getattr(exc, "Unsupported", None)
     return (cls,) if isinstance(cls, type) else ()
+
+
+#: the counters :func:`compile_counters` reads: (group, name) in ``torch._dynamo.utils.counters``
+_COUNTERS = {
+    "graphs": ("stats", "unique_graphs"),
+    "fxgraph_cache_hit": ("inductor", "fxgraph_cache_hit"),
+    "fxgraph_cache_miss": ("inductor", "fxgraph_cache_miss"),
+    "autograd_cache_hit": ("aot_autograd", "autograd_cache_hit"),
+    "autograd_cache_miss": ("aot_autograd", "autograd_cache_miss"),
+}
+
+
+def compile_counters() -> dict[str, int]:
+    """This process's compile counters so far: ``graphs`` (graphs Dynamo compiled), and Inductor's
+    FX graph cache and AOTAutograd's cache hits and misses (``fxgraph_cache_hit``, ...). Empty
+    where torch keeps no such counters.
+
+    Examples:
+        >>> sorted(compile_counters())  # doctest: +NORMALIZE_WHITESPACE
+        ['autograd_cache_hit', 'autograd_cache_miss', 'fxgraph_cache_hit', 'fxgraph_cache_miss', 'graphs']
+    """
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:  # noqa: BLE001 - no counters: nothing to report
+        return {}
+    return {name: int(counters[group][key]) for name, (group, key) in _COUNTERS.items()}
+
+
+try:
+    from torch._dynamo.utils import counters as _counters
+except Exception:  # noqa: BLE001 - no counters: compiled_graphs() says None
+    _counters = None
+
+
+def compiled_graphs() -> int | None:
+    """Graphs Dynamo compiled in this process so far (one counter lookup: cheap enough for the
+    guarded calls of every run), or ``None`` where torch keeps no such counter.
+
+    Examples:
+        >>> isinstance(compiled_graphs(), int)
+        True
+    """
+    if _counters is None:
+        return None
+    return _counters["stats"]["unique_graphs"]
+
+
+def compile_cache_dir() -> str:
+    """The directory of Inductor's persistent caches (the FX graph cache, AOTAutograd's cache, the
+    compiled kernels), reused by later processes: ``TORCHINDUCTOR_CACHE_DIR`` if set, else
+    ``<tmp>/torchinductor_<user>``.
+
+    Examples:
+        >>> import os
+        >>> os.path.isabs(compile_cache_dir())
+        True
+    """
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        return cache_dir()
+    except Exception:  # noqa: BLE001 - the documented default
+        import getpass
+        import tempfile
+
+        default = os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+        return os.environ.get("TORCHINDUCTOR_CACHE_DIR", default)

@@ -298,14 +298,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     print(f"gpusim bench: {args.env_id}, {args.num_envs} envs, {args.steps} steps, device {args.device}, {mode}{extra}")
     sys.stdout.flush()
     env = _build(args.env_id, args.num_envs, args.device, args.seed, args.transforms)
-    if args.compile:
-        compiled = env.compile()
+    bar = Progress(1 + args.repeats)  # the warm-up run, then the timed runs
+    if args.compile:  # the compile lines are printed above the bar
+        compiled = env.compile(log=bar.log)
         runner = Runner(
             lambda steps: compiled(steps), device=str(env.device), compile_seconds=lambda: compiled.compile_seconds
         )
     else:
         runner = Runner(lambda steps: env.rollout(steps, break_when_any_done=False), device=str(env.device))
-    bar = Progress(1 + args.repeats)  # the warm-up run, then the timed runs
     result = measure({mode: runner}, args.num_envs, args.steps, args.repeats, tick=lambda name: bar.tick(mode))
     bar.close()
     m = result[mode]

@@ -213,8 +213,14 @@ def quick_config(**overrides: Any) -> CompareConfig:
     return CompareConfig(**base)
 
 
-def _plan(cfg: CompareConfig, contenders: Sequence[Contender], skip: Callable[[Contender, str, str, str], None]):
-    """(env ref, device, batch, options, [contenders]) for every measurement, with skips logged."""
+def _plan(
+    cfg: CompareConfig,
+    contenders: Sequence[Contender],
+    skip: Callable[[Contender, str, str, str], None],
+    log: Callable[[str], None] | None = None,
+):
+    """(env ref, device, batch, options, [contenders]) for every measurement, with skips logged;
+    compiled runners print their compile lines through ``log`` (above the progress bar)."""
     plan = []
     threads = cfg.threads or available_cpus()
     for env_id in cfg.envs:
@@ -225,7 +231,7 @@ def _plan(cfg: CompareConfig, contenders: Sequence[Contender], skip: Callable[[C
                 seed=cfg.seed,
                 threads=threads,
                 transforms=tuple(cfg.transforms),
-                compile_options=dict(cfg.compile_options),
+                compile_options={**({"log": log} if log is not None else {}), **cfg.compile_options},
             )
             for batch in cfg.batches:
                 active = []
@@ -295,7 +301,7 @@ def run_compare(
             skip(c, "*", "*", missing)
         else:
             contenders.append(c)
-    plan = _plan(cfg, contenders, skip)
+    plan = _plan(cfg, contenders, skip, emit)
     bar.total = sum(len(active) * (1 + cfg.repeats) for *_, active in plan)
     rows: list[dict[str, Any]] = []
     what: dict[str, str] = {}

@@ -18,7 +18,9 @@ Engines (``compile=False|True``, or TorchRL's ``compile_policy=``):
   once per batch. No recompilation between batches and no host read per step: the policy's
   parameters are graph inputs. The first batch runs its first step eagerly to learn the data
   layout; a line on stderr tells when the compilation starts and ends (``compile={"verbose":
-  False}`` or ``GPUSIM_COMPILE_VERBOSE=0`` silences it).
+  False}`` or ``GPUSIM_COMPILE_VERBOSE=0`` silences it, ``compile={"log": callable}`` sends it
+  elsewhere) and :attr:`Collector.compile_seconds` keeps the time. A later process reuses
+  Inductor's persistent cache (``docs/compile.md``).
 
 Both engines give the same data for the same seed and a deterministic policy where the arithmetic
 is exact (integers, random actions, plain ``+ - * /``); float ops that eager and compiled code
@@ -175,8 +177,8 @@ class Collector:
         compile: ``False`` (eager engine), ``True`` or a dict (compiled engine). Dict keys:
             ``steps_per_call`` (steps fused per compiled call; default 2 up to 64 envs, else 1,
             reduced to a divisor of ``T``), ``mode`` (``torch.compile`` mode; default
-            ``"reduce-overhead"`` on CUDA), ``verbose`` (compile start/end lines), and other
-            ``torch.compile`` options.
+            ``"reduce-overhead"`` on CUDA), ``verbose`` (compile start/end lines), ``log``
+            (where they go), and other ``torch.compile`` options.
         compile_policy: TorchRL's name for the switch (``True`` or a dict of ``torch.compile``
             options): the compiled engine, which compiles the env step with the policy.
 
@@ -313,6 +315,28 @@ class Collector:
             True
         """
         return self.compile_options is not None
+
+    @property
+    def compile_seconds(self) -> float:
+        """Seconds the compiled engine spent compiling so far (every compilation and
+        recompilation of its graph: Dynamo's trace, Inductor's code generation or cache lookups,
+        the C++ build); ``0.0`` for the eager engine or before the first batch. Each compilation
+        also prints one line with its duration (``compile={"verbose": False}`` silences it).
+
+        A second process compiling the same env and policy reuses Inductor's persistent caches
+        (``docs/compile.md``) and compiles in a few seconds.
+
+        Examples:
+            >>> import gpusim as gs
+            >>> env = gs.make("CartPole-v1", num_envs=4, seed=0)
+            >>> collector = gs.Collector(env, frames_per_batch=8, compile={"verbose": False})
+            >>> collector.compile_seconds  # nothing compiled yet
+            0.0
+            >>> batch = next(iter(collector))      # doctest: +SKIP
+            >>> collector.compile_seconds > 0      # doctest: +SKIP
+            True
+        """
+        return 0.0 if self._runner is None else self._runner.compile_seconds
 
     def _compiled_runner(self) -> CompiledRollout:
         if self._runner is None:

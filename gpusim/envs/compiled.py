@@ -21,8 +21,12 @@ env, the policy and the root, thrown away (:data:`DRY_LAYOUT`): every step of a 
 so runs from the same seed repeat bit for bit (``docs/determinism.md``). A rollout whose length
 is not a multiple of ``steps_per_call`` runs the steps left over eagerly, first.
 
-A line is printed on stderr when a compilation starts and when it ends (with its duration);
-``verbose=False`` or the environment variable ``GPUSIM_COMPILE_VERBOSE=0`` silences it.
+A line is printed on stderr (or through ``log=``, e.g. a progress bar) when a compilation starts
+and one when it ends, with its duration and Inductor's cache hits; every compilation of a
+runner, a recompilation too, is timed into ``runner.compile_seconds`` and counted in
+``runner.compiles``. ``verbose=False`` or the environment variable ``GPUSIM_COMPILE_VERBOSE=0``
+silences the lines. A later process compiling the same env, batch size and policy reuses
+Inductor's persistent caches (``docs/compile.md``: where they live, how to move them).
 
 Examples:
     ``torch.compile`` takes tens of seconds on a CPU, so the compiled calls below are skipped in
@@ -55,12 +59,16 @@ from gpusim._torch_internals import pytree
 from gpusim.envs._args import positive_int
 from gpusim.envs._compile_errors import explain_compile_errors
 from gpusim.envs._rollout_cache import rollout_empty
+from gpusim.envs.env_specs import warm_plans
 from gpusim.kernels._inductor import pack_bool, unpack_bool
 
 if TYPE_CHECKING:
     from gpusim.envs.common import EnvBase
 
-__all__ = ["CompiledRollout", "default_steps_per_call"]
+__all__ = ["CompiledRollout", "compile_cache_dir", "default_steps_per_call"]
+
+#: where Inductor's persistent caches live (``TORCHINDUCTOR_CACHE_DIR``; ``docs/compile.md``)
+compile_cache_dir = internals.compile_cache_dir
 
 
 #: batch size (number of env rows) up to which several steps are fused per compiled call
@@ -349,6 +357,21 @@ def _sort_key(key) -> tuple:
     return (key,) if isinstance(key, str) else tuple(key)
 
 
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _cache_note(before: dict, after: dict) -> str:
+    """What Inductor's and AOTAutograd's persistent caches gave between two counter readings."""
+    if not before or not after:
+        return ""
+    hits = after["fxgraph_cache_hit"] - before["fxgraph_cache_hit"]
+    misses = after["fxgraph_cache_miss"] - before["fxgraph_cache_miss"]
+    if not hits and not misses:
+        return ""
+    return f" (Inductor cache: {hits} hit{'s' * (hits != 1)}, {misses} miss{'es' * (misses != 1)})"
+
+
 def _verbose_default() -> bool:
     return os.environ.get("GPUSIM_COMPILE_VERBOSE", "1").strip().lower() not in ("0", "false", "no", "off")
 
@@ -406,9 +429,20 @@ class CompiledRollout:
             most :data:`CUDA_GRAPHS_UP_TO` rows under the default mode and backend). Each run's
             first call still checks Dynamo's guards: a changed env attribute, grad mode or a
             tensor the graph reads that was replaced (not updated in place) captures anew.
-        verbose: print a line on stderr when a compilation starts and ends (``None``: unless the
-            environment variable ``GPUSIM_COMPILE_VERBOSE`` is ``0``).
+        verbose: print a line when a compilation starts and one when it ends, with its duration
+            and the Inductor cache hits (``None``: unless the environment variable
+            ``GPUSIM_COMPILE_VERBOSE`` is ``0``).
+        log: where those lines go: a callable taking one line, e.g. a progress bar's
+            :meth:`~gpusim.bench.progress.Progress.log` (``None``: standard error).
         **compile_kwargs: forwarded to ``torch.compile`` (``fullgraph=True`` is always set).
+
+    Attributes:
+        compile_seconds: seconds spent compiling so far, every compilation and recompilation of
+            the runner's graphs (wall clock of the calls that compiled: Dynamo's trace,
+            Inductor's code generation or its persistent cache, the C++ or Triton build).
+            ``Collector.compile_seconds`` is its collector's runner's.
+        compiles: the number of those compilations (one per data layout when nothing
+            recompiles); each printed one line with its duration.
 
     Raises:
         ValueError: a non-positive ``steps_per_call``, ``fullgraph=False``, or
@@ -432,6 +466,8 @@ class CompiledRollout:
         ('HashRandomPolicy', 0.0)
         >>> runner(10).shape                                        # doctest: +SKIP
         torch.Size([4, 10])
+        >>> runner.compiles, runner.compile_seconds > 0             # doctest: +SKIP
+        (1, True)
         >>> more = runner(10, tensordict=runner.last_root(), auto_reset=False)  # doctest: +SKIP
     """
 
@@ -444,6 +480,7 @@ class CompiledRollout:
         mode: str | None = None,
         cuda_graphs: bool | None = None,
         verbose: bool | None = None,
+        log: Callable[[str], Any] | None = None,
         **compile_kwargs: Any,
     ) -> None:
         if steps_per_call is not None and (
@@ -461,6 +498,7 @@ class CompiledRollout:
         self.steps_per_call = steps_per_call or default_steps_per_call(max(1, env.batch_size.numel()))
         self.mode = mode
         self.verbose = _verbose_default() if verbose is None else bool(verbose)
+        self._print = _stderr_line if log is None else log
         default = mode is None and "backend" not in compile_kwargs  # Inductor under the default mode
         if default:
             compile_kwargs["options"] = {**_default_options(env), **(compile_kwargs.get("options") or {})}
@@ -483,12 +521,16 @@ class CompiledRollout:
         self._compiled: dict = {}
         self._layouts: dict[frozenset, _Layout] = {}
         self._last_root: tuple | None = None
+        #: seconds this runner spent compiling so far (every compilation and recompilation of its
+        #: graphs: Dynamo's trace, Inductor's code generation or cache lookups, the C++ build)
         self.compile_seconds = 0.0
+        #: compilations of this runner so far (each printed once, with its duration)
+        self.compiles = 0
 
     # ---------------------------------------------------------------- messages
     def _say(self, text: str) -> None:
         if self.verbose:
-            print(f"gpusim: {text}", file=sys.stderr, flush=True)
+            self._print(f"gpusim: {text}")
 
     def _wants_cuda_graphs(self, cuda_graphs: bool | None, compile_kwargs: dict) -> bool:
         """Whether runs replay CUDA graphs (``cuda_graphs=None``: CUDA envs of at most
@@ -568,6 +610,7 @@ class CompiledRollout:
         key = (layout.keys, k)
         fn = self._compiled.get(key)
         if fn is None:
+            warm_plans(self.env)  # plans first read while tracing would make the next call recompile
             body = internals.own_code(self._body(layout, k))
             if self._backend is not None:
                 kwargs = {k: v for k, v in self.compile_kwargs.items() if k != "options"}  # the backend's
@@ -610,16 +653,35 @@ class CompiledRollout:
 
             fn = torch.compile(one, fullgraph=True, mode=self.mode, **self.compile_kwargs)
             self._compiled["step"] = fn
+            warm_plans(self.env)
             self._say(f"compiling one step ({self._describe()})...")
+        before = self._before_call(fresh)
         start = time.perf_counter()
         out = fn(tensordict)
-        if fresh:
-            self._compiled_in(time.perf_counter() - start)
+        self._timed_call(time.perf_counter() - start, before, fresh)
         return out
 
-    def _compiled_in(self, seconds: float) -> None:
+    @staticmethod
+    def _before_call(fresh: bool) -> tuple:
+        """What :meth:`_timed_call` compares after a guarded call: the number of graphs Dynamo
+        compiled so far (one counter lookup), and the cache counters before a first call."""
+        return internals.compiled_graphs(), internals.compile_counters() if fresh else {}
+
+    def _timed_call(self, seconds: float, before: tuple, fresh: bool) -> None:
+        """Accounts a guarded call that took ``seconds``: a compilation if it was the first call of
+        a fresh graph or if Dynamo compiled a graph meanwhile (a recompilation: timed and printed,
+        without the cache counts)."""
+        graphs, counts = before
+        if fresh:
+            self._compiled_in(seconds, _cache_note(counts, internals.compile_counters()))
+        elif graphs is not None and internals.compiled_graphs() != graphs:
+            self._compiled_in(seconds, recompiled=True)
+
+    def _compiled_in(self, seconds: float, note: str = "", recompiled: bool = False) -> None:
         self.compile_seconds += seconds
-        self._say(f"compiled in {seconds:.1f} s")
+        self.compiles += 1
+        what = f"recompiled ({self._describe()})" if recompiled else "compiled"
+        self._say(f"{what} in {seconds:.1f} s{note}")
 
     # ---------------------------------------------------------------- layouts
     def _learn(self, stepped: TensorDictBase, next_root: TensorDictBase) -> None:
@@ -769,7 +831,9 @@ class CompiledRollout:
                         scope.enter_context(_without_guards())
                     else:
                         self.direct_calls += calls - j
-                start = time.perf_counter() if compiling else 0.0
+                if j < guarded:  # a call that may compile (the first) or recompile (guards failed)
+                    before = self._before_call(compiling)
+                    start = time.perf_counter()
                 if pingpong:
                     out = sets[j % 2]
                     record = self._direct and j < guarded
@@ -791,8 +855,9 @@ class CompiledRollout:
                     for view, out in zip(views, outs):
                         view.copy_(out)
                     leaves = tuple(leaf.clone() for leaf in leaves)  # graph-owned memory is reused
+                if j < guarded:
+                    self._timed_call(time.perf_counter() - start, before, compiling)
                 if compiling:  # the first call compiled the graph
-                    self._compiled_in(time.perf_counter() - start)
                     compiling = False
                     scope.enter_context(_gc_paused())
             chunks = views = None  # freed while the GC is paused: never scanned, never promoted
@@ -829,14 +894,14 @@ class CompiledRollout:
         else:
             sets, outs, chunks = captured.sets, captured.outs, captured.chunks
         torch._foreach_copy_(list(sets[1]), list(leaves))
+        before = self._before_call(compiling)
         start = time.perf_counter()
         backend.record = True
         try:
             fn(sets[1], chunks[0], sets[0])
         finally:
             backend.record = False
-        if compiling:
-            self._compiled_in(time.perf_counter() - start)
+        self._timed_call(time.perf_counter() - start, before, compiling)
         tag, addresses = backend.last, backend.addresses
         if captured is None or captured.tag != tag or captured.addresses != addresses:
             if captured is not None:

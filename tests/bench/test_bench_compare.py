@@ -88,9 +88,13 @@ def test_compiled_contender_reports_compile_time_apart() -> None:
         compile_options={"steps_per_call": 1},
         threads=1,
     )
-    (row,) = run_compare(cfg, log=lambda line: None)["rows"]
+    lines: list[str] = []
+    (row,) = run_compare(cfg, log=lines.append)["rows"]
     assert row["contender"] == "gpusim compiled" and row["compile_s"] > 0
     assert row["warmup_s"] >= row["compile_s"] and row["best"] > 0
+    # the compile lines go through the run's log (above the progress bar), once per compile
+    compiled = [line for line in lines if line.startswith("gpusim: compiled in ")]
+    assert len(compiled) == 1 and f"{row['compile_s']:.1f} s" in compiled[0]
 
 
 def test_reports_from_a_real_run(tmp_path) -> None:

@@ -56,8 +56,10 @@ def test_compiled_collector_matches_eager_reads_new_weights_and_never_recompiles
         _assert_same(a, b)
     assert graphs[0] == graphs[-1]  # one graph, compiled during the first batch
     assert collector.compiled and collector._runner.steps_per_call == 3
+    assert collector.compile_seconds == collector._runner.compile_seconds > 0  # public, the runner's
     err = capfd.readouterr().err
     assert err.count("gpusim: compiling 3 steps per call") == 1 and err.count("gpusim: compiled in") == 1
+    assert "recompiled" not in err  # one compilation: the env's plans were computed before tracing
 
 
 def _batches(collector, lin, schedule):
