@@ -182,7 +182,9 @@ class NativeEnv(Renderable, EnvBase):
             ([9.0, 11.0], 1.0, ['params'])
         """
         table = self.param_table
-        if not table.per_env:  # constants only: the same (read-only) dict every call
+        if not table.per_env:  # constants only: the same (read-only) dict every eager call
+            if torch.compiler.is_compiling():  # (no env state written inside a graph: no guard on it)
+                return {name: getattr(self, name) for name in self.params}, {}
             values = self.__dict__.get("_constants")
             if values is None:  # (dropped by __setattr__ when a parameter is set)
                 values = self.__dict__["_constants"] = {name: getattr(self, name) for name in self.params}

@@ -377,9 +377,15 @@ class CounterRNG(torch.nn.Module):
 
     def _draw(self, kind: str, n: int | None, bits: int | None, a: object, b: object) -> _Draw:
         # a draw of Python numbers is validated once and kept (the eager step and reset paths
-        # call this per draw); tensor bounds are checked per call
+        # call this per draw); tensor bounds are checked per call. Not inside a graph: reading
+        # or filling the memo there would guard on it (a recompile once it has changed)
         memo_key = None
-        if type(a) in (float, int) and type(b) in (float, int, type(None)) and not isinstance(n, list):
+        if (
+            type(a) in (float, int)
+            and type(b) in (float, int, type(None))
+            and not isinstance(n, list)
+            and not torch.compiler.is_compiling()
+        ):
             memo_key = (kind, n, bits, type(a), a, type(b), b)
             draw = self._draw_memo.get(memo_key)
             if draw is not None:
