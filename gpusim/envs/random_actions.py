@@ -159,17 +159,17 @@ class HashRandomPolicy:
             start += size
             if isinstance(spec, OneHot):
                 idx = (part * spec.n).to(torch.int64).clamp_max(spec.n - 1)
-                value = torch.nn.functional.one_hot(idx.reshape(*lead, *spec.shape[:-1]), spec.n).to(spec.dtype)
+                value = torch.nn.functional.one_hot(idx.reshape((*lead, *spec.shape[:-1])), spec.n).to(spec.dtype)
             elif isinstance(spec, Categorical):
-                value = (part * spec.n).to(torch.int64).clamp_max(spec.n - 1).reshape(*lead, *spec.shape)
+                value = (part * spec.n).to(torch.int64).clamp_max(spec.n - 1).reshape((*lead, *spec.shape))
                 value = value.to(spec.dtype)
             elif isinstance(spec, Binary):
-                value = (part < 0.5).reshape(*lead, *spec.shape).to(spec.dtype)
+                value = (part < 0.5).reshape((*lead, *spec.shape)).to(spec.dtype)
             elif exact_only:
                 value = None
             else:
                 low, high = bounds
-                value = torch.addcmul(low, part.reshape(*lead, *spec.shape), high - low).to(spec.dtype)
+                value = torch.addcmul(low, part.reshape((*lead, *spec.shape)), high - low).to(spec.dtype)
             out.append(value)
         return out
 

@@ -195,3 +195,19 @@ def test_transform_chains_copy_and_pickle_with_their_containers():
     runner = CompiledRollout(env, verbose=False)
     root = env.reset()
     assert runner._dry_learn(root)  # the run's first step will be compiled too
+
+
+@pytest.mark.parametrize("env_cls", [gs.CartPoleEnv, gs.PendulumEnv])
+def test_unbatched_rollout_draws_scalar_actions_from_the_stream(env_cls):
+    """An env without batch dims (a scalar action for CartPole): the blocked stream reshapes
+    to the spec's own shape, and gives the per-step actions."""
+    from tensordict import TensorDict
+
+    from gpusim.envs.random_actions import rollout_actions
+
+    env = env_cls(seed=4)
+    data = env.rollout(70, break_when_any_done=False)
+    assert data["action"].shape == (70, *env.action_spec.shape)
+    policy = rollout_actions(env_cls(seed=4))
+    expected = torch.stack([policy(TensorDict({}, []))["action"] for _ in range(70)])
+    assert torch.equal(data["action"], expected)
