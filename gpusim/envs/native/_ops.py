@@ -30,7 +30,10 @@ import torch
 
 from gpusim.kernels._dispatch import takes_cpu_path
 
-__all__ = ["advance", "cos_sin", "fma", "stack_last"]
+__all__ = ["advance", "cos_sin", "fma", "plus_minus", "stack_last"]
+
+
+_PLUS_MINUS_ROWS = 1 << 14  # plus_minus: the arithmetic form from this many elements on (eager CPU)
 
 
 def _cpu(x: torch.Tensor) -> bool:
@@ -110,3 +113,24 @@ def cos_sin(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if _cpu(x):
         x = x.contiguous()
     return torch.cos(x), torch.sin(x)
+
+
+def plus_minus(cond: torch.Tensor, value: float | torch.Tensor) -> torch.Tensor:
+    """``torch.where(cond, value, -value)`` as float32 (a push left or right, a torque sign).
+
+    On eager CPU with a Python number and at least 16384 rows, ``cond * 2 value - value`` (the
+    same numbers: ``2 value`` is exact and so is ``2 value - value``): ``torch.where`` with scalar
+    operands runs a scalar loop, ~6x slower at 65536 rows on this project's CPU (198 vs 31 us,
+    one thread), while below ~16k rows it is the faster of the two (2.3 vs 5.3 us at 64).
+
+    Examples:
+        >>> plus_minus(torch.tensor([True, False]), 10.0).tolist()
+        [10.0, -10.0]
+        >>> plus_minus(torch.tensor([True, False]), torch.tensor([1.0, 2.0])).tolist()
+        [1.0, -2.0]
+    """
+    if isinstance(value, torch.Tensor):
+        return torch.where(cond, value, -value)
+    if cond.numel() >= _PLUS_MINUS_ROWS and _cpu(cond):
+        return cond.to(torch.float32).mul_(2.0 * value).sub_(value)
+    return torch.where(cond, value, -value)

@@ -48,7 +48,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv, done_spec
 from gpusim.envs.native._checks import check_choice, check_positive
-from gpusim.envs.native._ops import advance, cos_sin, fma, stack_last
+from gpusim.envs.native._ops import advance, cos_sin, fma, plus_minus, stack_last
 from gpusim.envs.native.rng import ResetRows
 from gpusim.specs import Bounded, Categorical, Composite, Unbounded
 
@@ -186,7 +186,7 @@ class CartPoleEnv(NativeEnv):
         masspole, length = p["masspole"], p["length"]
         total_mass = masspole + p["masscart"]
         pml = masspole * length
-        force = torch.where(action == 1, p["force_mag"], -p["force_mag"])
+        force = plus_minus(action == 1, p["force_mag"])
         cos, sin = cos_sin(theta)
         # gymnasium's equations, with fused multiply-adds (in place on fresh intermediates):
         # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass

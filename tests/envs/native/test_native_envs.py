@@ -305,3 +305,23 @@ def test_one_path_eager_cpu_ops_and_reference_ops_give_the_same_data(env_cls) ->
             reference = run(mode)
         assert fast["next", "truncated"].any()
         assert (fast == reference).all(), mode
+
+
+def test_plus_minus_arithmetic_form_gives_where_s_numbers() -> None:
+    """``_ops.plus_minus`` takes ``cond * 2v - v`` from 16384 rows on eager CPU (where's scalar
+    loop is slow there): the same float32 numbers as ``torch.where(cond, v, -v)``, and CartPole at
+    20000 rows gives the reference path's data."""
+    from gpusim.envs.native._ops import plus_minus
+    from gpusim.kernels import force_backend
+
+    cond = torch.rand(20000, generator=torch.Generator().manual_seed(0)) > 0.5
+    for value in (10.0, 0.1, 3.3, 1e-3, 7.77, 123456.789):
+        assert torch.equal(plus_minus(cond, value), torch.where(cond, value, -value)), value
+
+    def run():
+        return CartPoleEnv(batch_size=[20000], seed=1).rollout(6, break_when_any_done=False)
+
+    fast = run()
+    with force_backend("reference", "env_columns"):
+        reference = run()
+    assert (fast == reference).all()
