@@ -32,7 +32,16 @@ from gpusim.envs.native._base import NativeEnv, done_spec
 from gpusim.envs.native.rng import ResetRows
 from gpusim.specs import Binary, Bounded, Categorical, Composite
 
-__all__ = ["GRID", "MinAtarEnv", "bool_spec", "cell_grid", "cubehelix_palette", "int_spec"]
+__all__ = [
+    "GRID",
+    "MinAtarEnv",
+    "bool_spec",
+    "cell_grid",
+    "cubehelix_palette",
+    "int_spec",
+    "place_rows",
+    "shift_grid",
+]
 
 #: the side of the square board
 GRID = 10
@@ -80,6 +89,40 @@ def cell_grid(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """
     rows = torch.arange(GRID, device=y.device)
     return (rows.view(GRID, 1) == y[..., None, None]) & (rows == x[..., None, None])
+
+
+def _pad_bool(grid: torch.Tensor, pad: tuple[int, int, int, int]) -> torch.Tensor:
+    # through uint8: Inductor's C++ backend (torch 2.13) emits C++ that does not compile
+    # ("operands to '?:' have different types VecMask<int,1> and VecMask<float,1>") for a
+    # padded or slice-assigned bool computed by a comparison, e.g. ``F.pad(x > 0, (0, 0, 1, 1))``
+    # of an int64 ``[B, 8, 10]`` compiled on CPU with vectorization on; uint8 compiles
+    return torch.nn.functional.pad(grid.to(torch.uint8), pad).bool()
+
+
+def place_rows(rows: torch.Tensor, first: int) -> torch.Tensor:
+    """``[*B, 10, 10]`` bool holding ``rows`` (``[*B, R, 10]`` bool) at board rows
+    ``first .. first + R - 1``; the other rows empty.
+
+    Examples:
+        >>> place_rows(torch.ones(1, 2, 10, dtype=torch.bool), 3).any(-1).long().tolist()
+        [[0, 0, 0, 1, 1, 0, 0, 0, 0, 0]]
+    """
+    return _pad_bool(rows, (0, 0, first, GRID - first - rows.shape[-2]))
+
+
+def shift_grid(grid: torch.Tensor, rows: int = 0, cols: int = 0) -> torch.Tensor:
+    """``[*B, 10, 10]`` bool ``grid`` moved ``rows`` rows down and ``cols`` columns right
+    (negative: up, left); what leaves the board is dropped, what comes in is empty.
+
+    Examples:
+        >>> shift_grid(cell_grid(torch.tensor([0]), torch.tensor([9])), rows=1, cols=-2).nonzero().tolist()
+        [[0, 1, 7]]
+        >>> shift_grid(cell_grid(torch.tensor([0]), torch.tensor([9])), cols=1).any().item()
+        False
+    """
+    top, left = max(-rows, 0), max(-cols, 0)
+    padded = _pad_bool(grid, (max(cols, 0), left, max(rows, 0), top))
+    return padded[..., top : top + GRID, left : left + GRID]
 
 
 def int_spec(low: int, high: int, shape: tuple[int, ...]) -> Bounded:
