@@ -30,6 +30,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs.native._base import NativeEnv, done_spec
 from gpusim.envs.native.rng import ResetRows
+from gpusim.render.raster import check_size
 from gpusim.specs import Binary, Bounded, Categorical, Composite
 
 __all__ = [
@@ -281,8 +282,9 @@ class MinAtarEnv(NativeEnv):
             terminated=terminated,
         )
 
-    def render(self, tensordict: TensorDictBase) -> torch.Tensor:
-        """The package's colour frame of every row: ``[*B, 10, 10, 3]`` uint8.
+    def render(self, tensordict: TensorDictBase, *, size: tuple[int, int] | None = None) -> torch.Tensor:
+        """The package's colour frame of every row: ``[*B, 10, 10, 3]`` uint8 (``[*B, H, W, 3]``
+        with ``size=(H, W)``: each cell a block of pixels, nearest-sample).
 
         Each cell takes the colour of its highest active channel (black when none is), from
         the cubehelix palette the ``minatar`` package draws with (see :func:`cubehelix_palette`).
@@ -297,6 +299,8 @@ class MinAtarEnv(NativeEnv):
             >>> frame = env.render(env.reset())
             >>> frame.shape, frame.dtype
             (torch.Size([3, 10, 10, 3]), torch.uint8)
+            >>> env.render(env.reset(), size=(40, 40)).shape
+            torch.Size([3, 40, 40, 3])
         """
         obs = tensordict.get("observation", None)
         shape = (*self.batch_size, GRID, GRID, len(self.channels))
@@ -304,4 +308,9 @@ class MinAtarEnv(NativeEnv):
             got = None if obs is None else (tuple(obs.shape), obs.dtype)
             raise ValueError(f"render needs 'observation' of shape {shape} and dtype torch.bool, got {got}")
         index = (obs.to(torch.uint8) * self._channel_index).amax(-1)
+        if size is not None:
+            height, width = check_size(size)
+            rows = torch.arange(height, device=obs.device) * GRID // height
+            cols = torch.arange(width, device=obs.device) * GRID // width
+            index = index[..., rows, :][..., cols]
         return self._palette[index.long()]

@@ -110,6 +110,11 @@ def test_render_is_batched_and_checked(name) -> None:
     assert frames.shape == (2, 3, 10, 10, 3) and frames.dtype == torch.uint8
     with pytest.raises(ValueError, match="render needs 'observation' of shape"):
         env.render(td.exclude("observation"))
+    # size=(H, W): each cell a block of 3x2 pixels
+    big = env.render(td, size=(30, 20))
+    assert torch.equal(big, frames.repeat_interleave(3, -3).repeat_interleave(2, -2))
+    with pytest.raises(ValueError, match="two positive ints"):
+        env.render(td, size=(30,))
 
 
 @pytest.mark.parametrize("name", _ids)
