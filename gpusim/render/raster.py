@@ -290,9 +290,13 @@ class Canvas:
                 raise ValueError("Canvas: at most 255 colours per drawing")
         index = self.colours.index(rgb) + 1
         labels = self.labels
+        # compiled: int32 labels, as wide as the float pixel tests' lanes (uint8 labels made
+        # Inductor's C++ convert each float test's mask to 64 byte lanes one lane at a time);
+        # eager: one byte per pixel of each intermediate
+        dtype = torch.int32 if torch.compiler.is_compiling() else torch.uint8
         if labels is None:
-            labels = torch.zeros((), dtype=torch.uint8, device=self.device)
-        self.labels = torch.where(mask, torch.tensor(index, dtype=torch.uint8, device=self.device), labels)
+            labels = torch.zeros((), dtype=dtype, device=self.device)
+        self.labels = torch.where(mask, torch.tensor(index, dtype=dtype, device=self.device), labels)
 
     def blend(self, ink: torch.Tensor, rgb: Colour) -> None:
         """Blends ``rgb`` over the background with opacity ``ink`` (float in ``[0, 1]``, ``[H, W]``),
