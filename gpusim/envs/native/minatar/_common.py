@@ -291,7 +291,8 @@ class MinAtarEnv(NativeEnv):
 
         Args:
             tensordict: data holding the ``"observation"`` of the rows (e.g. what ``reset`` or
-                ``step`` returned, or its ``"next"``).
+                ``step`` returned, or its ``"next"``), or else their state entries; any leading
+                shape.
 
         Examples:
             >>> from gpusim.envs.native.minatar import BreakoutEnv
@@ -303,10 +304,16 @@ class MinAtarEnv(NativeEnv):
             torch.Size([3, 40, 40, 3])
         """
         obs = tensordict.get("observation", None)
-        shape = (*self.batch_size, GRID, GRID, len(self.channels))
-        if obs is None or obs.shape != shape or obs.dtype != torch.bool:
+        keys = set(tensordict.keys())
+        if obs is None and keys.issuperset(self._state_keys):  # the state alone (e.g. from_pixels' probe)
+            obs = self._observe({name: tensordict.get(name) for name in self._state_keys})
+        shape = (GRID, GRID, len(self.channels))
+        if obs is None or tuple(obs.shape[-3:]) != shape or obs.dtype != torch.bool:
             got = None if obs is None else (tuple(obs.shape), obs.dtype)
-            raise ValueError(f"render needs 'observation' of shape {shape} and dtype torch.bool, got {got}")
+            raise ValueError(
+                f"render needs 'observation' of shape [..., {', '.join(map(str, shape))}] and dtype torch.bool "
+                f"(or the state entries {list(self._state_keys)}), got {got}"
+            )
         index = (obs.to(torch.uint8) * self._channel_index).amax(-1)
         if size is not None:
             height, width = check_size(size)

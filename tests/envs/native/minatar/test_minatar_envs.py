@@ -109,7 +109,9 @@ def test_render_is_batched_and_checked(name) -> None:
     frames = env.render(td)
     assert frames.shape == (2, 3, 10, 10, 3) and frames.dtype == torch.uint8
     with pytest.raises(ValueError, match="render needs 'observation' of shape"):
-        env.render(td.exclude("observation"))
+        env.render(td.select("last_action"))
+    # no observation: drawn from the state entries
+    assert torch.equal(env.render(td.exclude("observation")), frames)
     # size=(H, W): each cell a block of 3x2 pixels
     big = env.render(td, size=(30, 20))
     assert torch.equal(big, frames.repeat_interleave(3, -3).repeat_interleave(2, -2))
@@ -165,3 +167,12 @@ def test_reset_keeps_the_last_action(name, mode) -> None:
     assert torch.equal(out["last_action"], torch.tensor([3, 4, 5, 2]))
     if name not in ("Breakout", "Freeway"):  # the other games start deterministically
         assert torch.equal(out["observation"][rows], env.reset()["observation"][rows])
+
+
+@pytest.mark.parametrize("name", _ids)
+def test_make_from_pixels_with_render_size(name) -> None:
+    env = gs.make(f"MinAtar/{name}-v1", num_envs=3, seed=0, from_pixels=True, render_size=(20, 20))
+    assert env.observation_spec["pixels"].shape == (3, 20, 20, 3)
+    gs.check_env_specs(env)
+    data = env.rollout(5, break_when_any_done=False)
+    assert torch.equal(data["next", "pixels"], env.base_env.render(data["next"], size=(20, 20)))
