@@ -174,6 +174,13 @@ class MinAtarEnv(NativeEnv):
     """
 
     game: str = ""
+    #: Inductor options of compiled runners on CPU (``env.compile()``, ``rollout(compile=True)``):
+    #: scalar C++ loops. Inductor's vectorized code runs the 10x10 grid loops as partial 16-lane
+    #: vectors with per-lane mask conversions (``perf annotate``: ``VecMask::from`` element
+    #: loops); scalar loops measured 3-17x faster, 4096 envs, 1 thread, shared 2-core CPU
+    #: (``benchmarks/results/minatar-cpu.md``, 2026-11-29: Breakout 55 k -> 173 k env-steps/s,
+    #: Asterix 57 k -> 447 k, Freeway 13 k -> 221 k, SpaceInvaders 44 k -> 165 k)
+    cpu_inductor_options: dict[str, Any] = {"cpp.simdlen": 0}
     channels: tuple[str, ...] = ()
     minimal_actions: tuple[int, ...] = ()
     reset_draws: int = 0
