@@ -176,3 +176,20 @@ def test_make_from_pixels_with_render_size(name) -> None:
     gs.check_env_specs(env)
     data = env.rollout(5, break_when_any_done=False)
     assert torch.equal(data["next", "pixels"], env.base_env.render(data["next"], size=(20, 20)))
+
+
+def test_grid_helpers_compile_with_inductor_vectorized() -> None:
+    """``place_rows`` and ``shift_grid`` of bools computed by comparisons compile with Inductor's
+    default (vectorized) C++ backend: torch 2.13 emitted C++ that did not compile for the same
+    padding done on bool (``F.pad(x > 0, ...)``)."""
+    from gpusim.envs.native.minatar._common import place_rows, shift_grid
+
+    def grids(x):
+        lanes = place_rows(x.unsqueeze(-1) == torch.arange(10), 1)  # [B, 8] -> rows 1-8
+        return shift_grid(lanes, rows=1), shift_grid(lanes, cols=-1), lanes
+
+    torch._dynamo.reset()
+    x = torch.randint(-1, 11, (64, 8))
+    compiled = torch.compile(grids, fullgraph=True, backend="inductor")(x)
+    for got, want in zip(compiled, grids(x)):
+        assert torch.equal(got, want)
