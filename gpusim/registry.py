@@ -226,6 +226,7 @@ def make(
     max_episode_steps: Any = _UNSET,
     from_pixels: bool = False,
     pixels_only: bool = True,
+    render_size: tuple[int, int] | None = None,
     **kwargs: Any,
 ) -> EnvBase:
     """Build the env registered as ``env_id``, with its time limit.
@@ -247,6 +248,9 @@ def make(
             reset, through a :class:`~gpusim.transforms.PixelRenderTransform`.
         pixels_only: with ``from_pixels``, drop the vector ``"observation"`` (default ``True``,
             as ``GymEnv``); the ``"state"`` entry stays.
+        render_size: with ``from_pixels``, the frame size ``(H, W)`` (e.g. ``(84, 84)``): the
+            frames are drawn directly at that size (``env.render(td, size=...)``); ``None``: the
+            env's own size.
         **kwargs: the env's keyword arguments (e.g. ``g=9.81`` for Pendulum-v1); they prevail
             over the defaults given to :func:`register`.
 
@@ -271,6 +275,8 @@ def make(
         >>> env = make("CartPole-v1", num_envs=4, from_pixels=True)
         >>> sorted(env.observation_spec.keys()), env.observation_spec["pixels"].shape
         (['pixels', 'step_count'], torch.Size([4, 400, 600, 3]))
+        >>> make("CartPole-v1", num_envs=4, from_pixels=True, render_size=(64, 64)).observation_spec["pixels"].shape
+        torch.Size([4, 64, 64, 3])
         >>> make("MinAtar/Breakout-v1", num_envs=2, sticky_action_prob=0.0).action_spec.n
         3
         >>> make("MPE/simple_spread-v0", num_envs=4, n_agents=2).group_map
@@ -288,11 +294,13 @@ def make(
     for name, flag in (("from_pixels", from_pixels), ("pixels_only", pixels_only)):
         if not isinstance(flag, bool):
             raise TypeError(f"make({env_id!r}): {name} must be a bool, got {flag!r}")
+    if render_size is not None and not from_pixels:
+        raise ValueError(f"make({env_id!r}): render_size={render_size!r} needs from_pixels=True")
     batch_size = [] if num_envs is None else [num_envs]
     env = env_cls(batch_size=batch_size, device=device, seed=seed, **kwargs)
     if not isinstance(env, EnvBase):
         raise TypeError(f"the entry point of {env_id!r} returned {type(env).__name__}, not an env (EnvBase)")
-    transforms = [PixelRenderTransform(pixels_only=pixels_only)] if from_pixels else []
+    transforms = [PixelRenderTransform(pixels_only=pixels_only, size=render_size)] if from_pixels else []
     if limit is not None:
         transforms.append(StepCounter(max_steps=limit))
     if not transforms:

@@ -279,16 +279,45 @@ def _on_cpu(env: EnvBase) -> bool:
 
 def _default_options(env: EnvBase) -> dict:
     """The Inductor options a runner adds under the default mode and backend (the caller's
-    ``options`` prevail): :data:`SKIP_SIZE_ASSERTS`, :data:`VECTORIZE_STRIDED` (CPU envs).
+    ``options`` prevail): :data:`SKIP_SIZE_ASSERTS`, :data:`VECTORIZE_STRIDED` (CPU envs), and
+    on CPU the base env class's ``cpu_inductor_options``.
 
     Examples:
         >>> import gpusim as gs
         >>> sorted(_default_options(gs.CartPoleEnv(batch_size=[4])))
         ['cpp.enable_tiling_heuristics', 'size_asserts']
     """
-    return internals.inductor_options(
+    options = internals.inductor_options(
         skip_size_asserts=SKIP_SIZE_ASSERTS, cpu_strided_vectorize=VECTORIZE_STRIDED and _on_cpu(env)
     )
+    if _on_cpu(env):
+        options.update(_cpu_options_of(env))
+    return options
+
+
+def _cpu_options_of(env: EnvBase) -> dict:
+    """The Inductor options the base env's class asks for on CPU (``cpu_inductor_options``, e.g.
+    MinAtar's scalar C++ loops), those ``torch._inductor.list_options()`` knows.
+
+    Examples:
+        >>> import gpusim as gs
+        >>> _cpu_options_of(gs.make("MinAtar/Breakout-v1", num_envs=2))
+        {'cpp.simdlen': 0}
+        >>> _cpu_options_of(gs.CartPoleEnv(batch_size=[2]))
+        {}
+    """
+    while hasattr(env, "base_env"):
+        env = env.base_env
+    wanted = dict(getattr(type(env), "cpu_inductor_options", None) or {})
+    if not wanted:
+        return {}
+    try:
+        from torch._inductor import list_options
+
+        known = set(list_options())
+    except Exception:  # noqa: BLE001 - no list: pass nothing
+        return {}
+    return {k: v for k, v in wanted.items() if k in known}
 
 
 def _unaliased(leaves: tuple) -> tuple:

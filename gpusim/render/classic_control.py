@@ -43,11 +43,11 @@ BLACK = (0, 0, 0)
 WHITE = (255, 255, 255)
 
 
-def _static(env: Any, name: str, build: Callable[[], Any]) -> Any:
-    """``build()`` once per env, name and device (kept on the env; compiled graphs that find
-    nothing cached build it in the graph without storing it)."""
+def _static(env: Any, name: str, build: Callable[[], Any], size: tuple[int, int] | None = None) -> Any:
+    """``build()`` once per env, name, device and frame size (kept on the env; compiled graphs
+    that find nothing cached build it in the graph without storing it)."""
     cache = env.__dict__.setdefault("_render_static", {})
-    key = (name, str(env.device))
+    key = (name, str(env.device), size)
     value = cache.get(key)
     if value is None:
         value = build()
@@ -72,9 +72,12 @@ def _size_500x500(env) -> tuple[int, int]:
     return (500, 500)
 
 
-@register_drawing(CartPoleEnv, keys=("state",), size=_size_600x400)
-def draw_cartpole(env: CartPoleEnv, data: TensorDictBase) -> torch.Tensor:
+@register_drawing(CartPoleEnv, keys=("state",), size=_size_600x400, resizable=True)
+def draw_cartpole(env: CartPoleEnv, data: TensorDictBase, size: tuple[int, int] | None = None) -> torch.Tensor:
     """CartPole as gymnasium draws it: a black cart on a black rail, a brown pole, a blue axle.
+
+    ``size``: the frame size ``(H, W)`` (default gymnasium's ``(400, 600)``): the same scene
+    drawn directly at that size (see :class:`~gpusim.render.raster.Canvas`).
 
     Examples:
         >>> import torch
@@ -92,7 +95,7 @@ def draw_cartpole(env: CartPoleEnv, data: TensorDictBase) -> torch.Tensor:
     cart_x = x * scale + width / 2.0
     cart_y = 100.0
     axle = cart_height / 4.0
-    canvas = Canvas(data.batch_size, height, width, env.device)
+    canvas = Canvas(data.batch_size, height, width, env.device, size=size)
     left, right, top, bottom = -cart_width / 2, cart_width / 2, cart_height / 2, -cart_height / 2
     canvas.paint(
         canvas.polygon(
@@ -115,8 +118,8 @@ def draw_cartpole(env: CartPoleEnv, data: TensorDictBase) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------- Pendulum
-@register_drawing(PendulumEnv, keys=("state",), size=_size_500x500)
-def draw_pendulum(env: PendulumEnv, data: TensorDictBase) -> torch.Tensor:
+@register_drawing(PendulumEnv, keys=("state",), size=_size_500x500, resizable=True)
+def draw_pendulum(env: PendulumEnv, data: TensorDictBase, size: tuple[int, int] | None = None) -> torch.Tensor:
     """Pendulum as gymnasium draws it (without the torque arrow): a red rod with round ends
     and a black axle.
 
@@ -133,7 +136,7 @@ def draw_pendulum(env: PendulumEnv, data: TensorDictBase) -> torch.Tensor:
     offset = dim // 2
     rod_length, rod_width = 1 * scale, 0.2 * scale
     red = (204, 77, 77)
-    canvas = Canvas(data.batch_size, dim, dim, env.device)
+    canvas = Canvas(data.batch_size, dim, dim, env.device, size=size)
     angle = theta + math.pi / 2
     xs, ys = [], []
     for cx, cy in (
@@ -154,11 +157,13 @@ def draw_pendulum(env: PendulumEnv, data: TensorDictBase) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------- MountainCar
-def _mountain_layers(env: MountainCarEnv) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _mountain_layers(
+    env: MountainCarEnv, size: tuple[int, int] | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The track (background image), and the flag drawn over the car (pole and banner masks)."""
     height, width = 400, 600
     scale = width / (env.max_position - env.min_position)
-    canvas = Canvas((), height, width, env.device)
+    canvas = Canvas((), height, width, env.device, size=size)
     xs = torch.linspace(env.min_position, env.max_position, 100, dtype=torch.float64)
     ys = torch.sin(3 * xs) * 0.45 + 0.55
     canvas.blend(canvas.graph_line((xs - env.min_position) * scale, ys * scale), BLACK)
@@ -171,7 +176,7 @@ def _mountain_layers(env: MountainCarEnv) -> tuple[torch.Tensor, torch.Tensor, t
     return background, pole, banner
 
 
-def draw_mountain_car(env: MountainCarEnv, data: TensorDictBase) -> torch.Tensor:
+def draw_mountain_car(env: MountainCarEnv, data: TensorDictBase, size: tuple[int, int] | None = None) -> torch.Tensor:
     """Mountain Car as gymnasium draws it: the anti-aliased track, a black car with grey wheels
     tilted along the slope, the goal flag.
 
@@ -186,8 +191,8 @@ def draw_mountain_car(env: MountainCarEnv, data: TensorDictBase) -> torch.Tensor
     height, width = 400, 600
     scale = width / (env.max_position - env.min_position)
     car_width, car_height, clearance = 40.0, 20.0, 10.0
-    background, flag_pole, banner = _static(env, "mountain", lambda: _mountain_layers(env))
-    canvas = Canvas(data.batch_size, height, width, env.device, background=background)
+    background, flag_pole, banner = _static(env, "mountain", lambda: _mountain_layers(env, size), size)
+    canvas = Canvas(data.batch_size, height, width, env.device, background=background, size=size)
     angle = torch.cos(3 * pos)
     base_x = (pos - env.min_position) * scale
     base_y = clearance + (torch.sin(3 * pos) * 0.45 + 0.55) * scale
@@ -209,15 +214,15 @@ def draw_mountain_car(env: MountainCarEnv, data: TensorDictBase) -> torch.Tensor
 
 
 for _cls in (MountainCarEnv, MountainCarContinuousEnv):
-    register_drawing(_cls, keys=("state",), size=_size_600x400)(draw_mountain_car)
+    register_drawing(_cls, keys=("state",), size=_size_600x400, resizable=True)(draw_mountain_car)
 
 
 # ---------------------------------------------------------------------------------- Acrobot
-def _acrobot_rail(env: AcrobotEnv) -> torch.Tensor:
+def _acrobot_rail(env: AcrobotEnv, size: tuple[int, int] | None) -> torch.Tensor:
     dim = 500
     scale = dim / ((env.link_length_1 + _LINK_LENGTH_2 + 0.2) * 2)
     offset = dim / 2
-    canvas = Canvas((), dim, dim, env.device)
+    canvas = Canvas((), dim, dim, env.device, size=size)
     y = int(1 * scale + offset)
     canvas.paint(canvas.hline(y, int(-2.2 * scale + offset), int(2.2 * scale + offset)), BLACK)
     return canvas.frames()
@@ -227,8 +232,8 @@ def _acrobot_rail(env: AcrobotEnv) -> torch.Tensor:
 _LINK_LENGTH_2 = 1.0
 
 
-@register_drawing(AcrobotEnv, keys=("state",), size=_size_500x500)
-def draw_acrobot(env: AcrobotEnv, data: TensorDictBase) -> torch.Tensor:
+@register_drawing(AcrobotEnv, keys=("state",), size=_size_500x500, resizable=True)
+def draw_acrobot(env: AcrobotEnv, data: TensorDictBase, size: tuple[int, int] | None = None) -> torch.Tensor:
     """Acrobot as gymnasium draws it: the target line, two cyan links, yellow joints.
 
     Examples:
@@ -243,7 +248,8 @@ def draw_acrobot(env: AcrobotEnv, data: TensorDictBase) -> torch.Tensor:
     l1, l2 = env.link_length_1, _LINK_LENGTH_2
     scale = dim / ((l1 + l2 + 0.2) * 2)
     offset = dim / 2
-    canvas = Canvas(data.batch_size, dim, dim, env.device, background=_static(env, "rail", lambda: _acrobot_rail(env)))
+    rail = _static(env, "rail", lambda: _acrobot_rail(env, size), size)
+    canvas = Canvas(data.batch_size, dim, dim, env.device, background=rail, size=size)
     joints = (
         (torch.full_like(theta1, offset), torch.full_like(theta1, offset)),
         (l1 * torch.sin(theta1) * scale + offset, -l1 * torch.cos(theta1) * scale + offset),

@@ -27,6 +27,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from gpusim.envs._fasttd import inner
+from gpusim.render.raster import check_size
 
 __all__ = ["Drawing", "Renderable", "drawing_for", "register_drawing"]
 
@@ -45,6 +46,7 @@ class Drawing:
         draw: ``draw(env, data) -> [*B, H, W, 3] uint8`` (``*B``: the leading dims of ``data``).
         keys: the entries of the data it reads.
         size: ``size(env) -> (H, W)``, the frame size.
+        resizable: ``draw(env, data, size=(h, w))`` draws the frames at another size.
 
     Examples:
         >>> d = Drawing(lambda env, td: None, ("state",), lambda env: (4, 4))
@@ -55,10 +57,11 @@ class Drawing:
     draw: Callable[[Any, TensorDictBase], torch.Tensor]
     keys: tuple[str, ...]
     size: Callable[[Any], tuple[int, int]]
+    resizable: bool = False
 
 
 def register_drawing(
-    env_cls: type, keys: Sequence[str], size: Callable[[Any], tuple[int, int]]
+    env_cls: type, keys: Sequence[str], size: Callable[[Any], tuple[int, int]], resizable: bool = False
 ) -> Callable[[Callable], Callable]:
     """Decorator: registers ``draw(env, data)`` as the drawing of ``env_cls`` (and subclasses).
 
@@ -66,6 +69,7 @@ def register_drawing(
         env_cls: the env class.
         keys: the entries of the data the drawing reads.
         size: ``size(env) -> (H, W)``.
+        resizable: the drawing takes ``size=(h, w)`` (``render(..., size=)``).
 
     Examples:
         >>> class Dot:  # any class: the registry does not care what an env is
@@ -78,7 +82,7 @@ def register_drawing(
     """
 
     def decorator(draw: Callable) -> Callable:
-        _DRAWINGS[env_cls] = Drawing(draw, tuple(keys), size)
+        _DRAWINGS[env_cls] = Drawing(draw, tuple(keys), size, resizable)
         return draw
 
     return decorator
@@ -108,15 +112,20 @@ def _rows_at_once(lead: torch.Size, size: tuple[int, int]) -> int:
     return max(1, _EAGER_PIXELS // max(1, size[0] * size[1]))
 
 
-def draw_rows(env: Any, drawing: Drawing, data: TensorDictBase) -> torch.Tensor:
-    """``drawing.draw(env, data)``; in eager mode, over the rows in chunks that bound memory."""
+def draw_rows(env: Any, drawing: Drawing, data: TensorDictBase, size: tuple[int, int] | None = None) -> torch.Tensor:
+    """``drawing.draw(env, data)`` (at ``size`` when given); in eager mode, over the rows in
+    chunks that bound memory."""
     lead = data.batch_size
     n = lead.numel()
-    chunk = _rows_at_once(lead, drawing.size(env))
+    chunk = _rows_at_once(lead, drawing.size(env) if size is None else size)
+
+    def draw(part: TensorDictBase) -> torch.Tensor:
+        return drawing.draw(env, part) if size is None else drawing.draw(env, part, size=size)
+
     if torch.compiler.is_compiling() or n <= chunk or len(lead) == 0:
-        return drawing.draw(env, data)
+        return draw(data)
     flat = data.reshape(-1)
-    parts = [drawing.draw(env, flat[i : i + chunk]) for i in range(0, n, chunk)]
+    parts = [draw(flat[i : i + chunk]) for i in range(0, n, chunk)]
     frames = torch.cat(parts, 0)
     return frames.reshape(*lead, *frames.shape[1:])
 
@@ -138,17 +147,24 @@ class Renderable:
         True
     """
 
-    def render(self, tensordict: TensorDictBase | None = None) -> torch.Tensor:
+    def render(self, tensordict: TensorDictBase | None = None, *, size: tuple[int, int] | None = None) -> torch.Tensor:
         """Frames of every row, ``[*B, H, W, 3]`` uint8, drawn on the env device in one pass.
 
         Args:
             tensordict: the data to draw (its state entries: ``"state"``, or a board); any
                 leading shape. ``None``: the data of the env's last eager ``reset``/``step``.
 
+        Keyword Args:
+            size: the frame size ``(H, W)`` (default: the env's, gymnasium's for the classic
+                control envs): the scene is drawn directly at that size, each pixel sampling
+                the full-size scene at its centre (no full-size frame is made). Classic-control
+                drawings take it.
+
         Raises:
             NotImplementedError: the env class has no registered drawing.
             RuntimeError: no data given and the env has not been reset yet.
             KeyError: the data lacks an entry the drawing reads (naming it).
+            ValueError: ``size`` is not two positive ints, or the drawing has one size only.
 
         Examples:
             >>> import gpusim as gs
@@ -156,10 +172,19 @@ class Renderable:
             >>> data = env.rollout(4)
             >>> env.render(data["next"]).shape  # any leading shape: [2, 3, 4] rows
             torch.Size([2, 3, 4, 500, 500, 3])
+            >>> env.render(data["next"], size=(64, 64)).shape  # drawn at 64x64
+            torch.Size([2, 3, 4, 64, 64, 3])
         """
         drawing = drawing_for(self)
         if drawing is None:
             raise NotImplementedError(f"{type(self).__name__} has no drawing: render() is not available")
+        if size is not None:
+            size = check_size(size)
+            if not drawing.resizable:
+                raise ValueError(
+                    f"{type(self).__name__}.render: the drawing has one frame size, {drawing.size(self)}; "
+                    f"got size={size}"
+                )
         if tensordict is None:
             tensordict = self._render_data(drawing)
         for key in drawing.keys:
@@ -168,7 +193,7 @@ class Renderable:
                     f"{type(self).__name__}.render: the data has no {key!r} entry (expected the entries "
                     f"{list(drawing.keys)}); received keys {sorted(map(str, tensordict.keys()))}"
                 )
-        return draw_rows(self, drawing, tensordict)
+        return draw_rows(self, drawing, tensordict, size)
 
     def _render_data(self, drawing: Drawing) -> TensorDictBase:
         last = self.__dict__.get("_render_last")

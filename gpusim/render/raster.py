@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["Canvas", "Colour", "rotate"]
+__all__ = ["Canvas", "Colour", "check_size", "rotate"]
 
 #: an RGB colour, three ints in [0, 255]
 Colour = tuple[int, int, int]
@@ -63,6 +63,27 @@ def rotate(x: Number, y: Number, angle: Number) -> tuple[Number, Number]:
     return x * c - y * s, x * s + y * c
 
 
+def check_size(size: object) -> tuple[int, int]:
+    """A frame size ``(H, W)``: two positive ints (a tuple or list), checked.
+
+    Raises:
+        ValueError: naming the value received.
+
+    Examples:
+        >>> check_size((64, 64))
+        (64, 64)
+        >>> check_size(64)
+        Traceback (most recent call last):
+        ...
+        ValueError: a frame size is (height, width), two positive ints, got 64
+    """
+    ok = isinstance(size, (tuple, list)) and len(size) == 2
+    ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)
+    if not ok:
+        raise ValueError(f"a frame size is (height, width), two positive ints, got {size!r}")
+    return int(size[0]), int(size[1])
+
+
 class Canvas:
     """A batch of frames being drawn: ``[*B, H, W, 3]`` uint8, pixel tests on a shared grid.
 
@@ -75,12 +96,20 @@ class Canvas:
             tensor (a static scene drawn once, e.g. by another canvas).
         flip: surface row ``y`` is image row ``H - 1 - y`` (gymnasium flips its pygame surface);
             ``False``: image rows are surface rows.
+        size: the frame size ``(h, w)`` in pixels, when not ``(height, width)``: shapes keep
+            their coordinates on the ``height x width`` surface and each pixel tests the surface
+            point at its centre (drawn directly at that size, nearest-sample: no anti-aliasing;
+            lines stay one pixel wide, other shapes thinner than a pixel may vanish).
 
     Examples:
         >>> canvas = Canvas(torch.Size([3]), height=5, width=5, background=(0, 0, 0))
         >>> canvas.paint(canvas.disk(2, 2, torch.tensor([0, 1, 2])), (255, 255, 255))
         >>> canvas.frames()[..., 0].eq(255).sum(dim=(-2, -1)).tolist()  # radius 0, 1, 2
         [1, 9, 21]
+        >>> small = Canvas((), height=40, width=60, size=(4, 6), background=(0, 0, 0))
+        >>> small.paint(small.hline(20), (255, 255, 255))  # a surface row, at a tenth of the size
+        >>> small.frames()[..., 0].eq(255).sum(-1).tolist()
+        [0, 6, 0, 0]
     """
 
     def __init__(
@@ -91,13 +120,21 @@ class Canvas:
         device: torch.device | str | None = None,
         background: Colour | torch.Tensor = (255, 255, 255),
         flip: bool = True,
+        size: tuple[int, int] | None = None,
     ) -> None:
         self.batch_shape = torch.Size(batch_shape)
-        self.height, self.width = int(height), int(width)
+        surface_h, surface_w = int(height), int(width)
+        self.surface_width = surface_w
+        self.height, self.width = (surface_h, surface_w) if size is None else check_size(size)
         self.device = torch.device("cpu") if device is None else torch.device(device)
-        self.x = torch.arange(self.width, dtype=torch.float32, device=self.device)  # [W]
+        # the surface point at each pixel's centre (the pixel index itself at full size)
+        step_y, step_x = surface_h / self.height, surface_w / self.width
+        self._half_y, self._half_x = 0.5 * step_y, 0.5 * step_x
+        cols = torch.arange(self.width, dtype=torch.float32, device=self.device)
+        self.x = cols if step_x == 1.0 else (cols + 0.5) * step_x - 0.5  # [W]
         rows = torch.arange(self.height, dtype=torch.float32, device=self.device)
-        self.y = ((self.height - 1) - rows if flip else rows)[:, None]  # [H, 1]: surface y of each image row
+        rows = rows if step_y == 1.0 else (rows + 0.5) * step_y - 0.5
+        self.y = ((surface_h - 1) - rows if flip else rows)[:, None]  # [H, 1]: surface y of each image row
         if isinstance(background, torch.Tensor):
             if background.shape != (self.height, self.width, 3) or background.dtype != torch.uint8:
                 raise ValueError(
@@ -195,8 +232,9 @@ class Canvas:
             >>> mask[-1].tolist()
             [False, True, True, True, False, False]
         """
-        x1 = self.width - 1 if x1 is None else x1
-        return (self.y == _col(y)) & (self.x >= _col(x0)) & (self.x <= _col(x1))
+        x1 = self.surface_width - 1 if x1 is None else x1
+        # the image row nearest the surface row (at full size: the row itself)
+        return ((self.y - _col(y)).abs() < self._half_y) & (self.x >= _col(x0)) & (self.x <= _col(x1))
 
     def vline(self, x: Number, y0: Number, y1: Number) -> torch.Tensor:
         """Pixels of surface column ``x`` between rows ``y0`` and ``y1`` (inclusive).
@@ -205,7 +243,7 @@ class Canvas:
             >>> Canvas((), 5, 3).vline(1, 0, 2)[:, 1].tolist()  # image rows, top to bottom
             [False, False, True, True, True]
         """
-        return (self.x == _col(x)) & (self.y >= _col(y0)) & (self.y <= _col(y1))
+        return ((self.x - _col(x)).abs() < self._half_x) & (self.y >= _col(y0)) & (self.y <= _col(y1))
 
     def graph_line(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Anti-aliased ink ``[H, W]`` float in ``[0, 1]`` of a polyline that is the graph of a
@@ -252,9 +290,13 @@ class Canvas:
                 raise ValueError("Canvas: at most 255 colours per drawing")
         index = self.colours.index(rgb) + 1
         labels = self.labels
+        # compiled: int32 labels, as wide as the float pixel tests' lanes (uint8 labels made
+        # Inductor's C++ convert each float test's mask to 64 byte lanes one lane at a time);
+        # eager: one byte per pixel of each intermediate
+        dtype = torch.int32 if torch.compiler.is_compiling() else torch.uint8
         if labels is None:
-            labels = torch.zeros((), dtype=torch.uint8, device=self.device)
-        self.labels = torch.where(mask, torch.tensor(index, dtype=torch.uint8, device=self.device), labels)
+            labels = torch.zeros((), dtype=dtype, device=self.device)
+        self.labels = torch.where(mask, torch.tensor(index, dtype=dtype, device=self.device), labels)
 
     def blend(self, ink: torch.Tensor, rgb: Colour) -> None:
         """Blends ``rgb`` over the background with opacity ``ink`` (float in ``[0, 1]``, ``[H, W]``),

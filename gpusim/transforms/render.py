@@ -28,6 +28,7 @@ from tensordict import TensorDictBase
 
 from gpusim.envs._keys import NestedKey
 from gpusim.envs.episode import mask_at
+from gpusim.render.raster import check_size
 from gpusim.specs import Bounded, Composite
 from gpusim.transforms.transform import Transform
 
@@ -51,6 +52,8 @@ class PixelRenderTransform(Transform):
             ``"observation"`` of the classic-control envs); state entries stay, the frames are
             drawn from them.
         render_method: the name of the base env's method that draws ``render(tensordict)``.
+        size: the frame size ``(H, W)``, passed on as ``render(tensordict, size=size)`` (the
+            frames are drawn directly at that size); ``None``: the env's own size.
 
     Raises:
         ValueError: more than one out key.
@@ -73,6 +76,7 @@ class PixelRenderTransform(Transform):
         *,
         pixels_only: bool = False,
         render_method: str = "render",
+        size: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(out_keys=["pixels"] if out_keys is None else out_keys)
         if len(self.out_keys) != 1:
@@ -81,6 +85,7 @@ class PixelRenderTransform(Transform):
             raise TypeError(f"PixelRenderTransform: pixels_only must be a bool, got {pixels_only!r}")
         self.pixels_only = pixels_only
         self.render_method = str(render_method)
+        self.size = None if size is None else check_size(size)
         self.__dict__["_dropped"] = ()
         self.__dict__["_render_fn"] = None
         self.__dict__["_size"] = None
@@ -96,7 +101,10 @@ class PixelRenderTransform(Transform):
                 f"PixelRenderTransform: the base env {type(base).__name__} has no {self.render_method!r} method "
                 "to draw frames with"
             )
-        return method
+        if self.size is None:
+            return method
+        size = self.size
+        return lambda tensordict: method(tensordict, size=size)
 
     # ------------------------------------------------------------------ data
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
@@ -178,4 +186,5 @@ class PixelRenderTransform(Transform):
         self.__dict__["_base"] = None
 
     def __repr__(self) -> str:
-        return f"PixelRenderTransform(out_keys={self.out_keys}, pixels_only={self.pixels_only})"
+        size = "" if self.size is None else f", size={self.size}"
+        return f"PixelRenderTransform(out_keys={self.out_keys}, pixels_only={self.pixels_only}{size})"

@@ -148,3 +148,16 @@ def test_pixel_chain_compiled_matches_eager():
         torch.testing.assert_close(compiled["next", "frames"], eager["next", "frames"], rtol=1e-5, atol=1e-5)
     else:
         assert (compiled["next", "frames"] - eager["next", "frames"]).abs().mean() < 1e-3
+
+
+def test_make_render_size_draws_small_frames_in_every_step():
+    env = gs.make("CartPole-v1", num_envs=3, seed=0, from_pixels=True, render_size=(84, 84))
+    assert env.observation_spec["pixels"].shape == (3, 84, 84, 3)
+    gs.check_env_specs(env)
+    data = env.rollout(12, _push_right, break_when_any_done=False)
+    assert data["next", "pixels"].shape == (3, 12, 84, 84, 3)
+    assert torch.equal(data["next", "pixels"], env.base_env.render(data["next"], size=(84, 84)))
+    with pytest.raises(ValueError, match=r"render_size=\(84, 84\) needs from_pixels=True"):
+        gs.make("CartPole-v1", render_size=(84, 84))
+    with pytest.raises(ValueError, match="two positive ints, got"):
+        PixelRenderTransform(size=(84, 0))

@@ -186,3 +186,49 @@ def test_tictactoe_board_marks():
                 assert centre == white and ring == blue, (row, cell)
             else:
                 assert centre == white and ring == white, (row, cell)
+
+
+# frames drawn at a fifth of the size: each pixel's centre is a pixel of the full frame
+# (surface coordinate 5 i + 2), so they match the full frame subsampled there, but for the
+# one-pixel lines (a line on a surface row that is not sampled moves to the nearest one)
+SMALL = {
+    "CartPole-v1": (gs.CartPoleEnv, _cartpole, (80, 120)),
+    "Pendulum-v1": (gs.PendulumEnv, _pendulum, (100, 100)),
+    "MountainCar-v0": (gs.MountainCarEnv, _mountain, (80, 120)),
+    "Acrobot-v1": (gs.AcrobotEnv, _acrobot, (100, 100)),
+}
+
+
+@pytest.mark.parametrize("case", list(SMALL))
+def test_render_size_draws_the_full_frame_sampled_at_pixel_centres(case):
+    env_cls, draw_state, size = SMALL[case]
+    rng = np.random.default_rng(7)
+    states = torch.tensor([draw_state(rng) for _ in range(N_STATES)], dtype=torch.float32)
+    env = env_cls(batch_size=[N_STATES])
+    data = TensorDict({"state": states}, [N_STATES])
+    small = env.render(data, size=size)
+    assert small.shape == (N_STATES, *size, 3) and small.dtype == torch.uint8
+    sampled = env.render(data)[:, 2::5, 2::5]
+    differ = (small != sampled).any(-1)  # [N, H, W]
+    for i, d in enumerate(differ):
+        # all on one row (a horizontal line moved) and one column (a vertical one)
+        row, col = d.sum(-1).argmax(), d.sum(-2).argmax()
+        d[row, :] = False
+        d[:, col] = False
+        assert not d.any(), f"{case} state {i}: {int(d.sum())} pixels differ off the lines"
+
+
+def test_render_size_lines_stay_one_pixel_wide():
+    env = gs.CartPoleEnv(batch_size=[1])
+    frame = env.render(TensorDict({"state": torch.zeros(1, 4)}, [1]), size=(64, 64))[0]
+    black_rows = (frame == 0).all(-1).all(-1)  # the rail: a full black row
+    assert black_rows.sum() == 1
+
+
+def test_render_size_errors():
+    env = gs.CartPoleEnv(batch_size=[2])
+    td = env.reset()
+    with pytest.raises(ValueError, match=r"\(height, width\), two positive ints, got 64"):
+        env.render(td, size=64)
+    with pytest.raises(ValueError, match=r"one frame size, \(96, 96\); got size=\(32, 32\)"):
+        gs.TicTacToeEnv(batch_size=[2]).render(gs.TicTacToeEnv(batch_size=[2]).reset(), size=(32, 32))

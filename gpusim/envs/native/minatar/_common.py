@@ -31,9 +31,19 @@ from tensordict import TensorDictBase
 from gpusim.envs.native._base import NativeEnv, done_spec
 from gpusim.envs.native._checks import check_probability
 from gpusim.envs.native.rng import ResetRows
+from gpusim.render.raster import check_size
 from gpusim.specs import Binary, Bounded, Categorical, Composite
 
-__all__ = ["GRID", "MinAtarEnv", "bool_spec", "cell_grid", "cubehelix_palette", "int_spec"]
+__all__ = [
+    "GRID",
+    "MinAtarEnv",
+    "bool_spec",
+    "cell_grid",
+    "cubehelix_palette",
+    "int_spec",
+    "place_rows",
+    "shift_grid",
+]
 
 #: the side of the square board
 GRID = 10
@@ -81,6 +91,40 @@ def cell_grid(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """
     rows = torch.arange(GRID, device=y.device)
     return (rows.view(GRID, 1) == y[..., None, None]) & (rows == x[..., None, None])
+
+
+def _pad_bool(grid: torch.Tensor, pad: tuple[int, int, int, int]) -> torch.Tensor:
+    # through uint8: Inductor's C++ backend (torch 2.13) emits C++ that does not compile
+    # ("operands to '?:' have different types VecMask<int,1> and VecMask<float,1>") for a
+    # padded or slice-assigned bool computed by a comparison, e.g. ``F.pad(x > 0, (0, 0, 1, 1))``
+    # of an int64 ``[B, 8, 10]`` compiled on CPU with vectorization on; uint8 compiles
+    return torch.nn.functional.pad(grid.to(torch.uint8), pad).bool()
+
+
+def place_rows(rows: torch.Tensor, first: int) -> torch.Tensor:
+    """``[*B, 10, 10]`` bool holding ``rows`` (``[*B, R, 10]`` bool) at board rows
+    ``first .. first + R - 1``; the other rows empty.
+
+    Examples:
+        >>> place_rows(torch.ones(1, 2, 10, dtype=torch.bool), 3).any(-1).long().tolist()
+        [[0, 0, 0, 1, 1, 0, 0, 0, 0, 0]]
+    """
+    return _pad_bool(rows, (0, 0, first, GRID - first - rows.shape[-2]))
+
+
+def shift_grid(grid: torch.Tensor, rows: int = 0, cols: int = 0) -> torch.Tensor:
+    """``[*B, 10, 10]`` bool ``grid`` moved ``rows`` rows down and ``cols`` columns right
+    (negative: up, left); what leaves the board is dropped, what comes in is empty.
+
+    Examples:
+        >>> shift_grid(cell_grid(torch.tensor([0]), torch.tensor([9])), rows=1, cols=-2).nonzero().tolist()
+        [[0, 1, 7]]
+        >>> shift_grid(cell_grid(torch.tensor([0]), torch.tensor([9])), cols=1).any().item()
+        False
+    """
+    top, left = max(-rows, 0), max(-cols, 0)
+    padded = _pad_bool(grid, (max(cols, 0), left, max(rows, 0), top))
+    return padded[..., top : top + GRID, left : left + GRID]
 
 
 def int_spec(low: int, high: int, shape: tuple[int, ...]) -> Bounded:
@@ -138,6 +182,13 @@ class MinAtarEnv(NativeEnv):
     """
 
     game: str = ""
+    #: Inductor options of compiled runners on CPU (``env.compile()``, ``rollout(compile=True)``):
+    #: scalar C++ loops. Inductor's vectorized code runs the 10x10 grid loops as partial 16-lane
+    #: vectors with per-lane mask conversions (``perf annotate``: ``VecMask::from`` element
+    #: loops); scalar loops measured 3-17x faster, 4096 envs, 1 thread, shared 2-core CPU
+    #: (``benchmarks/results/minatar-cpu.md``, 2026-11-29: Breakout 55 k -> 173 k env-steps/s,
+    #: Asterix 57 k -> 447 k, Freeway 13 k -> 221 k, SpaceInvaders 44 k -> 165 k)
+    cpu_inductor_options: dict[str, Any] = {"cpp.simdlen": 0}
     channels: tuple[str, ...] = ()
     minimal_actions: tuple[int, ...] = ()
     reset_draws: int = 0
@@ -259,15 +310,17 @@ class MinAtarEnv(NativeEnv):
             **echo,
         )
 
-    def render(self, tensordict: TensorDictBase) -> torch.Tensor:
-        """The package's colour frame of every row: ``[*B, 10, 10, 3]`` uint8.
+    def render(self, tensordict: TensorDictBase, *, size: tuple[int, int] | None = None) -> torch.Tensor:
+        """The package's colour frame of every row: ``[*B, 10, 10, 3]`` uint8 (``[*B, H, W, 3]``
+        with ``size=(H, W)``: each cell a block of pixels, nearest-sample).
 
         Each cell takes the colour of its highest active channel (black when none is), from
         the cubehelix palette the ``minatar`` package draws with (see :func:`cubehelix_palette`).
 
         Args:
             tensordict: data holding the ``"observation"`` of the rows (e.g. what ``reset`` or
-                ``step`` returned, or its ``"next"``).
+                ``step`` returned, or its ``"next"``), or else their state entries; any leading
+                shape.
 
         Examples:
             >>> from gpusim.envs.native.minatar import BreakoutEnv
@@ -275,11 +328,24 @@ class MinAtarEnv(NativeEnv):
             >>> frame = env.render(env.reset())
             >>> frame.shape, frame.dtype
             (torch.Size([3, 10, 10, 3]), torch.uint8)
+            >>> env.render(env.reset(), size=(40, 40)).shape
+            torch.Size([3, 40, 40, 3])
         """
         obs = tensordict.get("observation", None)
-        shape = (*self.batch_size, GRID, GRID, len(self.channels))
-        if obs is None or obs.shape != shape or obs.dtype != torch.bool:
+        keys = set(tensordict.keys())
+        if obs is None and keys.issuperset(self._state_keys):  # the state alone (e.g. from_pixels' probe)
+            obs = self._observe({name: tensordict.get(name) for name in self._state_keys})
+        shape = (GRID, GRID, len(self.channels))
+        if obs is None or tuple(obs.shape[-3:]) != shape or obs.dtype != torch.bool:
             got = None if obs is None else (tuple(obs.shape), obs.dtype)
-            raise ValueError(f"render needs 'observation' of shape {shape} and dtype torch.bool, got {got}")
+            raise ValueError(
+                f"render needs 'observation' of shape [..., {', '.join(map(str, shape))}] and dtype torch.bool "
+                f"(or the state entries {list(self._state_keys)}), got {got}"
+            )
         index = (obs.to(torch.uint8) * self._channel_index).amax(-1)
+        if size is not None:
+            height, width = check_size(size)
+            rows = torch.arange(height, device=obs.device) * GRID // height
+            cols = torch.arange(width, device=obs.device) * GRID // width
+            index = index[..., rows, :][..., cols]
         return self._palette[index.long()]

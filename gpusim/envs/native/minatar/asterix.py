@@ -53,6 +53,7 @@ from gpusim.envs.native.minatar._common import (
     bool_spec,
     cell_grid,
     int_spec,
+    place_rows,
 )
 
 __all__ = ["AsterixEnv"]
@@ -73,10 +74,7 @@ def lane_grid(x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
         [[1, 3]]
     """
     cols = torch.arange(GRID, device=x.device)
-    hits = (x.unsqueeze(-1) == cols) & present.unsqueeze(-1)
-    grid = torch.zeros((*x.shape[:-1], GRID, GRID), dtype=torch.bool, device=x.device)
-    grid[..., 1 : LANES + 1, :] = hits
-    return grid
+    return place_rows((x.unsqueeze(-1) == cols) & present.unsqueeze(-1), 1)
 
 
 class AsterixEnv(MinAtarEnv):

@@ -50,6 +50,7 @@ from gpusim.envs.native.minatar._common import (
     MinAtarEnv,
     cell_grid,
     int_spec,
+    place_rows,
 )
 
 __all__ = ["FreewayEnv"]
@@ -158,13 +159,10 @@ class FreewayEnv(MinAtarEnv):
         back = (car_x - torch.where(speed > 0, 1, -1)) % GRID
         back_cols = back.unsqueeze(-1) == rows
         # car i is on row i + 1: rows 1-8 of the board
-        cars = torch.zeros((*car_x.shape[:-1], GRID, GRID), dtype=torch.bool, device=car_x.device)
-        cars[..., 1 : CARS + 1, :] = car_cols
+        cars = place_rows(car_cols, 1)
         chicken = cell_grid(state["pos"], torch.full_like(state["pos"], 4))
         channels = [chicken, cars]
         magnitude = speed.abs().unsqueeze(-1)
         for k in range(1, 6):
-            trail = torch.zeros_like(cars)
-            trail[..., 1 : CARS + 1, :] = back_cols & (magnitude == k)
-            channels.append(trail)
+            channels.append(place_rows(back_cols & (magnitude == k), 1))
         return torch.stack(channels, -1)

@@ -69,6 +69,7 @@ from gpusim.envs.native.minatar._common import (
     bool_spec,
     cell_grid,
     int_spec,
+    shift_grid,
 )
 
 __all__ = ["SeaquestEnv"]
@@ -117,16 +118,6 @@ def _grid(x: torch.Tensor, y: torch.Tensor, present: torch.Tensor) -> torch.Tens
     flat = torch.zeros((*x.shape[:-1], GRID * GRID + 1), dtype=torch.bool, device=x.device)
     flat = flat.scatter(-1, cell, True)
     return flat[..., : GRID * GRID].unflatten(-1, (GRID, GRID))
-
-
-def _shift_cols(grid: torch.Tensor, right: bool) -> torch.Tensor:
-    """Moves every cell one column right (or left); what leaves the board is dropped."""
-    out = torch.zeros_like(grid)
-    if right:
-        out[..., :, 1:] = grid[..., :, :-1]
-    else:
-        out[..., :, :-1] = grid[..., :, 1:]
-    return out
 
 
 def _meet(
@@ -394,7 +385,7 @@ class SeaquestEnv(MinAtarEnv):
         en_shot = torch.where(shoots, ENEMY_SHOT_INTERVAL, s["en_shot"] - (en_alive & en_sub).long())
         at_player = cell_grid(sub_y, sub_x)
         terminal = terminal | ((eb_right | eb_left) & at_player).flatten(-2).any(-1)
-        eb_right, eb_left = _shift_cols(eb_right, True), _shift_cols(eb_left, False)
+        eb_right, eb_left = shift_grid(eb_right, cols=1), shift_grid(eb_left, cols=-1)
         terminal = terminal | ((eb_right | eb_left) & at_player).flatten(-2).any(-1)
         # fish: the same meeting, with the bullets the subs left
         met = _meet(may_hit & ~en_sub, moved_x, en_y, en_birth, fb_alive, fb_x, fb_y, fb_birth)

@@ -55,6 +55,7 @@ from gpusim.envs.native.minatar._common import (
     bool_spec,
     cell_grid,
     int_spec,
+    shift_grid,
 )
 
 __all__ = ["SpaceInvadersEnv"]
@@ -70,16 +71,6 @@ def _wave(like: torch.Tensor) -> torch.Tensor:
     i = torch.arange(GRID, device=like.device)
     block = ((i <= 3).view(GRID, 1) & (i >= 2) & (i <= 7)).expand(GRID, GRID)
     return block.expand(*like.shape, GRID, GRID)
-
-
-def _shift_rows(grid: torch.Tensor, down: bool) -> torch.Tensor:
-    """Moves every cell one row down (``down``) or up; the row that comes in is empty."""
-    out = torch.zeros_like(grid)
-    if down:
-        out[..., 1:, :] = grid[..., :-1, :]
-    else:
-        out[..., :-1, :] = grid[..., 1:, :]
-    return out
 
 
 class SpaceInvadersEnv(MinAtarEnv):
@@ -149,8 +140,8 @@ class SpaceInvadersEnv(MinAtarEnv):
         f_bullets = state["f_bullets"] | (fire[..., None, None] & cell_grid(bottom, pos))
         shot_timer = torch.where(fire, SHOT_COOL_DOWN, shot_timer)
         # bullets: friendly ones climb, enemy ones fall (both leave at the edge)
-        f_bullets = _shift_rows(f_bullets, down=False)
-        e_bullets = _shift_rows(state["e_bullets"], down=True)
+        f_bullets = shift_grid(f_bullets, rows=-1)
+        e_bullets = shift_grid(state["e_bullets"], rows=1)
         cannon = cell_grid(bottom, pos)
         terminal = (e_bullets & cannon).flatten(-2).any(-1) | (aliens & cannon).flatten(-2).any(-1)
         # the alien block: sideways, or down and turning at a wall (the bottom row wraps to the top)

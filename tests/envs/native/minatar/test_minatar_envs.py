@@ -109,7 +109,14 @@ def test_render_is_batched_and_checked(name) -> None:
     frames = env.render(td)
     assert frames.shape == (2, 3, 10, 10, 3) and frames.dtype == torch.uint8
     with pytest.raises(ValueError, match="render needs 'observation' of shape"):
-        env.render(td.exclude("observation"))
+        env.render(td.select("last_action"))
+    # no observation: drawn from the state entries
+    assert torch.equal(env.render(td.exclude("observation")), frames)
+    # size=(H, W): each cell a block of 3x2 pixels
+    big = env.render(td, size=(30, 20))
+    assert torch.equal(big, frames.repeat_interleave(3, -3).repeat_interleave(2, -2))
+    with pytest.raises(ValueError, match="two positive ints"):
+        env.render(td, size=(30,))
 
 
 @pytest.mark.parametrize("name", _ids)
@@ -160,3 +167,29 @@ def test_reset_keeps_the_last_action(name, mode) -> None:
     assert torch.equal(out["last_action"], torch.tensor([3, 4, 5, 2]))
     if name not in ("Breakout", "Freeway"):  # the other games start deterministically
         assert torch.equal(out["observation"][rows], env.reset()["observation"][rows])
+
+
+@pytest.mark.parametrize("name", _ids)
+def test_make_from_pixels_with_render_size(name) -> None:
+    env = gs.make(f"MinAtar/{name}-v1", num_envs=3, seed=0, from_pixels=True, render_size=(20, 20))
+    assert env.observation_spec["pixels"].shape == (3, 20, 20, 3)
+    gs.check_env_specs(env)
+    data = env.rollout(5, break_when_any_done=False)
+    assert torch.equal(data["next", "pixels"], env.base_env.render(data["next"], size=(20, 20)))
+
+
+def test_grid_helpers_compile_with_inductor_vectorized() -> None:
+    """``place_rows`` and ``shift_grid`` of bools computed by comparisons compile with Inductor's
+    default (vectorized) C++ backend: torch 2.13 emitted C++ that did not compile for the same
+    padding done on bool (``F.pad(x > 0, ...)``)."""
+    from gpusim.envs.native.minatar._common import place_rows, shift_grid
+
+    def grids(x):
+        lanes = place_rows(x.unsqueeze(-1) == torch.arange(10), 1)  # [B, 8] -> rows 1-8
+        return shift_grid(lanes, rows=1), shift_grid(lanes, cols=-1), lanes
+
+    torch._dynamo.reset()
+    x = torch.randint(-1, 11, (64, 8))
+    compiled = torch.compile(grids, fullgraph=True, backend="inductor")(x)
+    for got, want in zip(compiled, grids(x)):
+        assert torch.equal(got, want)
