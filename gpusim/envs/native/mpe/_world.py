@@ -170,9 +170,7 @@ class ParticleWorld(torch.nn.Module):
         hits = [[touches(a, bodies[h], live[i], live[h]) for h in hit_landmarks] for i, a in enumerate(agents)]
         self.n_pairs, self.n_hits = len(pairs), len(hit_landmarks)
         movers = [i for i, a in enumerate(agents) if a.movable]
-        self.has_contacts = any(i in movers or j in movers for i, j in pairs) or any(
-            any(hits[i]) for i in movers
-        )
+        self.has_contacts = any(i in movers or j in movers for i, j in pairs) or any(any(hits[i]) for i in movers)
         buf("pair_first", [i for i, _ in pairs], torch.int64)
         buf("pair_second", [j for _, j in pairs], torch.int64)
         buf("pair_dist", [[agents[i].radius + agents[j].radius] for i, j in pairs])
