@@ -255,9 +255,11 @@ class ParticleWorld(torch.nn.Module):
         # z + log1p(exp(-z)) there, with exp's argument kept in [-30, 0] (the correction is below
         # float32 resolution beyond). Compiled on CPU, 65536 rows x 9 pairs: 41 ms with
         # ``softplus(z)`` over z's full range (|z| up to ~3000, exp under/overflowing), 14 ms so
-        # (one run, loaded 2-core machine)
+        # (one run, loaded 2-core machine). ``log(1 + e)`` rather than ``log1p(e)``: for e in
+        # (0, 1] the two differ by ~1e-7 at most (the rounding of 1 + e), about one float32 ulp
+        # of the sum with z; Inductor's vectorized log1p cost ~1.3x its log (3 x 8192 values)
         z = ((dmin - dist) / k).clamp(min=0.0)
-        penetration = (z + torch.log1p(torch.exp(-z.clamp(max=30.0)))) * k
+        penetration = (z + torch.log(1.0 + torch.exp(-z.clamp(max=30.0)))) * k
         scale = self.collision_force * penetration / torch.where(dist > 0, dist, 1e-8)
         return torch.where((dist >= _MIN_DIST) & (dist <= dmin), scale, 0.0)
 

@@ -125,5 +125,7 @@ class SimpleSpreadEnv(MpeEnv):
         gap = norm(agents.unsqueeze(1) - agents.unsqueeze(0))  # [n, n, M]
         radius = self.world.bodies[0].radius
         overlaps = ((gap - radius) - radius < 0).sum((0, 1)) - n  # the diagonal always overlaps
-        shared = (-cover - overlaps.to(torch.float32)).reshape(state["pos"].shape[:-2])
-        return [shared.unsqueeze(-1).expand(*shared.shape, n)]
+        shared = -cover - overlaps.to(torch.float32)  # [M]
+        # one dense [n, M] copy, the batch innermost (compiled, the rows' rewards are then stored
+        # by one vectorized loop per agent, not three lanes per row)
+        return [self._agents_of(shared.unsqueeze(0).expand(n, -1).contiguous())]
