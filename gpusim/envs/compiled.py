@@ -722,7 +722,8 @@ class CompiledRollout:
                 (e.g. :meth:`last_root`).
 
         Returns:
-            The data, ``[*B, T]`` (last dim named ``"time"``) of views of a time-major buffer.
+            The data, ``[*B, T]`` (last dim named ``"time"``) of views of a time-major buffer
+            (each step laid out like the env's value of that key: :func:`dim_order`).
             The root that would feed the next step is :meth:`last_root`.
 
         Raises:
