@@ -47,6 +47,8 @@ import math
 
 import torch
 
+from gpusim.kernels._inductor import realized
+
 __all__ = ["COLLISION_FORCE", "DRAG", "Body", "ParticleWorld"]
 
 #: VMAS's world defaults
@@ -291,6 +293,13 @@ class ParticleWorld(torch.nn.Module):
         cols = self.to_columns(pos)
         p, v = cols[:n], self.to_columns(vel[..., :n, :])
         f = self.to_columns(agent_force)
+        if not self.has_contacts:
+            # the actions come row-major from the policy; without contact forces (in columns) to
+            # read, Inductor vectorized the integration over the agents, one row at a time
+            # (simple_adversary at 8192 envs: 38% of the compiled step). Written once in columns,
+            # the loop runs over the batch: 6.7 -> 10.4 M env-steps/s (CPU time). With contacts
+            # the loop is batch-vectorized already and the extra pass cost simple_spread ~16%
+            f = realized(f)
         obstacles = self._obstacles(cols) if self.has_contacts else None
         v = v * (1.0 - self.drag)
         step_v = self.inv_mass[:n].unsqueeze(-1) * self.sub_dt
