@@ -1,7 +1,7 @@
 """MPE speed split, one process, CPU time of the calling thread (robust to other work on a shared
 machine): raw VMAS ``env.step(env.get_random_actions())`` loop, the native env's eager ``_step``
 loop (fixed actions, nothing stored), eager ``rollout``, and the compiled runner (``[B, T]``
-output stored). Million env-steps/s, best of 3.
+output stored). Million env-steps/s, best of 3; ``T`` as ``gpusim compare --seconds 0.3`` picks it.
 
 Usage: ``OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/bench_mpe_split.py [scenario] [batches]``
 (default ``simple_spread 1,64,1024,8192``).
@@ -14,6 +14,7 @@ import torch
 import vmas
 
 import gpusim as gs
+from gpusim.bench.timing import steps_for
 from gpusim.envs.compiled import CompiledRollout
 
 torch.set_num_threads(1)
@@ -32,7 +33,7 @@ def rate(run, steps: int, batch: int) -> float:
 
 
 for batch in batches:
-    steps = max(20, min(200, 200_000 // batch))
+    steps = steps_for(batch, 0.3)
     raw = vmas.make_env(scenario, num_envs=batch, device="cpu", seed=0)
     raw.reset()
     env = gs.make(f"MPE/{scenario}-v0", num_envs=batch, seed=0)
