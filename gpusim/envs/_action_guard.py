@@ -64,7 +64,11 @@ class ActionGuard(NamedTuple):
     def __call__(self, value: torch.Tensor) -> torch.Tensor:
         if self.kind == "clamp":
             return value.clamp(0, self.high)
-        return value.nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+        # NaN -> 0 as ``value != value`` (true only for NaN): Inductor's C++ code vectorizes the
+        # compare, while ``nan_to_num``'s ``isnan`` runs as a scalar loop per vector (MPE
+        # simple_spread at 8192 envs, compiled: the integration loop reading the actions 13% of
+        # the step with it)
+        return torch.where(value != value, 0.0, value)
 
 
 def plan_guards(spec: Any, keys: list) -> tuple[ActionGuard, ...]:

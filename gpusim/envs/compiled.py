@@ -268,8 +268,39 @@ def _per_call(buf: torch.Tensor, k: int) -> tuple:
 
 
 def _root_set(leaves: tuple) -> tuple:
-    """Contiguous buffers shaped like the root leaves, for a graph to write a next root into."""
-    return tuple(torch.empty_like(v, memory_format=torch.contiguous_format) for v in leaves)
+    """Buffers shaped like the root leaves, for a graph to write a next root into: with the
+    leaves' memory order (:func:`dim_order`), so the graph's inputs keep the layout the env chose
+    (and the first call's root, the env's own tensors, has the same strides as the later ones)."""
+    return tuple(torch.empty_like(v) for v in leaves)  # v's strides if v is dense, else contiguous
+
+
+def dim_order(v: torch.Tensor) -> tuple[int, ...]:
+    """``v``'s dims from the outermost in memory to the innermost (``torch.empty_like``'s
+    preserved order; dims in order for a contiguous tensor, and for one that is not dense).
+
+    Native envs may keep a state with the batch innermost in memory (strided ``[*B, n, d]`` views
+    of ``[n, d, B]`` columns: :class:`~gpusim.envs.native.mpe._world.ParticleWorld`). Buffers made
+    in that order take the graph's results without a transpose.
+
+    Examples:
+        >>> dim_order(torch.zeros(4, 3)), dim_order(torch.zeros(3, 2, 4).permute(2, 0, 1))
+        ((0, 1), (1, 2, 0))
+        >>> dim_order(torch.zeros(4, 1).expand(4, 3))  # not dense: row-major
+        (0, 1)
+    """
+    strides = torch.empty_like(v).stride()  # v's strides if v is dense, else contiguous ones
+    return tuple(sorted(range(v.dim()), key=lambda d: (-strides[d], d)))
+
+
+def _ordered_empty(
+    shape: tuple, dtype: torch.dtype, device: torch.device, order: tuple[int, ...], empty: Callable
+) -> torch.Tensor:
+    """``empty(dense shape in memory order)`` viewed back as ``shape`` (``order``: the dims from
+    the outermost in memory, as :func:`dim_order`)."""
+    lead = len(shape) - len(order)  # leading dims (time) kept outermost
+    perm = tuple(range(lead)) + tuple(lead + d for d in order)
+    dense = empty(tuple(shape[p] for p in perm), dtype=dtype, device=device)
+    return dense.permute(*sorted(range(len(perm)), key=perm.__getitem__))
 
 
 def _on_cpu(env: EnvBase) -> bool:
@@ -331,6 +362,10 @@ def _unaliased(leaves: tuple) -> tuple:
     return tuple(out)
 
 
+def _cached_empty(size: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    return rollout_empty(size, dtype)
+
+
 # Layout note (issue #16): holding the [*B, k] root leaves and their output buffers
 # feature-major (strides (1, B)) through the graph was measured slower on CPU (1 thread, CartPole
 # at 65536 envs: 27-29 M vs 34 M env-steps/s; with the 5-transform stack 6.7 M vs 14.8 M; both
@@ -338,12 +373,21 @@ def _unaliased(leaves: tuple) -> tuple:
 # Inductor lays out its intermediates (stack/cat results, the reset-noise hash, CatFrames'
 # window) row-major whatever the inputs' strides, so the mix adds transposes and per-feature
 # passes; column-wise env math that keeps them all [B]-vectorized still reached only 30 M.
-def _output_buffer(shape: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+def _output_buffer(
+    shape: tuple, dtype: torch.dtype, device: torch.device, order: tuple[int, ...] | None = None
+) -> torch.Tensor:
     """A time-major output buffer: from the rollout buffer cache on CPU (reused memory across
-    rollouts), ``torch.empty`` on other devices."""
-    if device.type == "cpu":
-        return rollout_empty(shape, dtype)
-    return torch.empty(shape, dtype=dtype, device=device)
+    rollouts), ``torch.empty`` on other devices. ``order`` (the step value's :func:`dim_order`;
+    ``None``: row-major) lays each step out in the step value's memory order, so writing a
+    step is a plain copy, not a transpose (the data's values and shapes are the same).
+
+    Examples:
+        >>> buf = _output_buffer((5, 3, 2), torch.float32, torch.device("cpu"), order=(1, 0))
+        >>> buf.shape, buf.stride()
+        (torch.Size([5, 3, 2]), (6, 1, 3))
+    """
+    empty = _cached_empty if device.type == "cpu" else torch.empty
+    return _ordered_empty(shape, dtype, device, tuple(range(len(shape) - 1)) if order is None else order, empty)
 
 
 #: A run from a root of unknown layout learns it from an eager step of deep copies of the env and
@@ -414,7 +458,7 @@ class _Layout:
     keys: tuple
     spec: pytree.TreeSpec
     out_keys: tuple
-    out_meta: tuple  # (shape, dtype, device) per out key
+    out_meta: tuple  # (shape, dtype, device, dim_order) per out key
     template: TensorDictBase  # one step's data (structure and sub-tensordict batch sizes)
     bools: tuple = ()  # per root leaf (in ``keys`` order): whether it is a bool tensor
 
@@ -605,7 +649,7 @@ class CompiledRollout:
         in_graph = self._write_in_graph
         packed = self._packs_bools()
         in_bools = layout.bools if packed else (False,) * len(next_keys)
-        out_bools = tuple(packed and dtype == torch.bool for _, dtype, _ in layout.out_meta)
+        out_bools = tuple(packed and dtype == torch.bool for _, dtype, _, _ in layout.out_meta)
 
         def body(root_leaves: tuple, views: tuple, next_bufs: tuple = ()) -> tuple:
             leaves = [unpack_bool(v) if b else v for v, b in zip(root_leaves, in_bools)]
@@ -726,7 +770,7 @@ class CompiledRollout:
             keys=keys,
             spec=spec,
             out_keys=tuple(k for k, _ in items),
-            out_meta=tuple((tuple(v.shape), v.dtype, v.device) for _, v in items),
+            out_meta=tuple((tuple(v.shape), v.dtype, v.device, dim_order(v)) for _, v in items),
             template=stepped,
             bools=tuple(next_root.get(key).dtype == torch.bool for key in keys),
         )
@@ -769,7 +813,8 @@ class CompiledRollout:
                 (e.g. :meth:`last_root`).
 
         Returns:
-            The data, ``[*B, T]`` (last dim named ``"time"``) of views of a time-major buffer.
+            The data, ``[*B, T]`` (last dim named ``"time"``) of views of a time-major buffer
+            (each step laid out like the env's value of that key: :func:`dim_order`).
             The root that would feed the next step is :meth:`last_root`.
 
         Raises:
@@ -821,7 +866,7 @@ class CompiledRollout:
         if learn:
             self._learn(eager[0], root)
             layout = self._steady(root)
-        buffers = [_output_buffer((max_steps, *shape), dtype, device) for shape, dtype, device in layout.out_meta]
+        buffers = [_output_buffer((max_steps, *shape), *meta) for shape, *meta in layout.out_meta]
         for t, stepped in enumerate(eager):
             for buf, key in zip(buffers, layout.out_keys):
                 buf[t].copy_(stepped.get(key))

@@ -319,8 +319,15 @@ class CounterRNG(torch.nn.Module):
 
     # ------------------------------------------------------------------ hashes
     def _lanes_for(self, num_hashes: int) -> torch.Tensor:
-        """Lane ids ``[*batch_size, num_hashes]`` (int32): ``row * num_hashes + j``."""
-        if num_hashes == self._num_hashes:
+        """Lane ids ``[*batch_size, num_hashes]`` (int32): ``row * num_hashes + j``.
+
+        Compiled, the ids are computed (``arange``), not read from :attr:`lanes`: index
+        arithmetic leaves Inductor free to lay the hash's loops out like their consumers. Read
+        from a row-major ``[B, hashes]`` buffer, the reset draws of an env whose state keeps the
+        batch innermost (the MPE scenarios) were computed row by row, two lanes per vector: MPE
+        ``simple_spread`` at 8192 envs, compiled rollout, one thread: 1.58 -> 2.54 M env-steps/s.
+        """
+        if num_hashes == self._num_hashes and not torch.compiler.is_compiling():
             return self.lanes
         device = self.lanes.device
         rows = torch.arange(self.batch_size.numel(), dtype=torch.int32, device=device)

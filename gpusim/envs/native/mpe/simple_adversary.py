@@ -44,7 +44,7 @@ from typing import Any
 
 import torch
 
-from gpusim.envs.native.mpe._env import MpeEnv, Team, check_count, others_index
+from gpusim.envs.native.mpe._env import MpeEnv, Team, check_count, off_diagonal
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 from gpusim.envs.native.rng import ResetRows
 
@@ -122,8 +122,6 @@ class SimpleAdversaryEnv(MpeEnv):
             auto_reset_mode=auto_reset_mode,
             **physics,
         )
-        self.register_buffer("_others", others_index(n, self.device), persistent=False)
-        self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)
 
     def _extra_state(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
         return {"goal": ((1,), torch.int64)}
@@ -137,7 +135,7 @@ class SimpleAdversaryEnv(MpeEnv):
         pos = self._cols(state["pos"])  # [n_entities, 2, M]
         agents = pos[:n]
         rel = pos.unsqueeze(0) - agents.unsqueeze(1)  # [n, n_entities, 2, M]
-        seen = torch.cat([rel[:, n:].flatten(1, 2), rel[self._rows, self._others].flatten(1, 2)], 1)
+        seen = torch.cat([rel[:, n:].flatten(1, 2), off_diagonal(rel[:, :n]).flatten(1, 2)], 1)
         goal = self._pick(pos[n:], state["goal"]) - agents[A:]  # [n - A, 2, M]
         return [self._rows_of(seen[:A]), self._rows_of(torch.cat([goal, seen[A:]], 1))]
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from gpusim.envs.native.mpe._env import MpeEnv, Team, check_bool, check_count, others_index
+from gpusim.envs.native.mpe._env import MpeEnv, Team, check_bool, check_count, off_diagonal
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 from gpusim.envs.native.rng import ResetRows
 
@@ -103,8 +103,6 @@ class SimpleSpreadEnv(MpeEnv):
             auto_reset_mode=auto_reset_mode,
             **physics,
         )
-        self.register_buffer("_others", others_index(n, self.device), persistent=False)
-        self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)
 
     def _start(self, rows: ResetRows) -> dict[str, torch.Tensor]:
         return {"pos": self._uniform_positions(rows, -1.0, 1.0)}
@@ -117,7 +115,7 @@ class SimpleSpreadEnv(MpeEnv):
         rel = pos.unsqueeze(0) - agents.unsqueeze(1)  # [n, n_entities, 2, M]: entity - agent
         parts = [agents, world.to_columns(state["vel"][..., :n, :]), rel[:, n:].flatten(1, 2)]
         if self.obs_agents:
-            parts.append(rel[self._rows, self._others].flatten(1, 2))
+            parts.append(off_diagonal(rel[:, :n]).flatten(1, 2))
         return [world.from_columns(torch.cat(parts, 1), state["pos"].shape[:-2])]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
@@ -132,5 +130,7 @@ class SimpleSpreadEnv(MpeEnv):
         gap = norm(agents.unsqueeze(1) - agents.unsqueeze(0))  # [n, n, M]
         radius = self.world.bodies[0].radius
         overlaps = ((gap - radius) - radius < 0).sum((0, 1)) - n  # the diagonal always overlaps
-        shared = (-cover - overlaps.to(torch.float32)).reshape(state["pos"].shape[:-2])
-        return [shared.unsqueeze(-1).expand(*shared.shape, n)]
+        shared = -cover - overlaps.to(torch.float32)  # [M]
+        # one dense [n, M] copy, the batch innermost (compiled, the rows' rewards are then stored
+        # by one vectorized loop per agent, not three lanes per row)
+        return [self._agents_of(shared.unsqueeze(0).expand(n, -1).contiguous())]

@@ -55,7 +55,7 @@ from typing import Any
 import torch
 
 from gpusim.envs.native._checks import check_positive
-from gpusim.envs.native.mpe._env import MpeEnv, Team, check_bool, check_count, others_index
+from gpusim.envs.native.mpe._env import MpeEnv, Team, check_bool, check_count, off_diagonal, others
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 from gpusim.envs.native.rng import ResetRows
 
@@ -176,10 +176,6 @@ class SimpleTagEnv(MpeEnv):
         n_ag = A + G
         scale = [self.bound] * n_ag + [self.bound - 0.1] * L
         self.register_buffer("_scale", torch.tensor(scale, device=self.device).unsqueeze(-1), persistent=False)
-        self.register_buffer("_adv_others", others_index(A, self.device), persistent=False)
-        self.register_buffer("_good_others", others_index(G, self.device) + A, persistent=False)
-        self.register_buffer("_adv_rows", torch.arange(A, device=self.device).unsqueeze(-1), persistent=False)
-        self.register_buffer("_good_rows", torch.arange(A, n_ag, device=self.device).unsqueeze(-1), persistent=False)
         radii = self.world.radius
         self.register_buffer("_touch", radii[:A].unsqueeze(-1) + radii[A:n_ag], persistent=False)  # [A, G]
 
@@ -203,14 +199,14 @@ class SimpleTagEnv(MpeEnv):
         # adversaries: other adversaries' and good agents' positions, good agents' velocities
         adv = [own[:A]]
         if self.observe_same_team:
-            adv.append(rel[self._adv_rows, self._adv_others].flatten(1, 2))
+            adv.append(off_diagonal(rel[:A, :A]).flatten(1, 2))
         adv.append(rel[:A, A:n].flatten(1, 2))
         adv.append(vel[A:n].reshape(1, 2 * G, M).expand(A, 2 * G, M))
         # good agents: adversaries' positions, other good agents' positions and velocities
         good = [own[A:], rel[A:n, :A].flatten(1, 2)]
         if self.observe_same_team and G > 1:
-            good.append(rel[self._good_rows, self._good_others].flatten(1, 2))
-            good.append(vel[self._good_others].flatten(1, 2))
+            good.append(off_diagonal(rel[A:n, A:n]).flatten(1, 2))
+            good.append(others(vel[A:n]).flatten(1, 2))
         return [self._rows_of(torch.cat(adv, 1)), self._rows_of(torch.cat(good, 1))]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:

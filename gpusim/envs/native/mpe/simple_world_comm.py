@@ -51,7 +51,7 @@ from typing import Any
 
 import torch
 
-from gpusim.envs.native.mpe._env import MpeEnv, Team, check_count, others_index
+from gpusim.envs.native.mpe._env import MpeEnv, Team, check_count, off_diagonal, others
 from gpusim.envs.native.mpe._world import Body, ParticleWorld
 from gpusim.envs.native.rng import ResetRows
 
@@ -155,8 +155,6 @@ class SimpleWorldCommEnv(MpeEnv):
         )
         scale = [1.0] * n + [0.9] * len(landmarks)
         self.register_buffer("_scale", torch.tensor(scale, device=self.device).unsqueeze(-1), persistent=False)
-        self.register_buffer("_others", others_index(n, self.device), persistent=False)
-        self.register_buffer("_rows", torch.arange(n, device=self.device).unsqueeze(-1), persistent=False)
         radius = self.world.radius
         self.register_buffer("_touch", radius[:A].unsqueeze(-1) + radius[A:n], persistent=False)  # [A, G]
         food = radius[n + L : n + L + Fd]
@@ -179,8 +177,8 @@ class SimpleWorldCommEnv(MpeEnv):
         agents = pos[:n]
         rel = pos.unsqueeze(0) - agents.unsqueeze(1)  # [n, n_entities, 2, M]
         lead = self._leader.unsqueeze(-1)  # [n, 1, 1, 1]: only the leader sees the others
-        other_pos = rel[self._rows, self._others] * lead  # [n, n-1, 2, M]
-        other_vel = (vel * self._good.unsqueeze(-1))[self._others] * lead
+        other_pos = off_diagonal(rel[:, :n]) * lead  # [n, n-1, 2, M]
+        other_vel = others(vel * self._good.unsqueeze(-1)) * lead
         # each other agent's block is repeated once per forest
         other_pos = other_pos.unsqueeze(2).expand(n, n - 1, Fo, 2, M).reshape(n, -1, M)
         other_vel = other_vel.unsqueeze(2).expand(n, n - 1, Fo, 2, M).reshape(n, -1, M)

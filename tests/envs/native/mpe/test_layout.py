@@ -164,3 +164,23 @@ def test_make_rejects_unknown_kwargs() -> None:
         make("MPE/simple_spread-v0", num_envs=2, n_agents=0)
     with pytest.raises(ValueError, match="max_steps"):
         make("MPE/simple-v0", num_envs=2, max_steps=0)
+
+
+def test_compiled_rollout_matches_eager_and_keeps_the_env_layout() -> None:
+    """The compiled runner (Inductor) gives the eager rollout's data, episode restarts included,
+    and stores each entry in the env's memory order (the batch innermost for the state and
+    observations: no transpose per step)."""
+    from gpusim.envs.compiled import CompiledRollout, dim_order
+
+    env = make("MPE/simple_spread-v0", num_envs=4, seed=5, max_steps=3)
+    eager = env.rollout(7, break_when_any_done=False)
+    env.set_seed(5)
+    compiled = CompiledRollout(env, steps_per_call=1, verbose=False)(7)
+    assert compiled["next", "truncated"].any()  # restarts inside the compiled steps
+    for key in [("agents", "action"), ("next", "state", "steps"), ("next", "truncated")]:
+        assert torch.equal(compiled[key], eager[key]), key
+    for key in [("agents", "observation"), ("next", "agents", "observation"), ("next", "agents", "reward")]:
+        torch.testing.assert_close(compiled[key], eager[key], rtol=1e-5, atol=1e-5)
+    step_obs = env.step(env.rand_action(env.reset()))["next", "agents", "observation"]
+    assert dim_order(step_obs) == (1, 2, 0)  # [B, n, d] views of [n, d, B] columns
+    assert dim_order(compiled["next", "agents", "observation"][:, 0]) == dim_order(step_obs)
