@@ -316,6 +316,7 @@ class BatchedEnvBase(EnvBase):
         d["meta_data"] = worker_meta
         # reset(td, set_state=True) reaches the workers: it needs every worker to honour it
         d["_supports_set_state"] = all(meta.supports_set_state for meta in meta_data)
+        d["_state_is_intent"] = any(meta.state_is_intent for meta in meta_data)
         d["_worker_device"] = worker_meta.device
         d["_plan"] = KeyPlan.from_metadata(worker_meta)
         d["pin_memory"] = bool(pin_memory)
@@ -663,6 +664,12 @@ class BatchedEnvBase(EnvBase):
             selected = rows.reshape(self.num_workers, -1).any(-1)
             workers = [i for i, s in enumerate(selected.tolist()) if s]
         return values, workers
+
+    def _input_td_has_state(self, tensordict: TensorDictBase | None) -> bool:
+        # workers whose data always holds their state (native envs) read no intent from it
+        if not self.__dict__.get("_state_is_intent", True):
+            return False
+        return super()._input_td_has_state(tensordict)
 
     def _reset_rows(self, tensordict: TensorDictBase | None, masks: ResetMasks, **kwargs: Any) -> TensorDictBase:
         self._ensure_started()

@@ -42,6 +42,10 @@ class EnvMetaData:
             needs its own ``step_and_maybe_reset``), or ``None``; batched envs raise it.
         supports_set_state: whether the env honours ``reset(td, set_state=True)`` (its
             ``_supports_set_state``); a batched env does when all its workers do.
+        state_is_intent: whether state entries in a ``reset`` input ask for that state when
+            ``set_state`` is not given (TorchRL's transition rule, with a warning); ``False``
+            for envs whose data always holds their state (the native envs): a batched env of
+            them then resets fresh without a warning, as the env itself does.
 
     Examples:
         >>> from gpusim.envs.native import PendulumEnv
@@ -60,6 +64,7 @@ class EnvMetaData:
         batch_locked: bool = True,
         worker_refusal: str | None = None,
         supports_set_state: bool = False,
+        state_is_intent: bool = True,
     ) -> None:
         if not isinstance(tensordict, TensorDictBase):
             raise TypeError(f"tensordict must be a TensorDictBase, got {type(tensordict).__name__}")
@@ -74,6 +79,7 @@ class EnvMetaData:
         self.batch_locked = bool(batch_locked)
         self.worker_refusal = worker_refusal
         self.supports_set_state = bool(supports_set_state)
+        self.state_is_intent = bool(state_is_intent)
 
     @classmethod
     def metadata_from_env(cls, env: EnvBase) -> EnvMetaData:
@@ -111,6 +117,8 @@ class EnvMetaData:
             env.batch_locked,
             refusal,
             bool(env._supports_set_state),
+            # probed on the env's own full data: an env that reads no intent from it says False
+            bool(env._input_td_has_state(env.fake_tensordict())),
         )
 
     # ------------------------------------------------------------------ accessors

@@ -230,3 +230,26 @@ def test_device_cast_to_meta_device_outputs():
     assert env.full_observation_spec["count"].device == torch.device("meta")
     out = env.reset()
     assert out.device == torch.device("meta") and out["count"].device == torch.device("meta")
+
+
+def test_serial_env_of_native_workers_resets_fresh_without_a_set_state_warning():
+    """A native env's data always holds its state (so an unspecified ``set_state`` means a fresh
+    reset, without TorchRL's transition warning); a batched env of native workers does the same:
+    a partial reset with the state entries present restarts the selected row and keeps the rest."""
+    import warnings
+
+    from gpusim.envs.batched import SerialEnv
+    from gpusim.envs.native import CartPoleEnv
+
+    env = SerialEnv(2, CartPoleEnv, {"batch_size": [3], "seed": 0})
+    td = env.reset()
+    td = env.step_and_maybe_reset(env.rand_action(td))[1]
+    before = td["state"].clone()
+    reset = torch.zeros(2, 3, 1, dtype=torch.bool)
+    reset[1, 2] = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        out = env.reset(td.set("_reset", reset))
+    changed = (out["state"] != before).any(-1)
+    assert changed.tolist() == [[False, False, False], [False, False, True]]
+    env.close()
