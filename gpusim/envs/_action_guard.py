@@ -71,6 +71,18 @@ class ActionGuard(NamedTuple):
         return torch.where(value != value, 0.0, value)
 
 
+class Guards(tuple):
+    """The guards of an env's action entries (a tuple), with ``flat``: every key a root-level
+    string (the swap-in-place path of :func:`guarded_step`)."""
+
+    flat: bool
+
+    def __new__(cls, guards: Any = ()) -> Guards:
+        self = super().__new__(cls, guards)
+        self.flat = all(type(g.key) is str for g in self)
+        return self
+
+
 def plan_guards(spec: Any, keys: list) -> tuple[ActionGuard, ...]:
     """The guards of the action entries ``keys`` of ``spec`` (the env's ``full_action_spec``).
 
@@ -89,16 +101,25 @@ def plan_guards(spec: Any, keys: list) -> tuple[ActionGuard, ...]:
             out.append(ActionGuard(key, "clamp", (leaf.nvec - 1).to(leaf.dtype)))
         elif isinstance(leaf, (Bounded, Unbounded)) and leaf.dtype.is_floating_point:
             out.append(ActionGuard(key, "nan"))
-    return tuple(out)
+    return Guards(out)
 
 
 def guarded_step(env: EnvBase, tensordict: TensorDictBase, guards: tuple[ActionGuard, ...]) -> TensorDictBase:
     """``env``'s complete ``"next"`` data of a step whose physics sees the guarded actions; the
     input keeps the actions as given (restored once the step has run)."""
     data = inner(tensordict)
-    if data is not None and not tensordict.is_locked and all(type(g.key) is str for g in guards):
+    if data is not None and getattr(guards, "flat", False):
         # a plain tensordict with root-level actions (every native env): swap the entries of its
-        # dict in place and back
+        # dict in place and back (the tensordict is the same before and after the step)
+        if len(guards) == 1:  # (most envs: one action entry, no loops)
+            guard = guards[0]
+            value = data.get(guard.key)
+            if value is not None:
+                data[guard.key] = guard(value)
+                try:
+                    return env._finish_step(tensordict, env._step(tensordict))
+                finally:
+                    data[guard.key] = value
         given = [data.get(g.key) for g in guards]
         for guard, value in zip(guards, given):
             if value is not None:
