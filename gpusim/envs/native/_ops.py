@@ -33,7 +33,7 @@ from gpusim.kernels._dispatch import takes_cpu_path
 __all__ = ["advance", "cos_sin", "fma", "plus_minus", "stack_last"]
 
 
-_PLUS_MINUS_ROWS = 1 << 14  # plus_minus: the arithmetic form from this many elements on (eager CPU)
+_PLUS_MINUS_ROWS = 1 << 11  # plus_minus: the arithmetic form from this many elements on (eager CPU)
 
 
 def _cpu(x: torch.Tensor) -> bool:
@@ -118,10 +118,11 @@ def cos_sin(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def plus_minus(cond: torch.Tensor, value: float | torch.Tensor) -> torch.Tensor:
     """``torch.where(cond, value, -value)`` as float32 (a push left or right, a torque sign).
 
-    On eager CPU with a Python number and at least 16384 rows, ``cond * 2 value - value`` (the
+    On eager CPU with a Python number and at least 2048 rows, ``cond * 2 value - value`` (the
     same numbers: ``2 value`` is exact and so is ``2 value - value``): ``torch.where`` with scalar
     operands runs a scalar loop, ~6x slower at 65536 rows on this project's CPU (198 vs 31 us,
-    one thread), while below ~16k rows it is the faster of the two (2.3 vs 5.3 us at 64).
+    one thread); in CartPole's eager loop the arithmetic form saves ~10-20 us per step at 4096
+    rows, and neither form is ahead at 64 or 1024 (quiet A/B, 2026-11-29).
 
     Examples:
         >>> plus_minus(torch.tensor([True, False]), 10.0).tolist()

@@ -308,7 +308,7 @@ def test_one_path_eager_cpu_ops_and_reference_ops_give_the_same_data(env_cls) ->
 
 
 def test_plus_minus_arithmetic_form_gives_where_s_numbers() -> None:
-    """``_ops.plus_minus`` takes ``cond * 2v - v`` from 16384 rows on eager CPU (where's scalar
+    """``_ops.plus_minus`` takes ``cond * 2v - v`` from 2048 rows on eager CPU (where's scalar
     loop is slow there): the same float32 numbers as ``torch.where(cond, v, -v)``, and CartPole at
     20000 rows gives the reference path's data."""
     from gpusim.envs.native._ops import plus_minus
