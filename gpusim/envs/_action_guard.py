@@ -111,15 +111,6 @@ def guarded_step(env: EnvBase, tensordict: TensorDictBase, guards: tuple[ActionG
     if data is not None and getattr(guards, "flat", False):
         # a plain tensordict with root-level actions (every native env): swap the entries of its
         # dict in place and back (the tensordict is the same before and after the step)
-        if len(guards) == 1:  # (most envs: one action entry, no loops)
-            guard = guards[0]
-            value = data.get(guard.key)
-            if value is not None:
-                data[guard.key] = guard(value)
-                try:
-                    return env._finish_step(tensordict, env._step(tensordict))
-                finally:
-                    data[guard.key] = value
         given = [data.get(g.key) for g in guards]
         for guard, value in zip(guards, given):
             if value is not None:
