@@ -125,6 +125,8 @@ def _int32_constants(x: torch.Tensor) -> tuple:
     device = x.device
     constants = _I32_CONSTANTS.get(device)
     if constants is None:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            return _I32_VALUES  # no host-to-device copy while a CUDA graph is captured
         constants = _I32_CONSTANTS[device] = tuple(
             torch.tensor(v, dtype=torch.int32, device=device) for v in _I32_VALUES
         )
