@@ -85,57 +85,66 @@ def hash32(x: torch.Tensor) -> torch.Tensor:
     Returns:
         An ``int64`` tensor of the same shape with values in ``[0, 2**32)``.
 
+    Raises:
+        TypeError: ``x`` is not an ``int64`` tensor.
+
     Examples:
         >>> import torch
         >>> hash32(torch.tensor([0, 1, 2])).tolist()
         [0, 3979630085, 65356255]
     """
-    return _hash32_(x ^ (x >> 15))
+    if x.dtype != torch.int64:
+        raise TypeError(f"hash32 takes an int64 tensor, got {x.dtype}")
+    return _hash32_(torch.bitwise_xor(x, torch.bitwise_right_shift(x, _int_constants(x)[0])))
 
 
 def _hash32_(x: torch.Tensor) -> torch.Tensor:
-    """The rest of :func:`hash32` after its first xorshift, in place on a fresh tensor ``x``."""
-    x.mul_(_C1).bitwise_and_(_MASK32)
-    x.bitwise_xor_(x >> 12)
-    x.mul_(_C2).bitwise_and_(_MASK32)
-    return x.bitwise_xor_(x >> 15)
+    """The rest of :func:`hash32` after its first xorshift, in place on a fresh ``int64`` ``x``."""
+    s15, s12, c1, c2, m32 = _int_constants(x)[:5]
+    x.mul_(c1).bitwise_and_(m32)
+    x.bitwise_xor_(torch.bitwise_right_shift(x, s12))
+    x.mul_(c2).bitwise_and_(m32)
+    return x.bitwise_xor_(torch.bitwise_right_shift(x, s15))
 
 
-#: the integer constants of the ``int32`` hash, in the order of :func:`_int32_constants`
-_I32_VALUES = (15, 12, 0x1FFFF, 0xFFFFF, _C1, _C2, _GOLDEN, 16, _MASK16)
-_I32_CONSTANTS: dict[torch.device, tuple] = {}
+#: the integer constants of the hashes, per dtype, in the order their users unpack them
+_CONSTANT_VALUES = {
+    torch.int32: (15, 12, 0x1FFFF, 0xFFFFF, _C1, _C2, _GOLDEN, 16, _MASK16),
+    torch.int64: (15, 12, _C1, _C2, _MASK32, _GOLDEN),
+}
+_CONSTANTS: dict[tuple[torch.device, torch.dtype], tuple] = {}
 
 
-def _int32_constants(x: torch.Tensor) -> tuple:
-    """``_I32_VALUES`` for an op on ``x``: 0-dim ``int32`` tensors on ``x``'s device in eager
-    mode (made once per device), the Python ints themselves inside a ``torch.compile`` graph.
+def _int_constants(x: torch.Tensor) -> tuple:
+    """``_CONSTANT_VALUES[x.dtype]`` for ops on ``x``: 0-dim tensors of ``x``'s dtype on its
+    device in eager mode (made once per device and dtype), the Python ints themselves inside a
+    ``torch.compile`` graph.
 
     Eager, an integer op with a Python-int operand wraps and converts the number on every call:
     on this project's CPU (one thread, ``[64, 2]`` int32) ``x >> 15`` costs 3.7 us against
     1.3 us with a 0-dim tensor, and the whole hash 30 us against 14 us (the numbers are
-    identical: ``int32`` arithmetic either way). In a graph the ints stay immediates for Inductor.
+    identical: the same integer arithmetic either way). In a graph the ints stay immediates.
 
     Examples:
-        >>> s15 = _int32_constants(torch.zeros(2, dtype=torch.int32))[0]
+        >>> s15 = _int_constants(torch.zeros(2, dtype=torch.int32))[0]
         >>> s15.dtype, s15.ndim, int(s15)
         (torch.int32, 0, 15)
     """
+    values = _CONSTANT_VALUES[x.dtype]
     if torch.compiler.is_compiling():
-        return _I32_VALUES
-    device = x.device
-    constants = _I32_CONSTANTS.get(device)
+        return values
+    key = (x.device, x.dtype)
+    constants = _CONSTANTS.get(key)
     if constants is None:
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            return _I32_VALUES  # no host-to-device copy while a CUDA graph is captured
-        constants = _I32_CONSTANTS[device] = tuple(
-            torch.tensor(v, dtype=torch.int32, device=device) for v in _I32_VALUES
-        )
+        if x.is_cuda and torch.cuda.is_current_stream_capturing():
+            return values  # no host-to-device copy while a CUDA graph is captured
+        constants = _CONSTANTS[key] = tuple(torch.tensor(v, dtype=x.dtype, device=x.device) for v in values)
     return constants
 
 
 def _hash32_i32(x: torch.Tensor) -> torch.Tensor:
     """:func:`hash32` on ``int32`` bit patterns (wrapping multiplies, masked logical shifts)."""
-    s15, s12, m17, m20, c1, c2 = _int32_constants(x)[:6]
+    s15, s12, m17, m20, c1, c2 = _int_constants(x)[:6]
     x = torch.bitwise_xor(x, torch.bitwise_right_shift(x, s15).bitwise_and_(m17))
     x = x.mul_(c1)
     x = x.bitwise_xor_(torch.bitwise_right_shift(x, s12).bitwise_and_(m20))
@@ -262,7 +271,7 @@ def _uniform_ints(h: torch.Tensor, n: int, bits: int) -> tuple[torch.Tensor, flo
     if takes_cpu_path("env_columns", h, h.numel()):
         # eager CPU: interleaving with stack/cat along a small last dim costs ~10 elementwise
         # ops; writing each half through a strided ``out=`` view costs about one
-        s16, m16 = _int32_constants(h)[7:]
+        s16, m16 = _int_constants(h)[7:]
         u = torch.empty((*h.shape, 2), dtype=torch.float32, device=h.device)
         torch.bitwise_and(h, m16, out=u[..., 0])
         torch.bitwise_and(torch.bitwise_right_shift(h, s16), m16, out=u[..., 1])
@@ -370,8 +379,10 @@ class CounterRNG(torch.nn.Module):
 
     def _step_hashes(self, num_hashes: int) -> torch.Tensor:
         counter = self.counter
+        m32, golden = _int_constants(counter)[4:]
         # one scalar per call, from (key, counter); XOR keeps lane ids distinct within a call
-        base = hash32(self.key ^ (((counter & _MASK32) * _GOLDEN) & _MASK32)).to(torch.int32)
+        mixed = torch.bitwise_and(counter, m32).mul_(golden).bitwise_and_(m32)
+        base = hash32(torch.bitwise_xor(self.key, mixed)).to(torch.int32)
         counter.add_(1)
         return _hash32_i32(self._lanes_for(num_hashes) ^ base)
 
@@ -551,14 +562,14 @@ class CounterRNG(torch.nn.Module):
             lanes = self._lanes_for(num_hashes)
             if COLHASH and draw.kind == "uniform" and draw.bits == 16 and draw.scalar and torch.compiler.is_compiling():
                 return self._reset_uniform16_columns(draw, key, lanes, ep)
-            golden = _int32_constants(ep)[6]
+            golden = _int_constants(ep)[6]
             return draw.values(_hash32_i32(torch.bitwise_xor(lanes, key).add_(ep.unsqueeze(-1) * golden)))
         if num_hashes == self._num_hashes:
             lanes = self.lanes.reshape(-1, num_hashes)[index]
         else:  # the lane ids of those rows only
             lanes = index.to(torch.int32).unsqueeze(-1) * num_hashes + torch.arange(num_hashes, dtype=torch.int32)
             lanes = lanes.to(ep.device)
-        golden = _int32_constants(ep)[6]
+        golden = _int_constants(ep)[6]
         h = _hash32_i32(torch.bitwise_xor(lanes, key).add_(ep.view(-1)[index].unsqueeze(-1) * golden))
         numel = self.batch_size.numel()
         if draw.scalar:  # numbers of the reset rows only, scattered into zeros
