@@ -89,8 +89,10 @@ def cell_grid(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         >>> cell_grid(torch.tensor([0, 3]), torch.tensor([9, 10])).sum((-2, -1)).tolist()
         [1, 0]
     """
-    rows = torch.arange(GRID, device=y.device)
-    return (rows.view(GRID, 1) == y[..., None, None]) & (rows == x[..., None, None])
+    cells = torch.arange(GRID * GRID, device=y.device).view(GRID, GRID)
+    inside = (y >= 0) & (y < GRID) & (x >= 0) & (x < GRID)
+    flat = torch.where(inside, y * GRID + x, -1)
+    return cells == flat[..., None, None]
 
 
 def _pad_bool(grid: torch.Tensor, pad: tuple[int, int, int, int]) -> torch.Tensor:
