@@ -904,14 +904,22 @@ def merge_rows(
     nontensor = []
     if mark is not None and not _IDS_IN_GRAPHS and torch.compiler.is_compiling():
         mark = None  # see _IDS_IN_GRAPHS
-    for key, value in new.items(True, True, is_leaf=_is_leaf):
+    data = inner(new)
+    old_data = inner(old) if data is not None else None
+    if old_data is not None and all(isinstance(value, torch.Tensor) for value in data.values()):
+        # two plain tensordicts and a flat ``new`` (the usual reset data): their own dicts, the
+        # same leaves and order as the general walk below, without its per-leaf machinery
+        items, lookup = data.items(), old_data.get
+    else:
+        items, lookup = new.items(True, True, is_leaf=_is_leaf), None
+    for key, value in items:
         if not isinstance(value, torch.Tensor):
             if is_non_tensor(value):
                 nontensor.append((key, value))
             continue
         if skip and skip.get(id(value)) is value:
             continue
-        prev = old.get(key, None)
+        prev = old.get(key, None) if lookup is None else lookup(key)
         if not isinstance(prev, torch.Tensor) or prev.shape != value.shape:
             continue
         keys.append(key)
