@@ -889,10 +889,11 @@ def merge_rows(
     """
     if old is None:
         return new
-    data = inner(new) if skip else None
-    if data is not None and all(skip.get(id(v)) is v for v in data.values()):
+    data = inner(new)  # a plain tensordict's own dict (neither side is then a lazy stack)
+    old_data = inner(old) if data is not None else None
+    if skip and data is not None and all(skip.get(id(v)) is v for v in data.values()):
         return new  # every leaf already holds the previous data (a host library's complete reset)
-    if mask.ndim >= 1 and (_lazy_rows(new) or _lazy_rows(old)):
+    if old_data is None and mask.ndim >= 1 and (_lazy_rows(new) or _lazy_rows(old)):
         # a lazy stack (rows of different shapes, e.g. dynamic specs): row by row, on the host
         for i in range(mask.shape[0]):
             if _lazy_rows(new):
@@ -904,11 +905,9 @@ def merge_rows(
     nontensor = []
     if mark is not None and not _IDS_IN_GRAPHS and torch.compiler.is_compiling():
         mark = None  # see _IDS_IN_GRAPHS
-    data = inner(new)
-    old_data = inner(old) if data is not None else None
-    if old_data is not None and all(isinstance(value, torch.Tensor) for value in data.values()):
-        # two plain tensordicts and a flat ``new`` (the usual reset data): their own dicts, the
-        # same leaves and order as the general walk below, without its per-leaf machinery
+    if old_data is not None and not any(type(value) is not torch.Tensor for value in data.values()):
+        # two plain tensordicts and a flat ``new`` of plain tensors (the usual reset data): their
+        # own dicts, the same leaves and order as the general walk below, without its machinery
         items, lookup = data.items(), old_data.get
     else:
         items, lookup = new.items(True, True, is_leaf=_is_leaf), None
