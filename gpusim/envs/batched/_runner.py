@@ -54,6 +54,7 @@ class WorkerRunner:
         self.plan = plan
         self.index = index
         self._plain_step = type(env).step is EnvBase.step
+        self._direct = None
         if buffers is None:  # no buffers: data travels with the commands (step_td, reset_td)
             return
         self.views = buffers.worker_views(index)
@@ -66,6 +67,16 @@ class WorkerRunner:
         self._reset_builders: dict[tuple, TDBuilder] = {}
         self._next_keys = plan.next_keys
         self._reset_out_keys = plan.reset_out_keys
+        self._direct = self._direct_stepper(env, plan)
+
+    def _direct_stepper(self, env: Any, plan: KeyPlan) -> Any:
+        """The env's direct buffer step (``_buffer_stepper``: outputs written straight into the
+        worker's row, no tensordict), or ``None``. Looked up on the env's class: a wrapper that
+        forwards attributes to an inner env (``TransformedEnv``) must not step past itself."""
+        factory = getattr(type(env), "_buffer_stepper", None)
+        if factory is None or not self._plain_step or plan.input_nontensor_keys or plan.next_nontensor_keys:
+            return None
+        return factory(env, plan.input_keys, self.views.inputs, plan.next_keys, self.views.next_out)
 
     def _subset(self, cache: dict, keys: list, views: list, present: tuple):
         builder = cache.get(present)
@@ -88,6 +99,9 @@ class WorkerRunner:
             or ``None`` when the env has none.
         """
         if present is None:
+            direct = self._direct
+            if direct is not None and not extra and direct():
+                return None
             td = self._input_builder(self.views.inputs)
         else:
             td = self._subset(self._step_builders, self.plan.input_keys, self.views.inputs, tuple(present))
