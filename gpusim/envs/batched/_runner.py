@@ -55,6 +55,7 @@ class WorkerRunner:
         self.index = index
         self._plain_step = type(env).step is EnvBase.step
         self._direct = None
+        self.required = plan.required_inputs()
         if buffers is None:  # no buffers: data travels with the commands (step_td, reset_td)
             return
         self.views = buffers.worker_views(index)
@@ -68,6 +69,12 @@ class WorkerRunner:
         self._next_keys = plan.next_keys
         self._reset_out_keys = plan.reset_out_keys
         self._direct = self._direct_stepper(env, plan)
+
+    @property
+    def reads_observations(self) -> bool:
+        """Whether the env's step may read the observation entries of its input (``False`` on
+        the direct step, which reads the action alone: the batched env may skip writing them)."""
+        return self._direct is None
 
     def _direct_stepper(self, env: Any, plan: KeyPlan) -> Any:
         """The env's direct buffer step (``_buffer_stepper``: outputs written straight into the
@@ -91,17 +98,18 @@ class WorkerRunner:
 
         Args:
             present: indices (in ``plan.input_keys``) of the entries the input holds (``None``:
-                all of them).
+                all of them). The direct step (an env with ``_buffer_stepper``) serves ``None``
+                and ``plan.required_inputs()``: it reads the action alone.
             extra: non-tensor input entries (``{key: NonTensorData}``), set into the input.
 
         Returns:
             The non-tensor entries of ``"next"`` (in the order of ``plan.next_nontensor_keys``),
             or ``None`` when the env has none.
         """
+        direct = self._direct
+        if direct is not None and not extra and (present is None or tuple(present) == self.required) and direct():
+            return None
         if present is None:
-            direct = self._direct
-            if direct is not None and not extra and direct():
-                return None
             td = self._input_builder(self.views.inputs)
         else:
             td = self._subset(self._step_builders, self.plan.input_keys, self.views.inputs, tuple(present))

@@ -1,8 +1,11 @@
 """The loop of a ``ParallelEnv`` worker process, and the wire format of its pipe.
 
-Messages are bytes. The hot command is a single byte: ``b"s"`` steps on every input entry and
-is answered ``b"k"`` when the step has no non-tensor output. Every other command or answer is a
-pickled tuple (pickles start with ``b"\\x80"``):
+Messages are bytes. The hot commands are single bytes: ``b"s"`` steps on every input entry,
+``b"a"`` on the action and state entries only (``KeyPlan.required_inputs``: the main process did
+not write the observations, which no worker reads); both are answered ``b"k"`` when the step has
+no non-tensor output. A worker answers its start with whether its env reads observation inputs
+(``WorkerRunner.reads_observations``). Every other command or answer is a pickled tuple (pickles
+start with ``b"\\x80"``):
 
 * ``("step", present, extra)``, ``("reset", present, kwargs, extra)`` (``extra``: non-tensor
   inputs), ``("step_td", td)``, ``("reset_td", td, kwargs)`` (without buffers: the data travels
@@ -32,9 +35,10 @@ import torch
 
 from gpusim.envs.batched import _serialize
 
-__all__ = ["worker_main", "main_process_alive", "PickledFactory", "encode", "decode", "STEP", "ACK"]
+__all__ = ["worker_main", "main_process_alive", "PickledFactory", "encode", "decode", "STEP", "STEP_REQUIRED", "ACK"]
 
 STEP = b"s"
+STEP_REQUIRED = b"a"
 ACK = b"k"
 _IDLE_CHECK_S = 1.0
 
@@ -198,7 +202,7 @@ def worker_main(
             pass
         conn.close()
         return
-    conn.send_bytes(encode(("ok", None)))
+    conn.send_bytes(encode(("ok", runner.reads_observations)))
     send, recv, poll = conn.send_bytes, conn.recv_bytes, _idle_poll(conn)
     try:
         while True:
@@ -207,9 +211,9 @@ def worker_main(
                     break
                 continue
             data = recv()
-            if data == STEP:
+            if data == STEP or data == STEP_REQUIRED:
                 try:
-                    value = runner.step(None)
+                    value = runner.step(None if data == STEP else runner.required)
                 except BaseException as err:
                     send(_error(err))
                     continue

@@ -325,6 +325,7 @@ class BatchedEnvBase(EnvBase):
         d["num_sub_threads"] = num_sub_threads
         d["_started"] = False
         d["_exchange"] = None
+        d["_observation_inputs_unread"] = False
         d["_transfer_event"] = None
         d["_closed"] = False
         if shared_memory and memmap:
@@ -701,13 +702,26 @@ class BatchedEnvBase(EnvBase):
 
     def _observation_only_inputs(self) -> list[int]:
         """Indices in ``plan.input_keys`` of the observation entries that are no action nor state."""
+        return self._input_indices()[1]
+
+    def _required_inputs(self) -> tuple[int, ...]:
+        """``plan.required_inputs()``: indices of the action and state entries in ``plan.input_keys``."""
+        return self._input_indices()[0]
+
+    def _input_indices(self) -> tuple:
         cached = self.__dict__.get("_obs_only_inputs")
         if cached is None or cached[0] is not self._plan:
             plan = self._plan
-            needed = {*plan.action_keys, *plan.state_keys}
-            cached = (plan, [i for i, k in enumerate(plan.input_keys) if k not in needed])
+            required = plan.required_inputs()
+            cached = (plan, (required, [i for i in range(len(plan.input_keys)) if i not in required]))
             self.__dict__["_obs_only_inputs"] = cached
         return cached[1]
+
+    def _note_observation_readers(self, reads: list) -> None:
+        """Records, as the workers start, whether any worker env reads its observation inputs
+        (``WorkerRunner.reads_observations``, one answer per worker): when none does, steps do
+        not write the observations into the input buffer (the frames of an image env included)."""
+        self.__dict__["_observation_inputs_unread"] = bool(reads) and not any(reads)
 
     def _step_workers(self, tensordict: TensorDictBase, workers: list[int] | None) -> TensorDictBase:
         """Steps ``workers`` (``None``: all) on their rows of ``tensordict``; the rows of the
@@ -724,11 +738,13 @@ class BatchedEnvBase(EnvBase):
         b = self._exchange
         plan = self._plan
         values = maybe_leaves(tensordict, plan.input_keys)
+        unread = self.__dict__.get("_observation_inputs_unread", False)
         for i in self._observation_only_inputs():
             # an observation that is no action nor state is an optional input: a transform above
-            # may have reshaped it (CatFrames on "observation"), which the workers do not read
+            # may have reshaped it (CatFrames on "observation"), which the workers do not read;
+            # and it is not sent at all when no worker env reads it
             v = values[i]
-            if v is not None and (v.shape != b.input_leaves[i].shape or v.dtype != b.input_leaves[i].dtype):
+            if v is not None and (unread or v.shape != b.input_leaves[i].shape or v.dtype != b.input_leaves[i].dtype):
                 values[i] = None
         extras = self._nontensor_inputs(tensordict)
         if all(v is not None for v in values):

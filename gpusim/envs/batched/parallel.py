@@ -442,7 +442,7 @@ class ParallelEnv(BatchedEnvBase):
             self._abort()
             raise
         if plan is not None:
-            self._gather_start()
+            self._note_observation_readers(self._gather_start())
 
     def _worker_factory(self, fn: Callable[..., EnvBase], kwargs: dict, method: str) -> Callable[[], EnvBase]:
         if method == "fork":
@@ -634,6 +634,8 @@ class ParallelEnv(BatchedEnvBase):
                 self._send([i], _worker.encode(("step", present, extras[i])), "step")
         elif present is None:
             self._send(workers, _worker.STEP, "step")
+        elif present == self._required_inputs():
+            self._send(workers, _worker.STEP_REQUIRED, "step")
         else:
             self._send(workers, _worker.encode(("step", present, None)), "step")
         return self._gather(workers, "step")

@@ -147,3 +147,33 @@ def test_runner_without_stepper_keeps_the_tensordict_path():
         assert isinstance(runner, WorkerRunner) and runner._direct is None
     finally:
         batched.close()
+
+
+class _OwnStepGymEnv(GymEnv):
+    """A gym env with its own ``_step`` (it may read anything in its input): no direct step."""
+
+    def _step(self, tensordict):
+        assert tensordict.get("observation").shape == (3,)  # the observation input was written
+        return super()._step(tensordict)
+
+
+@pytest.mark.parametrize("env_cls", [SerialEnv, ParallelEnv])
+def test_observation_inputs_skipped_only_when_no_worker_reads_them(env_cls):
+    plain = functools.partial(_gym, "Pendulum-v1")
+    own = functools.partial(_OwnStepGymEnv, "Pendulum-v1")
+    env = env_cls(2, plain)
+    mixed = env_cls(2, [plain, own])
+    try:
+        env.set_seed(0)
+        mixed.set_seed(0)
+        a = env.rollout(5, break_when_any_done=False)
+        b = mixed.rollout(5, break_when_any_done=False)
+        assert env._observation_inputs_unread and not mixed._observation_inputs_unread
+        # the input buffer's observation is never written when no worker reads it
+        assert not env._exchange.inputs["observation"].any()
+        assert torch.equal(mixed._exchange.inputs["observation"], b["observation"][:, -1])
+        for key in a.keys(True, True):
+            assert torch.equal(a.get(key), b.get(key)), key
+    finally:
+        env.close()
+        mixed.close()
