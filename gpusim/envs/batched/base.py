@@ -738,15 +738,21 @@ class BatchedEnvBase(EnvBase):
         b = self._exchange
         plan = self._plan
         values = maybe_leaves(tensordict, plan.input_keys)
-        unread = self.__dict__.get("_observation_inputs_unread", False)
+        extras = self._nontensor_inputs(tensordict)
+        if self.__dict__.get("_observation_inputs_unread", False):
+            # no worker env reads its observation inputs: the action and state entries only
+            required = self._required_inputs()
+            sent = [values[i] for i in required]
+            if all(v is not None for v in sent):
+                copy_leaves([b.input_leaves[i] for i in required], sent)
+                answers = self._run_step(required, workers, extras)
+                return self._step_answers(answers, workers)
         for i in self._observation_only_inputs():
             # an observation that is no action nor state is an optional input: a transform above
-            # may have reshaped it (CatFrames on "observation"), which the workers do not read;
-            # and it is not sent at all when no worker env reads it
+            # may have reshaped it (CatFrames on "observation"), which the workers do not read
             v = values[i]
-            if v is not None and (unread or v.shape != b.input_leaves[i].shape or v.dtype != b.input_leaves[i].dtype):
+            if v is not None and (v.shape != b.input_leaves[i].shape or v.dtype != b.input_leaves[i].dtype):
                 values[i] = None
-        extras = self._nontensor_inputs(tensordict)
         if all(v is not None for v in values):
             copy_leaves(b.input_leaves, values)
             present = None
@@ -756,10 +762,13 @@ class BatchedEnvBase(EnvBase):
                     raise KeyError(f"the input tensordict has no action entry {key!r}")
             present = tuple(i for i, v in enumerate(values) if v is not None)
             copy_leaves([b.input_leaves[i] for i in present], [values[i] for i in present])
-        answers = self._run_step(present, workers, extras)
+        return self._step_answers(self._run_step(present, workers, extras), workers)
+
+    def _step_answers(self, answers: list, workers: list[int] | None) -> TensorDictBase:
+        """The ``"next"`` data of a step of ``workers`` (``None``: all) that gave ``answers``."""
         out = self._output("next")
         self._set_nontensor(
-            out, plan.next_nontensor_keys, range(self.num_workers) if workers is None else workers, answers
+            out, self._plan.next_nontensor_keys, range(self.num_workers) if workers is None else workers, answers
         )
         return self._maybe_individual(out)
 
