@@ -54,6 +54,8 @@ class WorkerRunner:
         self.plan = plan
         self.index = index
         self._plain_step = type(env).step is EnvBase.step
+        self._direct = None
+        self.required = plan.required_inputs()
         if buffers is None:  # no buffers: data travels with the commands (step_td, reset_td)
             return
         self.views = buffers.worker_views(index)
@@ -66,6 +68,22 @@ class WorkerRunner:
         self._reset_builders: dict[tuple, TDBuilder] = {}
         self._next_keys = plan.next_keys
         self._reset_out_keys = plan.reset_out_keys
+        self._direct = self._direct_stepper(env, plan)
+
+    @property
+    def reads_observations(self) -> bool:
+        """Whether the env's step may read the observation entries of its input (``False`` on
+        the direct step, which reads the action alone: the batched env may skip writing them)."""
+        return self._direct is None
+
+    def _direct_stepper(self, env: Any, plan: KeyPlan) -> Any:
+        """The env's direct buffer step (``_buffer_stepper``: outputs written straight into the
+        worker's row, no tensordict), or ``None``. Looked up on the env's class: a wrapper that
+        forwards attributes to an inner env (``TransformedEnv``) must not step past itself."""
+        factory = getattr(type(env), "_buffer_stepper", None)
+        if factory is None or not self._plain_step or plan.input_nontensor_keys or plan.next_nontensor_keys:
+            return None
+        return factory(env, plan.input_keys, self.views.inputs, plan.next_keys, self.views.next_out)
 
     def _subset(self, cache: dict, keys: list, views: list, present: tuple):
         builder = cache.get(present)
@@ -80,13 +98,17 @@ class WorkerRunner:
 
         Args:
             present: indices (in ``plan.input_keys``) of the entries the input holds (``None``:
-                all of them).
+                all of them). The direct step (an env with ``_buffer_stepper``) serves ``None``
+                and ``plan.required_inputs()``: it reads the action alone.
             extra: non-tensor input entries (``{key: NonTensorData}``), set into the input.
 
         Returns:
             The non-tensor entries of ``"next"`` (in the order of ``plan.next_nontensor_keys``),
             or ``None`` when the env has none.
         """
+        direct = self._direct
+        if direct is not None and not extra and (present is None or tuple(present) == self.required) and direct():
+            return None
         if present is None:
             td = self._input_builder(self.views.inputs)
         else:

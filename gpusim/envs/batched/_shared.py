@@ -202,6 +202,20 @@ class KeyPlan:
             next_nontensor_keys=nontensor_keys(fake.get("next")),
         )
 
+    def required_inputs(self) -> tuple[int, ...]:
+        """Indices in :attr:`input_keys` of the action and state entries: what every step sends
+        (the other entries, observations, are optional inputs).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> from gpusim.envs.batched.metadata import get_env_metadata
+            >>> plan = KeyPlan.from_metadata(get_env_metadata(CartPoleEnv))
+            >>> plan.input_keys, plan.required_inputs()
+            (['action', 'state', 'observation'], (0, 1))
+        """
+        needed = {*self.action_keys, *self.state_keys}
+        return tuple(i for i, k in enumerate(self.input_keys) if k in needed)
+
 
 def _done_shape(meta: EnvMetaData, level: DoneLevel) -> torch.Size:
     return meta.tensordict.get(level.keys[0]).shape

@@ -325,6 +325,7 @@ class BatchedEnvBase(EnvBase):
         d["num_sub_threads"] = num_sub_threads
         d["_started"] = False
         d["_exchange"] = None
+        d["_observation_inputs_unread"] = False
         d["_transfer_event"] = None
         d["_closed"] = False
         if shared_memory and memmap:
@@ -701,13 +702,26 @@ class BatchedEnvBase(EnvBase):
 
     def _observation_only_inputs(self) -> list[int]:
         """Indices in ``plan.input_keys`` of the observation entries that are no action nor state."""
+        return self._input_indices()[1]
+
+    def _required_inputs(self) -> tuple[int, ...]:
+        """``plan.required_inputs()``: indices of the action and state entries in ``plan.input_keys``."""
+        return self._input_indices()[0]
+
+    def _input_indices(self) -> tuple:
         cached = self.__dict__.get("_obs_only_inputs")
         if cached is None or cached[0] is not self._plan:
             plan = self._plan
-            needed = {*plan.action_keys, *plan.state_keys}
-            cached = (plan, [i for i, k in enumerate(plan.input_keys) if k not in needed])
+            required = plan.required_inputs()
+            cached = (plan, (required, [i for i in range(len(plan.input_keys)) if i not in required]))
             self.__dict__["_obs_only_inputs"] = cached
         return cached[1]
+
+    def _note_observation_readers(self, reads: list) -> None:
+        """Records, as the workers start, whether any worker env reads its observation inputs
+        (``WorkerRunner.reads_observations``, one answer per worker): when none does, steps do
+        not write the observations into the input buffer (the frames of an image env included)."""
+        self.__dict__["_observation_inputs_unread"] = bool(reads) and not any(reads)
 
     def _step_workers(self, tensordict: TensorDictBase, workers: list[int] | None) -> TensorDictBase:
         """Steps ``workers`` (``None``: all) on their rows of ``tensordict``; the rows of the
@@ -724,13 +738,21 @@ class BatchedEnvBase(EnvBase):
         b = self._exchange
         plan = self._plan
         values = maybe_leaves(tensordict, plan.input_keys)
+        extras = self._nontensor_inputs(tensordict)
+        if self.__dict__.get("_observation_inputs_unread", False):
+            # no worker env reads its observation inputs: the action and state entries only
+            required = self._required_inputs()
+            sent = [values[i] for i in required]
+            if all(v is not None for v in sent):
+                copy_leaves([b.input_leaves[i] for i in required], sent)
+                answers = self._run_step(required, workers, extras)
+                return self._step_answers(answers, workers)
         for i in self._observation_only_inputs():
             # an observation that is no action nor state is an optional input: a transform above
             # may have reshaped it (CatFrames on "observation"), which the workers do not read
             v = values[i]
             if v is not None and (v.shape != b.input_leaves[i].shape or v.dtype != b.input_leaves[i].dtype):
                 values[i] = None
-        extras = self._nontensor_inputs(tensordict)
         if all(v is not None for v in values):
             copy_leaves(b.input_leaves, values)
             present = None
@@ -740,10 +762,13 @@ class BatchedEnvBase(EnvBase):
                     raise KeyError(f"the input tensordict has no action entry {key!r}")
             present = tuple(i for i, v in enumerate(values) if v is not None)
             copy_leaves([b.input_leaves[i] for i in present], [values[i] for i in present])
-        answers = self._run_step(present, workers, extras)
+        return self._step_answers(self._run_step(present, workers, extras), workers)
+
+    def _step_answers(self, answers: list, workers: list[int] | None) -> TensorDictBase:
+        """The ``"next"`` data of a step of ``workers`` (``None``: all) that gave ``answers``."""
         out = self._output("next")
         self._set_nontensor(
-            out, plan.next_nontensor_keys, range(self.num_workers) if workers is None else workers, answers
+            out, self._plan.next_nontensor_keys, range(self.num_workers) if workers is None else workers, answers
         )
         return self._maybe_individual(out)
 

@@ -442,7 +442,7 @@ class ParallelEnv(BatchedEnvBase):
             self._abort()
             raise
         if plan is not None:
-            self._gather_start()
+            self._note_observation_readers(self._gather_start())
 
     def _worker_factory(self, fn: Callable[..., EnvBase], kwargs: dict, method: str) -> Callable[[], EnvBase]:
         if method == "fork":
@@ -495,6 +495,18 @@ class ParallelEnv(BatchedEnvBase):
             except (OSError, ValueError) as err:
                 self._fail_dead(i, command, err)
 
+    def _send_frame(self, workers: Sequence[int], framed: bytes, command: str) -> None:
+        """Sends a hot one-byte command already framed (``_worker.frame``): one ``os.write``."""
+        if self._poller[0] is None:  # pragma: no cover - Windows: the pipe ends are handles
+            self._send(workers, framed[4:], command)
+            return
+        conns = self._conns
+        for i in workers:
+            try:
+                os.write(conns[i].fileno(), framed)
+            except (OSError, ValueError) as err:
+                self._fail_dead(i, command, err)
+
     def _gather(self, workers: Sequence[int], command: str, timeout: float | None = None) -> list:
         """Waits for one answer from each of ``workers``; returns their values in order."""
         timeout = self._timeout if timeout is None else timeout
@@ -536,7 +548,7 @@ class ParallelEnv(BatchedEnvBase):
                 if kind == "proc" and not conn.poll(0):  # what it sent before exiting is read first
                     self._fail_dead(i, command)
                 try:
-                    data = conn.recv_bytes()
+                    data = conn.recv_bytes() if poller is None else _worker.read_message(conn.fileno())
                 except (EOFError, OSError):
                     self._fail_dead(i, command)
                 pending.discard(i)
@@ -633,7 +645,9 @@ class ParallelEnv(BatchedEnvBase):
             for i in workers:
                 self._send([i], _worker.encode(("step", present, extras[i])), "step")
         elif present is None:
-            self._send(workers, _worker.STEP, "step")
+            self._send_frame(workers, _worker.STEP_FRAME, "step")
+        elif present == self._required_inputs():
+            self._send_frame(workers, _worker.STEP_REQUIRED_FRAME, "step")
         else:
             self._send(workers, _worker.encode(("step", present, None)), "step")
         return self._gather(workers, "step")

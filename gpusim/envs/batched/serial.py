@@ -87,7 +87,9 @@ class SerialEnv(BatchedEnvBase):
                 self._plan, self.meta_data, self.num_workers, share_memory=self.shared_memory, memmap=self.memmap
             )
         self.__dict__["_exchange"] = buffers
-        self.__dict__["_runners"] = [WorkerRunner(env, self._plan, buffers, i) for i, env in enumerate(envs)]
+        runners = [WorkerRunner(env, self._plan, buffers, i) for i, env in enumerate(envs)]
+        self.__dict__["_runners"] = runners
+        self._note_observation_readers([runner.reads_observations for runner in runners] if buffers else [])
 
     def _shutdown_workers(self) -> None:
         runners = self.__dict__.pop("_runners", [])

@@ -580,22 +580,110 @@ class GymWrapper(EnvBase):
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         return self._reset_rows(tensordict, self.episode.resolve(tensordict, self._sparse_now()), **kwargs)
 
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def _check_was_reset(self) -> None:
         if self._needs_reset:
             raise RuntimeError(
                 f"{type(self).__name__}.step was called before reset(): call env.reset() first and step from its output"
             )
-        action = write_actions(self._act_leaves, tensordict, self._single_action_space)
+
+    def _gym_step(self, action: Any) -> tuple:
+        """Steps the gym env (``frame_skip`` times for a single env, summing the rewards and
+        stopping at the end of an episode); returns gymnasium's 5-tuple."""
         if self._is_vector:
-            obs, reward, terminated, truncated, info = self._adapter.step(action)
-        else:
-            obs, reward, terminated, truncated, info = self._env.step(action)
-            for _ in range(self.frame_skip - 1):
-                if terminated or truncated:
-                    break
-                obs, r, terminated, truncated, info = self._env.step(action)
-                reward = reward + r
-        return self._step_data(obs, reward, terminated, truncated, info)
+            return self._adapter.step(action)
+        obs, reward, terminated, truncated, info = self._env.step(action)
+        for _ in range(self.frame_skip - 1):
+            if terminated or truncated:
+                break
+            obs, r, terminated, truncated, info = self._env.step(action)
+            reward = reward + r
+        return obs, reward, terminated, truncated, info
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self._check_was_reset()
+        action = write_actions(self._act_leaves, tensordict, self._single_action_space)
+        return self._step_data(*self._gym_step(action))
+
+    # ------------------------------------------------------------------ batched workers
+    def _buffer_stepper(
+        self, input_keys: list, inputs: list[torch.Tensor], next_keys: list, outputs: list[torch.Tensor]
+    ) -> Callable[[], bool] | None:
+        """The direct step of a batched env's worker: a function that steps the gym env on the
+        action held in ``inputs`` (the tensors of ``input_keys``, e.g. a worker's row of shared
+        memory) and writes the ``"next"`` data straight into ``outputs`` (the tensors of
+        ``next_keys``): one numpy copy per leaf, no tensordict. It writes what :meth:`step`
+        would put under ``"next"``, byte for byte, and returns ``True``; it returns ``False``
+        (nothing done: take the tensordict path) once info readers or the debug mode are on.
+
+        ``None`` when this env's step is more than that: a vector env, rendered pixels, a
+        nested observation or action, data off the CPU, action guards or state entries, a
+        subclass with its own step, or buffers that do not match the specs.
+
+        Examples:
+            >>> env = GymEnv("Pendulum-v1")
+            >>> keys = ["observation", "reward", "terminated", "truncated", "done"]
+            >>> outputs = [torch.zeros(3), torch.zeros(1), *[torch.zeros(1, dtype=torch.bool)] * 3]
+            >>> step = env._buffer_stepper(["action", "observation"], [torch.zeros(1), torch.zeros(3)], keys, outputs)
+            >>> _ = env.set_seed(0)
+            >>> expected = env.step(env.reset().set("action", torch.zeros(1)))["next"]
+            >>> _ = env.set_seed(0)
+            >>> _ = env.reset()
+            >>> step(), all(torch.equal(expected[k], out) for k, out in zip(keys, outputs))
+            (True, True)
+        """
+        obs_key, _ = self._obs_plan
+        leaves = self._act_leaves
+        cls = type(self)
+        if (
+            self._is_vector
+            or obs_key is None
+            or not self._on_cpu
+            or len(leaves) != 1
+            or leaves[0].path
+            or leaves[0].key != ("action",)
+            or self._action_guards
+            or self._echo_state_keys
+            or cls._step is not GymWrapper._step
+            or cls._gym_step is not GymWrapper._gym_step
+            or cls.step is not EnvBase.step
+            or cls._step_output is not EnvBase._step_output
+            or cls._finish_step is not EnvBase._finish_step
+        ):
+            return None
+        if "action" not in input_keys or sorted(next_keys, key=str) != sorted(
+            [obs_key, "reward", "terminated", "truncated", "done"], key=str
+        ):
+            return None
+        out = dict(zip(next_keys, outputs))
+        obs_spec = self.observation_spec[obs_key]
+        expected = {
+            obs_key: (obs_spec.shape, obs_spec.dtype),
+            "reward": (torch.Size([1]), torch.float32),
+            **{k: (torch.Size([1]), torch.bool) for k in ("terminated", "truncated", "done")},
+        }
+        for key, (shape, dtype) in expected.items():
+            t = out[key]
+            if t.shape != shape or t.dtype != dtype or t.device.type != "cpu" or not t.is_contiguous():
+                return None
+        action = inputs[input_keys.index("action")]
+        to_numpy = leaves[0].to_numpy
+        obs_np = out[obs_key].numpy()
+        np_dtype = obs_np.dtype
+        reward_np, term_np, trunc_np, done_np = (out[k].numpy() for k in ("reward", "terminated", "truncated", "done"))
+        d = self.__dict__
+
+        def step() -> bool:
+            if d["_info_readers"] or d["run_type_checks"]:
+                return False
+            self._check_was_reset()
+            obs, reward, terminated, truncated, _ = self._gym_step(to_numpy(action))
+            obs_np[...] = np.asarray(obs, dtype=np_dtype).reshape(obs_np.shape)
+            reward_np[0] = float(reward)
+            term, trunc = bool(terminated), bool(truncated)
+            term_np[0], trunc_np[0], done_np[0] = term, trunc, term or trunc
+            return True
+
+        return step
 
     def _set_seed(self, seed: int | None) -> None:
         if self._is_vector:
