@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # What the device tool's GPU machine ran for the GPU figures of docs/benchmarks.md (torch, Triton and CUDA
 # come with that machine's image; gpusim's other dependencies travel as wheels in .whl/, see
-# the device tool's notes). Stages: tests, graphs, compare, vmas (default: all); KERNELS=1 adds the
-# compiled Triton kernel tests to the tests stage.
+# the device tool's notes). Stages: tests, graphs, compare, vmas (the default set), and mpe (the
+# TorchRL paper's Table 3: native MPE simple_spread against VmasEnv and raw VMAS, 100 steps, 1 to
+# 30,000 envs), minatar (the five MinAtar games compiled, 4096 to 131072 envs), render (every row's
+# frame against the step, and the compiled pixel chain), each by name (`bash cuda_session.sh mpe
+# minatar render`: the device's 15 minutes do not hold all of them at once, compiles included);
+# KERNELS=1 adds the compiled Triton kernel tests to the tests stage.
 # Writes logs and the compare reports under $OUT (or ./cuda-session). The CartPole comparisons run
 # 50 steps per run at every batch: from --seconds, compare picks T from the eager rate, which on the
 # H100 gave 15 steps at 65536 and 10 at 1M, too few for the compiled runs' fixed cost per run.
@@ -42,5 +46,16 @@ for stage in $stages; do
   vmas)
     PYTHONPATH=$SITE/trl:$PWD timeout 110 python3 -m gpusim compare --devices cuda --envs vmas:simple_spread \
       --batches 64 1024 8192 65536 --peers torchrl vmas --seconds 0.5 --out "$OUT/cmp_vmas" --no-plot 2>&1 | grep -v DEBUG | tail -4 ;;
+  mpe)
+    PYTHONPATH=$SITE/trl:$PWD timeout 330 python3 -m gpusim compare --devices cuda --envs MPE/simple_spread-v0 \
+      --batches 1 100 1000 10000 30000 --peers vmas vmasenv --steps 100 --out "$OUT/cmp_mpe" --no-plot 2>&1 | grep -v DEBUG | tail -4 ;;
+  minatar)
+    for game in Breakout Asterix Freeway SpaceInvaders Seaquest; do
+      PYTHONPATH=$SITE/base:$PWD timeout 110 python3 -m gpusim compare --devices cuda --envs "MinAtar/$game-v1" \
+        --batches 4096 32768 131072 --peers --steps 50 --out "$OUT/cmp_minatar_$game" --no-plot 2>&1 | grep -v DEBUG | tail -3
+    done ;;
+  render)
+    PYTHONPATH=$SITE/base:$PWD timeout 200 python3 benchmarks/bench_render.py --device cuda --render-batch 4096 \
+      --pipeline-batch 256 2>&1 | tee "$OUT/render.log" | tail -16 ;;
   esac
 done
