@@ -81,7 +81,8 @@ def _read_some(fd: int, n: int) -> bytes:
 
 def read_message(fd: int) -> bytes:
     """One message from the pipe ``fd`` in ``Connection``'s framing (what ``recv_bytes`` returns;
-    a one-byte message takes one read). Blocks until the whole message is there.
+    the header, then the payload: never a byte of the next message). Blocks until the whole
+    message is there.
 
     Raises:
         EOFError: the other end closed the pipe.
@@ -97,13 +98,15 @@ def read_message(fd: int) -> bytes:
         >>> read_message(b.fileno()) == ACK
         True
     """
-    data = os.read(fd, 5)
-    if len(data) == 5 and data[:4] == _ONE_BYTE:
-        return data[4:]
+    # the header alone first: reading past it could take bytes of the next message (a message
+    # of zero bytes followed by another one already in the pipe)
+    data = _read_some(fd, 4)
     while len(data) < 4:
         data += _read_some(fd, 4 - len(data))
+    if data == _ONE_BYTE:
+        return _read_some(fd, 1)
     (size,) = _LENGTH.unpack_from(data)
-    rest = data[4:]
+    rest = b""
     if size == -1:  # a message over 2 GiB: its length follows as 8 bytes
         while len(rest) < 8:
             rest += _read_some(fd, 8 - len(rest))

@@ -63,3 +63,20 @@ def test_closed_pipe_raises_eof(written):
     a.close()
     with pytest.raises(EOFError):
         _worker.read_message(b.fileno())
+
+
+def test_an_empty_message_followed_by_another_in_the_pipe():
+    # both messages are in the pipe before the first read: the empty one's header must not be
+    # read together with a byte of the next message (which would lose it and desynchronise the
+    # stream: the next read would then wait for bytes that never come)
+    a, b = mp.Pipe()
+    try:
+        a.send_bytes(b"")
+        a.send_bytes(_worker.ACK)
+        a.send_bytes(b"xyz")
+        assert _worker.read_message(b.fileno()) == b""
+        assert _worker.read_message(b.fileno()) == _worker.ACK
+        assert _worker.read_message(b.fileno()) == b"xyz"
+    finally:
+        a.close()
+        b.close()
