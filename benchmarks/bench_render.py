@@ -178,9 +178,7 @@ def main() -> None:
     parser.add_argument(
         "--pixel-sizes", nargs="+", default=["32x32", "64x64", "84x84"], help="frame sizes HxW of the pixels part"
     )
-    parser.add_argument(
-        "--parts", nargs="+", default=["render", "pipeline"], choices=["render", "pixels", "pipeline"]
-    )
+    parser.add_argument("--parts", nargs="+", default=["render", "pipeline"], choices=["render", "pixels", "pipeline"])
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
     step_s = None

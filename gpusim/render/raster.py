@@ -166,10 +166,11 @@ class Canvas:
         # (a constant tensor, so that a compiled loop reads it where the byte index points instead
         # of recomputing a pixel index k // 3 from it: the loops over [.., W, 3] and [.., W * 3]
         # stay one contiguous loop)
-        self._mask_x = self.x
+        self._step_x = step_x
+        self._mask_j, self._mask_x = cols, self.x  # each mask column's pixel index and x
         if self._bytes:
             base = torch.tensor([float(c) for c in range(self.width) for _ in range(3)], device=self.device)
-            self._mask_x = base if step_x == 1.0 else (base + 0.5) * step_x - 0.5
+            self._mask_j, self._mask_x = base, self._x_at(base)
 
     def colour(self, rgb: Colour) -> torch.Tensor:
         """``rgb`` as a uint8 ``[3]`` tensor on the canvas device.
@@ -184,6 +185,64 @@ class Canvas:
         if len(rgb) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in rgb):
             raise ValueError(f"Canvas: a colour is three ints in [0, 255], got {rgb!r}")
         return torch.tensor(rgb, dtype=torch.uint8, device=self.device)
+
+    def _x_at(self, j: torch.Tensor) -> torch.Tensor:
+        """The surface x of pixel column ``j`` (a float tensor of column indices), as ``self.x``."""
+        return j if self._step_x == 1.0 else (j + 0.5) * self._step_x - 0.5
+
+    def _first(self, test, guess: torch.Tensor) -> torch.Tensor:
+        """The first column ``j`` in ``[0, W]`` where ``test(x_j)`` holds (``W``: none), for a
+        ``test`` false then true along the row, given a ``guess`` of it within a column (per
+        row, float): the test is evaluated on the three columns from ``floor(guess) - 1``."""
+        start = torch.clamp(torch.floor(torch.nan_to_num(guess, nan=0.0)) - 1.0, 0.0, float(self.width))
+        first = start
+        for d in range(3):
+            j = start + d
+            first = first + ((j < self.width) & ~test(self._x_at(j))).to(torch.float32)
+        return first
+
+    def _column(self, x: torch.Tensor) -> torch.Tensor:
+        """The (fractional) column index of surface ``x``: the inverse of ``_x_at``."""
+        return x if self._step_x == 1.0 else (x + 0.5) / self._step_x - 0.5
+
+    def _span_polygon(self, vx: list, vy: list, clockwise: bool) -> torch.Tensor:
+        # The pixels of a convex polygon in each row are a run of columns [lo, hi): each edge's
+        # test (the one of the per-pixel path, ``polygon``) is monotone along a row, so its
+        # boundary is found per row (its guess x = ax + K / ey, then the exact test on three
+        # columns around it) and each pixel compares its column with the run's two ends.
+        # Same pixels as the per-pixel tests, for two comparisons per pixel instead of one per edge.
+        lo = hi = None
+        n = len(vx)
+        width = float(self.width)
+        for i in range(n):
+            ax, ay, bx, by = vx[i], vy[i], vx[(i + 1) % n], vy[(i + 1) % n]
+            ex, ey = bx - ax, by - ay
+            slack = 0.5 * abs(ey) + 1e-3
+            rows = ex * (self.y - ay)  # [*B, H, 1]
+            bound = rows - slack if clockwise else rows + slack
+
+            def inside(x, ey=ey, ax=ax, bound=bound):
+                cols = ey * (x - ax)
+                return bound <= cols if clockwise else bound >= cols
+
+            # the edge's pixels are a suffix of the row (true from some column on) or a prefix
+            suffix = (ey > 0) if clockwise else (ey < 0)
+            guess = self._column(ax + bound / ey)
+            first = self._first(lambda x, f=inside, s=suffix: f(x) == s, guess)  # false, then true
+            flat = ey == 0  # the test is the same along the row
+            everywhere = inside(self._x_at(torch.zeros((), device=self.device)))
+            edge_lo = torch.where(flat, torch.where(everywhere, 0.0, width), torch.where(suffix, first, 0.0))
+            edge_hi = torch.where(flat, width, torch.where(suffix, width, first))
+            lo = edge_lo if lo is None else torch.maximum(lo, edge_lo)
+            hi = edge_hi if hi is None else torch.minimum(hi, edge_hi)
+        return self._run(lo, hi)
+
+    def _run(self, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+        """The mask of the columns ``lo <= j < hi`` of each row (``[*B, H, 1]`` float bounds),
+        the bounds computed once (pinned) and compared with each pixel's column."""
+        lo, hi = torch.broadcast_tensors(lo, hi)
+        lo, hi = self._pin([lo, hi])
+        return (self._mask_j >= lo) & (self._mask_j < hi)
 
     def _pin(self, values: list[Number]) -> list[Number]:
         """Compiled: the float per-row parameters among ``values`` computed once, into one buffer.
@@ -231,6 +290,10 @@ class Canvas:
         ]
         vertices = [_col(v) for v in self._pin(vertices)]
         vx, vy = vertices[: len(xs)], vertices[len(xs) :]
+        if clockwise is not None:
+            vx = [torch.as_tensor(v, dtype=torch.float32, device=self.device) for v in vx]
+            vy = [torch.as_tensor(v, dtype=torch.float32, device=self.device) for v in vy]
+            return self._span_polygon(vx, vy, clockwise)
         pos = neg = None
         n = len(vx)
         for i in range(n):
@@ -260,9 +323,21 @@ class Canvas:
             97
         """
         cx, cy, radius = self._pin([cx, cy, radius])
-        r = _col(radius)
-        dx, dy = self._mask_x - _col(cx), self.y - _col(cy)
-        return dy * dy - (r * r + r) <= -(dx * dx)  # a row term against a column term
+        r, cx = _col(radius), _col(cx)
+        dy = self.y - _col(cy)
+        row = dy * dy - (r * r + r)  # [*B, H, 1]: a pixel is inside when row <= -(dx * dx)
+
+        def inside(x):
+            dx = x - cx
+            return row <= -(dx * dx)
+
+        # a run of columns per row (see _span_polygon): from the first column inside or right of
+        # the centre, to the first one right of the centre and outside
+        half = torch.sqrt(torch.clamp(-row, min=0.0))
+        lo = self._first(lambda x: inside(x) | (x >= cx), self._column(cx - half))
+        hi = self._first(lambda x: ~inside(x) & (x > cx), self._column(cx + half))
+        hi = torch.where(row > 0, lo, hi)  # no pixel (not even one on the centre's column)
+        return self._run(lo, hi)
 
     def hline(self, y: Number, x0: Number = 0, x1: Number | None = None) -> torch.Tensor:
         """Pixels of surface row ``y`` between columns ``x0`` and ``x1`` (inclusive; default: the
@@ -275,9 +350,12 @@ class Canvas:
         """
         x1 = self.surface_width - 1 if x1 is None else x1
         y, x0, x1 = self._pin([y, x0, x1])
+        x0, x1 = (torch.as_tensor(v, dtype=torch.float32, device=self.device)[..., None, None] for v in (x0, x1))
+        lo = self._first(lambda x: x >= x0, self._column(x0))
+        hi = self._first(lambda x: x > x1, self._column(x1))
         # the image row nearest the surface row (at full size: the row itself)
-        x = self._mask_x
-        return ((self.y - _col(y)).abs() < self._half_y) & (x >= _col(x0)) & (x <= _col(x1))
+        on_row = (self.y - _col(y)).abs() < self._half_y  # [*B, H, 1]
+        return self._run(lo, torch.where(on_row, hi, lo))
 
     def vline(self, x: Number, y0: Number, y1: Number) -> torch.Tensor:
         """Pixels of surface column ``x`` between rows ``y0`` and ``y1`` (inclusive).
