@@ -102,7 +102,7 @@ def render_vs_step(
         # the same bytes written by a fill: what the memory takes at best
         out = torch.empty(frame_bytes, dtype=torch.uint8, device=device)
         fill_s = _best(lambda: out.fill_(7), render_repeats, device)
-        del out
+        out = None  # frees the bytes
         print(
             f"  render of every row at {size[1]}x{size[0]}: {render_s * 1e3:.2f} ms "
             f"({frame_bytes / 1e6:.0f} MB of frames, {frame_bytes / render_s / 1e9:.2f} GB/s; a fill of "
@@ -134,7 +134,7 @@ def pixels_vs_step(batch: int, steps: int, repeats: int, device: str, sizes, ste
             f"({batch / t / 1e6:.3f} M env-steps/s) = step + {(t - step_s) / step_s:.1f}x the step",
             flush=True,
         )
-        del runner, root, env
+        runner = root = env = None  # frees the frames
 
 
 def pipeline_vs_bare(batch: int, steps: int, repeats: int, device: str) -> None:

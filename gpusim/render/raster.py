@@ -161,6 +161,7 @@ class Canvas:
         self.colours: list[Colour] = []
         self._bytes = torch.compiler.is_compiling()
         self._image: torch.Tensor | None = None
+        self._channel_masks: tuple[torch.Tensor, torch.Tensor] | None = None
         # the x of each column of the masks the shapes return: each pixel's x, or, on the byte
         # grid, each pixel's x three times (once per channel)
         # (a constant tensor, so that a compiled loop reads it where the byte index points instead
@@ -422,8 +423,19 @@ class Canvas:
         self.labels = torch.where(mask, torch.tensor(index, dtype=torch.uint8, device=self.device), labels)
 
     def _row(self, rgb: Colour) -> torch.Tensor:
-        """A surface row of colour ``rgb`` on the byte grid, ``[W * 3]`` int32 (a constant)."""
-        return torch.tensor(list(rgb) * self.width, dtype=torch.int32, device=self.device)
+        """A surface row of colour ``rgb`` on the byte grid, ``[W * 3]`` int32.
+
+        Made from one constant shared by every colour (each byte's channel as a bit mask),
+        not one constant per colour: each buffer a fused loop reads counts towards Inductor's
+        limit of reads per expression (12 on CPU), past which it stores the half-painted
+        frame (as int32: four bytes per byte) and reads it back.
+        """
+        if self._channel_masks is None:
+            channel = torch.tensor([0, 1, 2] * self.width, dtype=torch.int32, device=self.device)
+            self._channel_masks = (-(channel == 0).to(torch.int32), -(channel == 1).to(torch.int32))
+        red, green = self._channel_masks
+        r, g, b = rgb
+        return ((r - b) & red) + ((g - b) & green) + b
 
     def _paint_bytes(self, mask: torch.Tensor, rgb: Colour) -> None:
         # compiled: the frame bytes are painted directly, each byte tested on its own (the shapes'
