@@ -423,7 +423,7 @@ class Canvas:
         self.labels = torch.where(mask, torch.tensor(index, dtype=torch.uint8, device=self.device), labels)
 
     def _row(self, rgb: Colour) -> torch.Tensor:
-        """A surface row of colour ``rgb`` on the byte grid, ``[W * 3]`` int32.
+        """A surface row of colour ``rgb`` on the byte grid, ``[W * 3]`` int32 (an int for a grey).
 
         Made from one constant shared by every colour (each byte's channel as a bit mask),
         not one constant per colour: each buffer a fused loop reads counts towards Inductor's
@@ -435,7 +435,12 @@ class Canvas:
             self._channel_masks = (-(channel == 0).to(torch.int32), -(channel == 1).to(torch.int32))
         red, green = self._channel_masks
         r, g, b = rgb
-        return ((r - b) & red) + ((g - b) & green) + b
+        row = b
+        # few ops per colour (a grey is a number): Inductor stores an expression past 100 ops
+        for mask, delta in ((red, r - b), (green, g - b)):
+            if delta != 0:
+                row = (mask & delta) + row
+        return row
 
     def _paint_bytes(self, mask: torch.Tensor, rgb: Colour) -> None:
         # compiled: the frame bytes are painted directly, each byte tested on its own (the shapes'
@@ -451,10 +456,13 @@ class Canvas:
         image = self._image
         if image is None:
             if self._background_rgb is not None:
-                image = self._row(self._background_rgb)
+                image = torch.as_tensor(self._row(self._background_rgb), dtype=torch.int32, device=self.device)
             else:
                 image = self.background.reshape(self.height, self.width * 3).to(torch.int32)
-        self._image = torch.where(mask, self._row(rgb), image)
+        colour = self._row(rgb)
+        if not isinstance(colour, torch.Tensor):
+            colour = torch.tensor(colour, dtype=torch.int32, device=self.device)
+        self._image = torch.where(mask, colour, image)
 
     def blend(self, ink: torch.Tensor, rgb: Colour) -> None:
         """Blends ``rgb`` over the background with opacity ``ink`` (float in ``[0, 1]``, ``[H, W]``),
