@@ -100,13 +100,17 @@ def render_vs_step(
         render_s = _best(lambda: draw(state), render_repeats, device)
         frame_bytes = batch * size[0] * size[1] * 3
         # the same bytes written by a fill: what the memory takes at best
+        # (into a buffer kept, and into a fresh one, as the render's frames are: past 32 MB glibc
+        # maps fresh pages for each, and their first writes fault them in)
         out = torch.empty(frame_bytes, dtype=torch.uint8, device=device)
         fill_s = _best(lambda: out.fill_(7), render_repeats, device)
         out = None  # frees the bytes
+        fresh_s = _best(lambda: torch.empty(frame_bytes, dtype=torch.uint8, device=device).fill_(7), 3, device)
         print(
             f"  render of every row at {size[1]}x{size[0]}: {render_s * 1e3:.2f} ms "
             f"({frame_bytes / 1e6:.0f} MB of frames, {frame_bytes / render_s / 1e9:.2f} GB/s; a fill of "
-            f"as many bytes {fill_s * 1e3:.2f} ms, {frame_bytes / fill_s / 1e9:.2f} GB/s; "
+            f"as many bytes {fill_s * 1e3:.2f} ms, {frame_bytes / fill_s / 1e9:.2f} GB/s, of fresh ones "
+            f"{fresh_s * 1e3:.2f} ms, {frame_bytes / fresh_s / 1e9:.2f} GB/s; "
             f"{batch / render_s / 1e6:.2f} M frames/s); render / step = {render_s / step_s:.2f}x",
             flush=True,
         )
