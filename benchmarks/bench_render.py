@@ -23,7 +23,7 @@ Usage::
 
     python benchmarks/bench_render.py [--device cpu] [--render-batch 4096] [--pipeline-batch 8]
         [--steps 20] [--repeats 3] [--render-repeats 1] [--sizes 400x600 84x84 ...]
-        [--pixel-sizes 32x32 64x64 84x84] [--parts render pixels pipeline]
+        [--pixel-sizes 32x32 64x64 84x84] [--steps-per-call K] [--parts render pixels pipeline]
 
 Examples:
     ``--help`` runs anywhere:
@@ -141,7 +141,7 @@ def pixels_vs_step(batch: int, steps: int, repeats: int, device: str, sizes, ste
         runner = root = env = None  # frees the frames
 
 
-def pipeline_vs_bare(batch: int, steps: int, repeats: int, device: str) -> None:
+def pipeline_vs_bare(batch: int, steps: int, repeats: int, device: str, options: dict | None = None) -> None:
     import gpusim as gs
     from gpusim.transforms import CatFrames, Compose, GrayScale, Resize, ToTensorImage
 
@@ -155,7 +155,7 @@ def pipeline_vs_bare(batch: int, steps: int, repeats: int, device: str) -> None:
     runners = {}
     for label, chain in (("bare pixel env", False), ("+ ToTensorImage, Resize(84), GrayScale, CatFrames(4)", True)):
         env = make(chain)
-        runner = env.compile(verbose=False)
+        runner = env.compile(verbose=False, **(options or {}))
         root = env.reset()
         _warm(label, lambda: runner.run(steps, root), device)
         runners[label] = (runner, root)
@@ -182,6 +182,9 @@ def main() -> None:
     parser.add_argument(
         "--pixel-sizes", nargs="+", default=["32x32", "64x64", "84x84"], help="frame sizes HxW of the pixels part"
     )
+    parser.add_argument(
+        "--steps-per-call", type=int, default=None, help="the compiled rollout's steps per graph call (pipeline part)"
+    )
     parser.add_argument("--parts", nargs="+", default=["render", "pipeline"], choices=["render", "pixels", "pipeline"])
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
@@ -193,7 +196,8 @@ def main() -> None:
         sizes = [_size(s) for s in args.pixel_sizes]
         pixels_vs_step(args.render_batch, args.steps, args.repeats, args.device, sizes, step_s)
     if "pipeline" in args.parts:
-        pipeline_vs_bare(args.pipeline_batch, args.steps, args.repeats, args.device)
+        options = {} if args.steps_per_call is None else {"steps_per_call": args.steps_per_call}
+        pipeline_vs_bare(args.pipeline_batch, args.steps, args.repeats, args.device, options)
 
 
 if __name__ == "__main__":
