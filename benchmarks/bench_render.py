@@ -117,7 +117,9 @@ def render_vs_step(
     return step_s
 
 
-def pixels_vs_step(batch: int, steps: int, repeats: int, device: str, sizes, step_s: float | None = None) -> None:
+def pixels_vs_step(
+    batch: int, steps: int, repeats: int, device: str, sizes, step_s: float | None = None, options: dict | None = None
+) -> None:
     """Compiled rollouts of ``make("CartPole-v1", from_pixels=True, render_size=size)``: the step
     with the frames of every row (the next state's and, after resets, the root's)."""
     import gpusim as gs
@@ -130,7 +132,7 @@ def pixels_vs_step(batch: int, steps: int, repeats: int, device: str, sizes, ste
         print(f"CartPole, {batch} envs, compiled on {device}: step {step_s * 1e6:.1f} us", flush=True)
     for size in sizes:
         env = gs.make("CartPole-v1", num_envs=batch, seed=0, device=device, from_pixels=True, render_size=size)
-        runner, root = env.compile(verbose=False), env.reset()
+        runner, root = env.compile(verbose=False, **(options or {})), env.reset()
         _warm(f"step + pixels {size[1]}x{size[0]}", lambda: runner.run(steps, root), device)
         t = _best(lambda: runner.run(steps, root), repeats, device) / steps
         print(
@@ -183,20 +185,23 @@ def main() -> None:
         "--pixel-sizes", nargs="+", default=["32x32", "64x64", "84x84"], help="frame sizes HxW of the pixels part"
     )
     parser.add_argument(
-        "--steps-per-call", type=int, default=None, help="the compiled rollout's steps per graph call (pipeline part)"
+        "--steps-per-call",
+        type=int,
+        default=None,
+        help="the compiled rollouts' steps per graph call (pixels and pipeline parts)",
     )
     parser.add_argument("--parts", nargs="+", default=["render", "pipeline"], choices=["render", "pixels", "pipeline"])
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
     step_s = None
+    options = {} if args.steps_per_call is None else {"steps_per_call": args.steps_per_call}
     if "render" in args.parts:
         sizes = [_size(s) for s in args.sizes]
         step_s = render_vs_step(args.render_batch, args.steps, args.repeats, args.device, args.render_repeats, sizes)
     if "pixels" in args.parts:
         sizes = [_size(s) for s in args.pixel_sizes]
-        pixels_vs_step(args.render_batch, args.steps, args.repeats, args.device, sizes, step_s)
+        pixels_vs_step(args.render_batch, args.steps, args.repeats, args.device, sizes, step_s, options)
     if "pipeline" in args.parts:
-        options = {} if args.steps_per_call is None else {"steps_per_call": args.steps_per_call}
         pipeline_vs_bare(args.pipeline_batch, args.steps, args.repeats, args.device, options)
 
 
