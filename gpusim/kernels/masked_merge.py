@@ -92,7 +92,21 @@ def masked_merge_reference(
         [tensor([0., 1.])]
     """
     check_merge_args(new, old, masks)
-    return [torch.where(_expand_mask(m, n), n, o) for n, o, m in zip(new, old, masks)]
+    return [_where_rows(m, n, o) for n, o, m in zip(new, old, masks)]
+
+
+def _where_rows(mask: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """``where(mask, new, old)`` for one leaf; byte leaves (frames) by a bitwise select.
+
+    For uint8/int8 leaves the rows are picked as ``((new ^ old) & m) ^ old`` with ``m`` all ones
+    in the selected rows: the same bytes as ``where``, but Inductor's CPU code for a byte
+    ``where`` under a row mask widens the mask to 64 byte lanes one lane at a time (a
+    4096 x 32 x 32 x 3 frame merge: 52 ms, the bitwise select 1.1 ms).
+    """
+    if new.dtype == torch.uint8 or new.dtype == torch.int8:
+        ones = mask.to(new.dtype) * 255 if new.dtype == torch.uint8 else -mask.to(new.dtype)
+        return ((new ^ old) & _expand_mask(ones, new)) ^ old
+    return torch.where(_expand_mask(mask, new), new, old)
 
 
 def masked_merge_cpu_rows(

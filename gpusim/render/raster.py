@@ -6,7 +6,16 @@ pixel of every row at once (a polygon by its edges' half-plane tests, a disk by 
 line by its rows or columns), from per-row parameters of shape ``[*B]`` (or Python numbers),
 and :meth:`Canvas.paint` writes a colour where the mask holds. No Python loop runs over rows or
 pixels, nothing is read on the host, and a compiled graph fuses a whole drawing into one loop
-over the output pixels.
+over the output bytes.
+
+Eager and compiled, the canvas runs two programs with the same frames, bit for bit: eager, each
+shape paints a colour index per pixel (one byte per pixel of each temporary) and the frame is
+looked up once at the end; compiled, each shape is tested on every byte of the frame (a pixel's
+three channels test the same point) and paints the byte itself, and the per-row parameters of
+each shape are stored once. Every value the compiled loop reads is then indexed by the byte's
+position, so Inductor makes one contiguous vectorized loop over the bytes of each frame row
+whatever layout the consumer reads (``[.., W, 3]`` or ``[.., W * 3]``), without recomputing a
+row's trigonometry per vector of pixels.
 
 Coordinates are those of gymnasium's classic-control drawings: pygame surface pixels, ``x`` to
 the right and ``y`` upwards, with the frame flipped vertically at the end (surface row ``y`` is
@@ -144,9 +153,25 @@ class Canvas:
             self.background = background.to(self.device)
         else:
             self.background = self.colour(background).expand(self.height, self.width, 3)
-        # what is painted: a colour index per pixel (0: the background) and the colours
+        self._background_rgb: Colour | None = None if isinstance(background, torch.Tensor) else tuple(background)
+        # what is painted. Eager: a colour index per pixel (0: the background) and the colours.
+        # Compiled: the frame's bytes themselves, ``[*B, H, W * 3]`` int32, tested and painted
+        # byte by byte (see _bytes)
         self.labels: torch.Tensor | None = None
         self.colours: list[Colour] = []
+        self._bytes = torch.compiler.is_compiling()
+        self._image: torch.Tensor | None = None
+        self._channel_masks: tuple[torch.Tensor, torch.Tensor] | None = None
+        # the x of each column of the masks the shapes return: each pixel's x, or, on the byte
+        # grid, each pixel's x three times (once per channel)
+        # (a constant tensor, so that a compiled loop reads it where the byte index points instead
+        # of recomputing a pixel index k // 3 from it: the loops over [.., W, 3] and [.., W * 3]
+        # stay one contiguous loop)
+        self._step_x = step_x
+        self._mask_j, self._mask_x = cols, self.x  # each mask column's pixel index and x
+        if self._bytes:
+            base = torch.tensor([float(c) for c in range(self.width) for _ in range(3)], device=self.device)
+            self._mask_j, self._mask_x = base, self._x_at(base)
 
     def colour(self, rgb: Colour) -> torch.Tensor:
         """``rgb`` as a uint8 ``[3]`` tensor on the canvas device.
@@ -161,6 +186,83 @@ class Canvas:
         if len(rgb) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in rgb):
             raise ValueError(f"Canvas: a colour is three ints in [0, 255], got {rgb!r}")
         return torch.tensor(rgb, dtype=torch.uint8, device=self.device)
+
+    def _x_at(self, j: torch.Tensor) -> torch.Tensor:
+        """The surface x of pixel column ``j`` (a float tensor of column indices), as ``self.x``."""
+        return j if self._step_x == 1.0 else (j + 0.5) * self._step_x - 0.5
+
+    def _first(self, test, guess: torch.Tensor) -> torch.Tensor:
+        """The first column ``j`` in ``[0, W]`` where ``test(x_j)`` holds (``W``: none), for a
+        ``test`` false then true along the row, given a ``guess`` of it within a column (per
+        row, float): the test is evaluated on the three columns from ``floor(guess) - 1``."""
+        start = torch.clamp(torch.floor(torch.nan_to_num(guess, nan=0.0)) - 1.0, 0.0, float(self.width))
+        first = start
+        for d in range(3):
+            j = start + d
+            first = first + ((j < self.width) & ~test(self._x_at(j))).to(torch.float32)
+        return first
+
+    def _column(self, x: torch.Tensor) -> torch.Tensor:
+        """The (fractional) column index of surface ``x``: the inverse of ``_x_at``."""
+        return x if self._step_x == 1.0 else (x + 0.5) / self._step_x - 0.5
+
+    def _span_polygon(self, vx: list, vy: list, clockwise: bool) -> torch.Tensor:
+        # The pixels of a convex polygon in each row are a run of columns [lo, hi): each edge's
+        # test (the one of the per-pixel path, ``polygon``) is monotone along a row, so its
+        # boundary is found per row (its guess x = ax + K / ey, then the exact test on three
+        # columns around it) and each pixel compares its column with the run's two ends.
+        # Same pixels as the per-pixel tests, for two comparisons per pixel instead of one per edge.
+        lo = hi = None
+        n = len(vx)
+        width = float(self.width)
+        for i in range(n):
+            ax, ay, bx, by = vx[i], vy[i], vx[(i + 1) % n], vy[(i + 1) % n]
+            ex, ey = bx - ax, by - ay
+            slack = 0.5 * abs(ey) + 1e-3
+            rows = ex * (self.y - ay)  # [*B, H, 1]
+            bound = rows - slack if clockwise else rows + slack
+
+            def inside(x, ey=ey, ax=ax, bound=bound):
+                cols = ey * (x - ax)
+                return bound <= cols if clockwise else bound >= cols
+
+            # the edge's pixels are a suffix of the row (true from some column on) or a prefix
+            suffix = (ey > 0) if clockwise else (ey < 0)
+            guess = self._column(ax + bound / ey)
+            first = self._first(lambda x, f=inside, s=suffix: f(x) == s, guess)  # false, then true
+            flat = ey == 0  # the test is the same along the row
+            everywhere = inside(self._x_at(torch.zeros((), device=self.device)))
+            edge_lo = torch.where(flat, torch.where(everywhere, 0.0, width), torch.where(suffix, first, 0.0))
+            edge_hi = torch.where(flat, width, torch.where(suffix, width, first))
+            lo = edge_lo if lo is None else torch.maximum(lo, edge_lo)
+            hi = edge_hi if hi is None else torch.minimum(hi, edge_hi)
+        return self._run(lo, hi)
+
+    def _run(self, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+        """The mask of the columns ``lo <= j < hi`` of each row (``[*B, H, 1]`` float bounds),
+        the bounds computed once (pinned) and compared with each pixel's column."""
+        lo, hi = torch.broadcast_tensors(lo, hi)
+        lo, hi = self._pin([lo, hi])
+        return (self._mask_j >= lo) & (self._mask_j < hi)
+
+    def _pin(self, values: list[Number]) -> list[Number]:
+        """Compiled: the float per-row parameters among ``values`` computed once, into one buffer.
+
+        Inductor inlines a per-row value into every pixel loop iteration that reads it (a
+        vertex's ``sin``/``cos``, the physics that produced the state), unless it is stored; a
+        ``stack`` is stored (on CPU a cat is a kernel of its own), so the pixel loop reads each
+        parameter instead of recomputing it per vector of pixels. Eager: ``values`` unchanged.
+        """
+        if not self._bytes:
+            return values
+        at = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor) and v.dtype == torch.float32]
+        if len(at) == 0:
+            return values
+        pinned = torch.stack(torch.broadcast_tensors(*(values[i] for i in at)), -1).unbind(-1)
+        out = list(values)
+        for i, value in zip(at, pinned, strict=True):
+            out[i] = value
+        return out
 
     # ------------------------------------------------------------------ shapes (bool masks)
     def polygon(
@@ -183,14 +285,16 @@ class Canvas:
         """
         if len(xs) != len(ys) or len(xs) < 3:
             raise ValueError(f"Canvas.polygon needs >= 3 vertices with as many xs as ys, got {len(xs)} and {len(ys)}")
-        vx = [
-            _col(torch.trunc(v) if truncate and isinstance(v, torch.Tensor) else (int(v) if truncate else v))
-            for v in xs
+        vertices = [
+            torch.trunc(v) if truncate and isinstance(v, torch.Tensor) else (int(v) if truncate else v)
+            for v in (*xs, *ys)
         ]
-        vy = [
-            _col(torch.trunc(v) if truncate and isinstance(v, torch.Tensor) else (int(v) if truncate else v))
-            for v in ys
-        ]
+        vertices = [_col(v) for v in self._pin(vertices)]
+        vx, vy = vertices[: len(xs)], vertices[len(xs) :]
+        if clockwise is not None:
+            vx = [torch.as_tensor(v, dtype=torch.float32, device=self.device) for v in vx]
+            vy = [torch.as_tensor(v, dtype=torch.float32, device=self.device) for v in vy]
+            return self._span_polygon(vx, vy, clockwise)
         pos = neg = None
         n = len(vx)
         for i in range(n):
@@ -200,7 +304,7 @@ class Canvas:
             # widened by half a pixel along the row; its row and column terms are computed
             # apart ([*B, H, 1] and [*B, 1, W]), so that each pixel costs one comparison
             slack = 0.5 * abs(ey) + 1e-3
-            rows, cols = ex * (self.y - ay), ey * (self.x - ax)
+            rows, cols = ex * (self.y - ay), ey * (self._mask_x - ax)
             if clockwise is not True:
                 inside_ccw = rows + slack >= cols
                 pos = inside_ccw if pos is None else pos & inside_ccw
@@ -219,9 +323,22 @@ class Canvas:
             >>> Canvas((), 20, 20).disk(10, 10, 5).sum().item()
             97
         """
-        r = _col(radius)
-        dx, dy = self.x - _col(cx), self.y - _col(cy)
-        return dy * dy - (r * r + r) <= -(dx * dx)  # a row term against a column term
+        cx, cy, radius = self._pin([cx, cy, radius])
+        r, cx = _col(radius), _col(cx)
+        dy = self.y - _col(cy)
+        row = dy * dy - (r * r + r)  # [*B, H, 1]: a pixel is inside when row <= -(dx * dx)
+
+        def inside(x):
+            dx = x - cx
+            return row <= -(dx * dx)
+
+        # a run of columns per row (see _span_polygon): from the first column inside or right of
+        # the centre, to the first one right of the centre and outside
+        half = torch.sqrt(torch.clamp(-row, min=0.0))
+        lo = self._first(lambda x: inside(x) | (x >= cx), self._column(cx - half))
+        hi = self._first(lambda x: ~inside(x) & (x > cx), self._column(cx + half))
+        hi = torch.where(row > 0, lo, hi)  # no pixel (not even one on the centre's column)
+        return self._run(lo, hi)
 
     def hline(self, y: Number, x0: Number = 0, x1: Number | None = None) -> torch.Tensor:
         """Pixels of surface row ``y`` between columns ``x0`` and ``x1`` (inclusive; default: the
@@ -233,8 +350,13 @@ class Canvas:
             [False, True, True, True, False, False]
         """
         x1 = self.surface_width - 1 if x1 is None else x1
+        y, x0, x1 = self._pin([y, x0, x1])
+        x0, x1 = (torch.as_tensor(v, dtype=torch.float32, device=self.device)[..., None, None] for v in (x0, x1))
+        lo = self._first(lambda x: x >= x0, self._column(x0))
+        hi = self._first(lambda x: x > x1, self._column(x1))
         # the image row nearest the surface row (at full size: the row itself)
-        return ((self.y - _col(y)).abs() < self._half_y) & (self.x >= _col(x0)) & (self.x <= _col(x1))
+        on_row = (self.y - _col(y)).abs() < self._half_y  # [*B, H, 1]
+        return self._run(lo, torch.where(on_row, hi, lo))
 
     def vline(self, x: Number, y0: Number, y1: Number) -> torch.Tensor:
         """Pixels of surface column ``x`` between rows ``y0`` and ``y1`` (inclusive).
@@ -243,7 +365,8 @@ class Canvas:
             >>> Canvas((), 5, 3).vline(1, 0, 2)[:, 1].tolist()  # image rows, top to bottom
             [False, False, True, True, True]
         """
-        return ((self.x - _col(x)).abs() < self._half_x) & (self.y >= _col(y0)) & (self.y <= _col(y1))
+        x, y0, y1 = self._pin([x, y0, y1])
+        return ((self._mask_x - _col(x)).abs() < self._half_x) & (self.y >= _col(y0)) & (self.y <= _col(y1))
 
     def graph_line(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
         """Anti-aliased ink ``[H, W]`` float in ``[0, 1]`` of a polyline that is the graph of a
@@ -274,8 +397,10 @@ class Canvas:
         """Paints ``rgb`` on the pixels of ``mask`` (``[*B, H, W]`` or ``[H, W]`` bool), over what
         was painted before.
 
-        Painting records a colour index per pixel (one byte); :meth:`frames` turns the indices
-        into colours once, so that each shape costs a pass over bytes, not over RGB triples.
+        Eager, painting records a colour index per pixel (one byte); :meth:`frames` turns the
+        indices into colours once, so that each shape costs a pass over bytes, not over RGB
+        triples. Compiled, it paints the frame's bytes (masks of the shapes are then on the byte
+        grid, ``[*B, H, W * 3]``; a pixel mask, e.g. from ``canvas.x``, is widened to it).
 
         Examples:
             >>> canvas = Canvas(torch.Size([2]), 1, 2)
@@ -288,15 +413,56 @@ class Canvas:
             self.colours.append(rgb)
             if len(self.colours) > 255:
                 raise ValueError("Canvas: at most 255 colours per drawing")
+        if self._bytes:
+            self._paint_bytes(mask, rgb)
+            return
         index = self.colours.index(rgb) + 1
         labels = self.labels
-        # compiled: int32 labels, as wide as the float pixel tests' lanes (uint8 labels made
-        # Inductor's C++ convert each float test's mask to 64 byte lanes one lane at a time);
-        # eager: one byte per pixel of each intermediate
-        dtype = torch.int32 if torch.compiler.is_compiling() else torch.uint8
         if labels is None:
-            labels = torch.zeros((), dtype=dtype, device=self.device)
-        self.labels = torch.where(mask, torch.tensor(index, dtype=dtype, device=self.device), labels)
+            labels = torch.zeros((), dtype=torch.uint8, device=self.device)
+        self.labels = torch.where(mask, torch.tensor(index, dtype=torch.uint8, device=self.device), labels)
+
+    def _row(self, rgb: Colour) -> torch.Tensor:
+        """A surface row of colour ``rgb`` on the byte grid, ``[W * 3]`` int32 (an int for a grey).
+
+        Made from one constant shared by every colour (each byte's channel as a bit mask),
+        not one constant per colour: each buffer a fused loop reads counts towards Inductor's
+        limit of reads per expression (12 on CPU), past which it stores the half-painted
+        frame (as int32: four bytes per byte) and reads it back.
+        """
+        if self._channel_masks is None:
+            channel = torch.tensor([0, 1, 2] * self.width, dtype=torch.int32, device=self.device)
+            self._channel_masks = (-(channel == 0).to(torch.int32), -(channel == 1).to(torch.int32))
+        red, green = self._channel_masks
+        r, g, b = rgb
+        row = b
+        # few ops per colour (a grey is a number): Inductor stores an expression past 100 ops
+        for mask, delta in ((red, r - b), (green, g - b)):
+            if delta != 0:
+                row = (mask & delta) + row
+        return row
+
+    def _paint_bytes(self, mask: torch.Tensor, rgb: Colour) -> None:
+        # compiled: the frame bytes are painted directly, each byte tested on its own (the shapes'
+        # masks are on the byte grid). Every value a loop reads is then indexed by the byte's
+        # position (no pixel index k // 3, no colour lookup), so that Inductor makes one
+        # contiguous vectorized loop over the bytes of a row whatever the consumer's layout
+        # ([.., W, 3] or [.., W * 3]); a labels-then-lookup frame fused into a [.., W, 3] consumer
+        # (the where of a reset) became a loop of 3-byte partial vectors (~100x slower). int32
+        # bytes: as wide as the float tests' lanes (uint8 made Inductor convert each mask to 64
+        # byte lanes one lane at a time)
+        if mask.shape[-1] != self._mask_x.shape[-1]:  # a pixel mask (drawn from canvas.x): per byte
+            mask = mask.unsqueeze(-1).expand(*mask.shape, 3).flatten(-2)
+        image = self._image
+        if image is None:
+            if self._background_rgb is not None:
+                image = torch.as_tensor(self._row(self._background_rgb), dtype=torch.int32, device=self.device)
+            else:
+                image = self.background.reshape(self.height, self.width * 3).to(torch.int32)
+        colour = self._row(rgb)
+        if not isinstance(colour, torch.Tensor):
+            colour = torch.tensor(colour, dtype=torch.int32, device=self.device)
+        self._image = torch.where(mask, colour, image)
 
     def blend(self, ink: torch.Tensor, rgb: Colour) -> None:
         """Blends ``rgb`` over the background with opacity ``ink`` (float in ``[0, 1]``, ``[H, W]``),
@@ -308,7 +474,7 @@ class Canvas:
             >>> canvas.frames()[0, :, 0].tolist()
             [128, 0]
         """
-        if self.labels is not None:
+        if self.labels is not None or self._image is not None:
             raise RuntimeError("Canvas.blend draws on the background: call it before paint()")
         alpha = ink[..., None]
         mixed = self.background.to(torch.float32) * (1.0 - alpha) + self.colour(rgb).to(torch.float32) * alpha
@@ -317,10 +483,8 @@ class Canvas:
     def frames(self) -> torch.Tensor:
         """The drawn frames, ``[*B, H, W, 3]`` uint8 (contiguous, owned by the caller).
 
-        Compiled, the colours are looked up on the flattened ``[*B, H, W * 3]`` layout (each byte
-        reads the index of its pixel, ``k // 3``, and its channel, ``k % 3``): Inductor then runs
-        one loop over whole rows of bytes instead of a loop of three channels per pixel (3x
-        faster on CPU). Eager, one indexing of the colour table does it.
+        Eager, one indexing of the colour table turns the colour indices into the frames;
+        compiled, the painted bytes are the frames (converted to uint8).
 
         Examples:
             >>> Canvas(torch.Size([4, 2]), 3, 5, background=(9, 9, 9)).frames().shape
@@ -328,17 +492,11 @@ class Canvas:
         """
         shape = (*self.batch_shape, self.height, self.width, 3)
         background = self.background
+        if self._image is not None:  # compiled: the painted bytes
+            image = self._image.to(torch.uint8).expand(*self.batch_shape, self.height, self.width * 3)
+            return image.reshape(shape)
         if self.labels is None:
             return background.expand(shape).contiguous()
-        if not torch.compiler.is_compiling():  # eager: one indexing kernel, one where
-            labels = self.labels.expand(*self.batch_shape, self.height, self.width)
-            table = torch.tensor([(0, 0, 0), *self.colours], dtype=torch.uint8, device=self.device)
-            return torch.where((labels == 0)[..., None], background, table[labels.long()])
-        k = torch.arange(self.width * 3, device=self.device)
-        pixel, channel = k // 3, k % 3
         labels = self.labels.expand(*self.batch_shape, self.height, self.width)
-        index = labels[..., pixel].long()  # [*B, H, W * 3]
-        table = torch.tensor([(0, 0, 0), *self.colours], dtype=torch.uint8, device=self.device).flatten()
-        painted = table[index * 3 + channel]
-        flat = torch.where(index == 0, background.reshape(self.height, self.width * 3), painted)
-        return flat.reshape(shape)
+        table = torch.tensor([(0, 0, 0), *self.colours], dtype=torch.uint8, device=self.device)
+        return torch.where((labels == 0)[..., None], background, table[labels.long()])

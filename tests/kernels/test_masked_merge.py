@@ -258,3 +258,26 @@ def test_cuda_graph_capture():
     torch.cuda.synchronize()
     for o, r in zip(out, masked_merge_reference(new, old, masks)):
         assert torch.equal(o, r)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8])
+def test_byte_leaves_merge_by_bitwise_select(dtype):
+    """Byte leaves (frames) are merged by a bitwise select: the values of a plain ``where``,
+    eager and compiled, for any leaf shape and layout."""
+    gen = torch.Generator().manual_seed(3)
+    mask = torch.rand(6, generator=gen) > 0.5
+    info = torch.iinfo(dtype)
+
+    def _bytes(shape):
+        return torch.randint(info.min, info.max + 1, shape, generator=gen, dtype=dtype)
+
+    frames = [_bytes((6, 4, 5, 3)) for _ in range(2)]
+    odd = [_bytes((6, 3)) for _ in range(2)]
+    offset = [_bytes((6, 9))[:, 1:] for _ in range(2)]  # a view from byte 1
+    extremes = [torch.full((6, 2), v, dtype=dtype) for v in (info.min, info.max)]
+    new, old = [frames[0], odd[0], offset[0], extremes[0]], [frames[1], odd[1], offset[1], extremes[1]]
+    expected = [torch.where(mask.reshape(6, *[1] * (n.ndim - 1)), n, o) for n, o in zip(new, old)]
+    for got, want in zip(masked_merge_reference(new, old, [mask] * 4), expected):
+        assert got.shape == want.shape and got.dtype == dtype and torch.equal(got, want)
+    merge = torch.compile(lambda m, a, b: masked_merge_reference([a], [b], [m])[0], fullgraph=True)
+    assert torch.equal(merge(mask, frames[0], frames[1]), expected[0])

@@ -232,3 +232,97 @@ def test_render_size_errors():
         env.render(td, size=64)
     with pytest.raises(ValueError, match=r"one frame size, \(96, 96\); got size=\(32, 32\)"):
         gs.TicTacToeEnv(batch_size=[2]).render(gs.TicTacToeEnv(batch_size=[2]).reset(), size=(32, 32))
+
+
+# compiled, the canvas paints the frame's bytes directly (a different program than the eager
+# colour indices): the frames must be the same, bit for bit, for every drawing that paints
+COMPILED = {
+    "CartPole-v1": (gs.CartPoleEnv, _cartpole, None),
+    "Pendulum-v1": (gs.PendulumEnv, _pendulum, (100, 100)),
+    "MountainCar-v0": (gs.MountainCarEnv, _mountain, (80, 120)),
+    "Acrobot-v1": (gs.AcrobotEnv, _acrobot, (64, 64)),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPILED))
+def test_compiled_render_is_the_eager_render(case):
+    env_cls, draw_state, size = COMPILED[case]
+    rng = np.random.default_rng(11)
+    states = torch.tensor([draw_state(rng) for _ in range(N_STATES)], dtype=torch.float32)
+    data = TensorDict({"state": states}, [N_STATES])
+    eager = env_cls(batch_size=[N_STATES]).render(data, size=size)
+    fresh = env_cls(batch_size=[N_STATES])  # no cached static layers: the graph draws them too
+    compiled = torch.compile(lambda s: fresh.render(TensorDict({"state": s}, [N_STATES]), size=size), fullgraph=True)
+    frames = compiled(states)
+    assert frames.shape == eager.shape and frames.dtype == torch.uint8
+    assert torch.equal(frames, eager), f"{case}: {int((frames != eager).any(-1).sum())} pixels differ"
+    cached = fresh.render(data, size=size)  # eager: caches the static layers, which the graph then reads
+    assert torch.equal(compiled(states), cached)
+
+
+def test_compiled_tictactoe_render_is_the_eager_render():
+    env = gs.TicTacToeEnv(batch_size=[8], seed=3)
+    data = env.rollout(5, break_when_any_done=False)["next"][:, -1]
+    eager = env.render(data)
+    compiled = torch.compile(lambda td: env.render(td), fullgraph=True)
+    assert torch.equal(compiled(data), eager)
+
+
+def _half_planes(canvas, xs, ys, clockwise):
+    """The per-pixel polygon test (each pixel against every edge), the reference of the runs."""
+    vx = [torch.trunc(v)[:, None, None] for v in xs]
+    vy = [torch.trunc(v)[:, None, None] for v in ys]
+    inside = None
+    for i in range(len(vx)):
+        ax, ay, ex, ey = vx[i], vy[i], vx[(i + 1) % 4] - vx[i], vy[(i + 1) % 4] - vy[i]
+        rows, cols = ex * (canvas.y - ay), ey * (canvas.x - ax)
+        slack = 0.5 * ey.abs() + 1e-3
+        test = rows - slack <= cols if clockwise else rows + slack >= cols
+        inside = test if inside is None else inside & test
+    return inside
+
+
+@pytest.mark.parametrize("size", [None, (64, 64), (37, 81)])
+def test_polygon_runs_are_the_per_pixel_half_plane_tests(size):
+    from gpusim.render.raster import Canvas, rotate
+
+    gen = torch.Generator().manual_seed(5)
+    n = 256
+    cx, cy = torch.rand(n, generator=gen) * 700 - 50, torch.rand(n, generator=gen) * 500 - 50
+    angle = torch.rand(n, generator=gen) * 2 * math.pi
+    angle[:8] = torch.tensor([0.0, math.pi / 2, math.pi, -math.pi / 2, 1e-4, math.pi / 4, 3.0, -1e-7])
+    half_w, half_h = torch.rand(n, generator=gen) * 60 + 0.2, torch.rand(n, generator=gen) * 120 + 0.2
+    canvas = Canvas(torch.Size([n]), 400, 600, size=size)
+    xs, ys = [], []
+    for px, py in ((-1, -1), (-1, 1), (1, 1), (1, -1)):  # clockwise (y up)
+        rx, ry = rotate(px * half_w, py * half_h, angle)
+        xs.append(rx + cx)
+        ys.append(ry + cy)
+    expected = _half_planes(canvas, xs, ys, clockwise=True)
+    assert expected.sum() > 1000  # shapes are drawn
+    assert torch.equal(canvas.polygon(xs, ys, clockwise=True), expected)
+    ccw = _half_planes(canvas, xs[::-1], ys[::-1], clockwise=False)
+    assert torch.equal(canvas.polygon(xs[::-1], ys[::-1], clockwise=False), ccw)
+
+
+@pytest.mark.parametrize("size", [None, (64, 64), (37, 81)])
+def test_disk_and_line_runs_are_the_per_pixel_tests(size):
+    from gpusim.render.raster import Canvas
+
+    gen = torch.Generator().manual_seed(6)
+    n = 256
+    cx = torch.trunc(torch.rand(n, generator=gen) * 700 - 50)
+    cy = torch.trunc(torch.rand(n, generator=gen) * 500 - 50)
+    radius = torch.trunc(torch.rand(n, generator=gen) * 40)
+    canvas = Canvas(torch.Size([n]), 400, 600, size=size)
+    dx, dy = canvas.x - cx[:, None, None], canvas.y - cy[:, None, None]
+    r = radius[:, None, None]
+    disk = dy * dy - (r * r + r) <= -(dx * dx)  # gfxdraw's integer circle, pixel by pixel
+    assert disk.sum() > 1000
+    assert torch.equal(canvas.disk(cx, cy, radius), disk)
+    x0, x1 = torch.rand(n, generator=gen) * 300 - 20, torch.rand(n, generator=gen) * 400 + 250
+    y = cy + 0.3
+    line = ((canvas.y - y[:, None, None]).abs() < canvas._half_y) & (canvas.x >= x0[:, None, None])
+    line = line & (canvas.x <= x1[:, None, None])
+    assert line.sum() > 1000
+    assert torch.equal(canvas.hline(y, x0, x1), line)
