@@ -20,7 +20,7 @@ Contenders (``--only``, comma separated):
   step's observation array (a reference, no further copy), where a collector writes it into its
   ``[n, T]`` batch.
 * ``torchrl`` / ``torchrl-async``: TorchRL's ``Collector(ParallelEnv(n, GymEnv(id)))`` and
-  ``MultiaSyncDataCollector`` over ``n`` ``GymEnv(id)`` (one line says so when torchrl is not
+  ``MultiAsyncCollector`` over ``n`` ``GymEnv(id)`` (one line says so when torchrl is not
   installed).
 
 Frames are env steps (Breakout-v5 steps 4 emulator frames each). Every contender collects
@@ -141,15 +141,20 @@ class GymnasiumSource(Source):
 
 class TorchRLSource(Source):
     def __init__(self, env_id: str, n: int, steps: int, asynchronous: bool) -> None:
-        from torchrl.collectors import MultiaSyncDataCollector, SyncDataCollector
+        try:  # torchrl 0.14's names
+            from torchrl.collectors import Collector as SyncCollector
+            from torchrl.collectors import MultiAsyncCollector
+        except ImportError:  # older releases
+            from torchrl.collectors import MultiaSyncDataCollector as MultiAsyncCollector
+            from torchrl.collectors import SyncDataCollector as SyncCollector
         from torchrl.envs import ParallelEnv as TorchRLParallelEnv
 
         make = functools.partial(torchrl_env, env_id)
         if asynchronous:  # n collector processes of one env each; a batch is one worker's steps
-            self.collector = MultiaSyncDataCollector([make] * n, None, frames_per_batch=steps, total_frames=-1)
+            self.collector = MultiAsyncCollector([make] * n, None, frames_per_batch=steps, total_frames=-1)
             self.per_batch, self.frames = n, n * steps
         else:
-            self.collector = SyncDataCollector(
+            self.collector = SyncCollector(
                 TorchRLParallelEnv(n, make), None, frames_per_batch=n * steps, total_frames=-1
             )
             self.per_batch, self.frames = 1, n * steps
