@@ -158,10 +158,12 @@ class HashRandomPolicy:
             part = u[..., start : start + size]
             start += size
             if isinstance(spec, OneHot):
-                idx = (part * spec.n).to(torch.int64).clamp_max(spec.n - 1)
+                # clamped in float32 (vectorized), then truncated: the same integers as a clamp
+                # of the int64 (a scalar loop on CPU: 1.05 ms against 0.1 ms at [4, 65536, 1])
+                idx = (part * spec.n).clamp_max_(spec.n - 1).to(torch.int64)
                 value = torch.nn.functional.one_hot(idx.reshape((*lead, *spec.shape[:-1])), spec.n).to(spec.dtype)
             elif isinstance(spec, Categorical):
-                value = (part * spec.n).to(torch.int64).clamp_max(spec.n - 1).reshape((*lead, *spec.shape))
+                value = (part * spec.n).clamp_max_(spec.n - 1).to(torch.int64).reshape((*lead, *spec.shape))
                 value = value.to(spec.dtype)
             elif isinstance(spec, Binary):
                 value = (part < 0.5).reshape((*lead, *spec.shape)).to(spec.dtype)
