@@ -262,8 +262,8 @@ def test_cuda_graph_capture():
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8])
 def test_byte_leaves_merge_by_bitwise_select(dtype):
-    """Byte leaves (frames) are merged by a bitwise select: the values of a plain ``where``,
-    eager and compiled, for any leaf shape and layout."""
+    """Byte leaves (frames) are merged by a bitwise select in CPU graphs: the values of a plain
+    ``where``, eager and compiled, for any leaf shape and layout."""
     gen = torch.Generator().manual_seed(3)
     mask = torch.rand(6, generator=gen) > 0.5
     info = torch.iinfo(dtype)
