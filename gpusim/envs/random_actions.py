@@ -46,8 +46,75 @@ def _supported(spec) -> bool:
     return isinstance(spec, Binary)
 
 
+#: the largest non-power-of-two category count cut from 16 bits (above: 24 bits of a hash each)
+_MAX_N16 = 64
+
+
+class _Cut:
+    """How one action leaf is cut from the policy's shared hashes (:meth:`CounterRNG.shared_bits
+    <gpusim.envs.native.rng.CounterRNG.shared_bits>`): ``width`` bits per number, ``32 // width``
+    numbers per hash, laid across rows (number ``i`` of the leaf's flat ``[*B, size]`` values is
+    field ``i % per_hash`` of hash ``offset + i // per_hash``)."""
+
+    __slots__ = ("count", "hashes", "kind", "n", "offset", "per_hash", "width")
+
+    def __init__(self, spec, count: int, offset: int) -> None:
+        n = int(spec.n) if isinstance(spec, (Categorical, OneHot)) else 2 if isinstance(spec, Binary) else 0
+        if n and n & (n - 1) == 0 and n <= 1 << 16:  # a power of two (Binary: 2): its bits, exact
+            self.kind, self.width = "bits", 1 << max(0, (n.bit_length() - 2)).bit_length()
+        elif n and n <= _MAX_N16:  # (16 bits * n) >> 16: each index within 2**-16 of 1/n
+            self.kind, self.width = "scaled16", 16
+        elif n:  # (24 bits * n) >> 24
+            self.kind, self.width = "scaled24", 32
+        else:  # Bounded floats: 24 bits, low + u * (high - low)
+            self.kind, self.width = "float", 32
+        self.n, self.count, self.offset = n, count, offset
+        self.per_hash = 32 // self.width
+        self.hashes = -(-count // self.per_hash)
+
+    def numbers(self, h: torch.Tensor) -> torch.Tensor:
+        """The leaf's numbers ``[*lead, count]`` from the policy's hashes ``h`` (``[*lead, hashes]``):
+        ``int32`` indices, or float32 uniforms in ``[0, 1)`` for a ``float`` leaf."""
+        h = h[..., self.offset : self.offset + self.hashes]
+        if self.width == 32:
+            top = torch.bitwise_right_shift(h, 8).bitwise_and_(0xFFFFFF)
+            if self.kind == "float":
+                return top.to(torch.float32).mul_(1.0 / 16777216.0)
+            return (top.to(torch.int64) * self.n) >> 24
+        if torch.compiler.is_compiling():
+            shifts = torch.arange(self.per_hash, dtype=torch.int32, device=h.device) * self.width
+        else:
+            shifts = _shifts(self.per_hash, self.width, h.device)
+        fields = torch.bitwise_right_shift(h.unsqueeze(-1), shifts)
+        if self.kind == "bits":
+            fields = fields.bitwise_and_(self.n - 1)
+        else:
+            fields = fields.bitwise_and_(0xFFFF).mul_(self.n).bitwise_right_shift_(16)
+        fields = fields.flatten(-2)
+        return fields if fields.shape[-1] == self.count else fields[..., : self.count]
+
+
+_SHIFTS: dict[tuple, torch.Tensor] = {}
+
+
+def _shifts(per_hash: int, width: int, device: torch.device) -> torch.Tensor:
+    """``arange(per_hash) * width`` (int32) on ``device``, made once (eager)."""
+    key = (per_hash, width, device)
+    shifts = _SHIFTS.get(key)
+    if shifts is None:
+        shifts = _SHIFTS[key] = torch.arange(per_hash, dtype=torch.int32, device=device) * width
+    return shifts
+
+
 class HashRandomPolicy:
     """Uniform random actions for every leaf of ``action_spec`` from a :class:`CounterRNG`.
+
+    Each step hashes ``(seed, counter, lane)`` and cuts the actions of all rows from the hashes:
+    a leaf of ``2**k`` categories (``Binary``: two) takes ``k`` bits (rounded up to a power of
+    two), so one hash serves 32 rows of CartPole; other category counts take 16 bits (24 above
+    64 categories), each index within ``2**-16`` (``2**-24``) of probability ``1 / n``; float
+    leaves take 24 bits of a hash each. The numbers of row ``r`` depend on ``(seed, counter, r)``
+    only, the same eager, compiled, on CPU and CUDA.
 
     Args:
         action_spec: the env's ``full_action_spec``.
@@ -79,14 +146,23 @@ class HashRandomPolicy:
         self.sizes = [
             (math.prod(s.shape[nb:]) if not isinstance(s, OneHot) else math.prod(s.shape[nb:-1])) for s in self.specs
         ]
+        #: uniforms per row that :meth:`values` takes
+        self.num = max(1, sum(self.sizes))
         # Bounds read once: a Composite stores batch-uniform bounds compactly, and reading
         # ``spec.low`` then builds a full copy.
         self.bounds = [(s.low, s.high) if isinstance(s, Bounded) else None for s in self.specs]
         self.batch_size = torch.Size(batch_size)
+        rows = self.batch_size.numel()
+        self.cuts: list[_Cut] = []
+        offset = 0
+        for spec, size in zip(self.specs, self.sizes):
+            self.cuts.append(_Cut(spec, rows * size, offset))
+            offset += self.cuts[-1].hashes
+        self.hashes = max(1, offset)  # hashes per step
         device = self.specs[0].device if self.specs else None
         if seed is None:
             seed = int(torch.randint(0, 2**31 - 1, ()))
-        self.rng = CounterRNG(self.batch_size, num=max(1, sum(self.sizes)), device=device, seed=seed, bits=24)
+        self.rng = CounterRNG((), num=1, device=device, seed=seed, bits=24)
 
     @staticmethod
     def supports(action_spec: Composite) -> bool:
@@ -107,11 +183,52 @@ class HashRandomPolicy:
         return bool(keys) and all(_supported(action_spec[k]) for k in keys)
 
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
-        return self.write(tensordict, self.rng.uniform())
+        h = self.rng.shared_bits(self.hashes)
+        self.rng.counter.add_(1)
+        for key, value in zip(self.keys, self.actions(h)):
+            tensordict.set(key, value)
+        return tensordict
+
+    def actions(self, h: torch.Tensor, exact_only: bool = False) -> list[torch.Tensor | None]:
+        """The action of every leaf cut from the policy's hashes ``h`` (``[*lead, hashes]``, as
+        :meth:`CounterRNG.shared_bits <gpusim.envs.native.rng.CounterRNG.shared_bits>` gives
+        them), each ``[*lead, *spec.shape]``.
+
+        Args:
+            h: the hashes of one step (``[hashes]``) or of several (``[steps, hashes]``).
+            exact_only: give ``None`` for the float leaves (``low + u * (high - low)``), whose last
+                bits may depend on the shape of the op (vectorized body or scalar tail); the
+                index, one-hot and binary leaves are exact at any shape.
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> env = CartPoleEnv(batch_size=[3])
+            >>> policy = HashRandomPolicy(env.full_action_spec, env.batch_size, seed=0)
+            >>> h = torch.tensor([0b101], dtype=torch.int32)  # one hash: bit r is row r's action
+            >>> policy.actions(h)[0]
+            tensor([1, 0, 1])
+        """
+        lead = h.shape[:-1]
+        out: list[torch.Tensor | None] = []
+        for spec, cut, bounds in zip(self.specs, self.cuts, self.bounds):
+            if cut.kind == "float" and exact_only:
+                out.append(None)
+                continue
+            x = cut.numbers(h)
+            if isinstance(spec, OneHot):
+                value = torch.nn.functional.one_hot(x.to(torch.int64).reshape((*lead, *spec.shape[:-1])), spec.n)
+            elif cut.kind == "float":
+                low, high = bounds
+                value = torch.addcmul(low, x.reshape((*lead, *spec.shape)), high - low)
+            else:
+                value = x.reshape((*lead, *spec.shape))
+            out.append(value.to(spec.dtype))
+        return out
 
     def write(self, tensordict: TensorDictBase, u: torch.Tensor) -> TensorDictBase:
-        """Writes the actions made from uniforms ``u`` (``[*B, rng.num]`` in ``[0, 1)``) into
-        ``tensordict`` and returns it (for callers with a stream of their own).
+        """Writes the actions made from uniforms ``u`` (``[*B, num]`` in ``[0, 1)``, a row's
+        numbers of its own: e.g. a stream keyed by the row's episode) into ``tensordict`` and
+        returns it.
 
         Args:
             tensordict: the data to write into.
@@ -133,16 +250,12 @@ class HashRandomPolicy:
             tensordict.set(key, value)
         return tensordict
 
-    def values(self, u: torch.Tensor, exact_only: bool = False) -> list[torch.Tensor | None]:
-        """The action of every leaf made from uniforms ``u`` (``[*lead, *B, rng.num]``), each
-        ``[*lead, *spec.shape]``.
+    def values(self, u: torch.Tensor) -> list[torch.Tensor]:
+        """The action of every leaf made from uniforms ``u`` (``[*lead, *B, num]``), each
+        ``[*lead, *spec.shape]``: the policy's mapping for numbers the caller draws per row.
 
         Args:
             u: uniforms in ``[0, 1)``.
-            exact_only: give ``None`` for the leaves whose numbers come from floating-point
-                arithmetic (``Bounded``: ``low + u * (high - low)``), whose last bits may depend
-                on the shape of the op (vectorized body or scalar tail); the index, one-hot and
-                binary leaves are exact at any shape.
 
         Examples:
             >>> from gpusim.envs.native import CartPoleEnv
@@ -152,7 +265,7 @@ class HashRandomPolicy:
             [[[0, 1], [1, 0]]]
         """
         lead = u.shape[: u.ndim - 1 - len(self.batch_size)]
-        out: list[torch.Tensor | None] = []
+        out: list[torch.Tensor] = []
         start = 0
         for spec, size, bounds in zip(self.specs, self.sizes, self.bounds):
             part = u[..., start : start + size]
@@ -167,8 +280,6 @@ class HashRandomPolicy:
                 value = value.to(spec.dtype)
             elif isinstance(spec, Binary):
                 value = (part < 0.5).reshape((*lead, *spec.shape)).to(spec.dtype)
-            elif exact_only:
-                value = None
             else:
                 low, high = bounds
                 value = torch.addcmul(low, part.reshape((*lead, *spec.shape)), high - low).to(spec.dtype)
@@ -210,30 +321,33 @@ class _Ahead:
     def __init__(self, policy: HashRandomPolicy, max_steps: int) -> None:
         self.policy = policy
         self.left = max(1, int(max_steps))
-        per_step = max(1, policy.batch_size.numel() * policy.rng.num)
+        per_step = max(1, policy.batch_size.numel() * policy.num)
         self.block_steps = max(1, min(self._BLOCK_STEPS, self._BLOCK_NUMBERS // per_step))
-        self.u: torch.Tensor | None = None  # the block's uniforms [steps, *B, num]
-        self.block: list[torch.Tensor] | None = None  # its actions, when every leaf is exact
+        self.h: torch.Tensor | None = None  # the block's hashes [steps, hashes]
+        self.block: list[torch.Tensor | None] = []  # its exact actions (None: a float leaf)
         self.pos = 0
 
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
         policy = self.policy
         if torch.compiler.is_compiling():  # a graph draws per step (the same numbers)
             return policy(tensordict)
-        if self.u is None or self.pos == self.u.shape[0]:
+        if self.h is None or self.pos == self.h.shape[0]:
             steps = min(self.block_steps, max(1, self.left))
-            self.u = policy.rng.uniform_ahead(steps)
-            block = policy.values(self.u, exact_only=True)
-            self.block = None if any(v is None for v in block) else block
+            self.h = policy.rng.shared_bits(policy.hashes, steps)
+            self.block = policy.actions(self.h, exact_only=True)
             self.pos = 0
         t = self.pos
         self.pos += 1
         self.left -= 1
         policy.rng.counter.add_(1)  # where a per-step draw leaves the stream
-        if self.block is None:  # floating-point leaves: converted per step, as the policy does
-            return policy.write(tensordict, self.u[t])
-        for key, value in zip(policy.keys, self.block):
-            tensordict.set(key, value[t])
+        floats = None
+        for i, (key, value) in enumerate(zip(policy.keys, self.block)):
+            if value is None:  # float leaves: converted per step, as the policy does
+                floats = policy.actions(self.h[t]) if floats is None else floats
+                value = floats[i]
+            else:
+                value = value[t]
+            tensordict.set(key, value)
         return tensordict
 
 

@@ -111,7 +111,7 @@ class NoopResetEnv(Transform):
         if streams is None or streams[0] != batch or streams[1] != device:
             spec = parent.full_action_spec
             policy = HashRandomPolicy(spec, batch, seed=0) if HashRandomPolicy.supports(spec) else None
-            num = 1 if policy is None else max(1, policy.rng.num)
+            num = 1 if policy is None else policy.num
             rng = CounterRNG(batch, num=num, device=device, seed=self.__dict__["_seed"], bits=24)
             streams = self.__dict__["_streams"] = (batch, device, rng, policy)
         return streams[2], streams[3]
@@ -176,7 +176,7 @@ class NoopResetEnv(Transform):
                 break  # (a stateful parent must not step past the end of its episode)
             inp = current.clone(False)
             if policy is not None:
-                inp = policy.write(inp, rng.episode_uniform(i + 1)[..., : policy.rng.num])
+                inp = policy.write(inp, rng.episode_uniform(i + 1)[..., : policy.num])
             else:
                 inp = parent.rand_action(inp)
             nxt = parent._step_output(inp)

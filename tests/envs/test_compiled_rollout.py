@@ -180,6 +180,56 @@ def test_hash_random_policy_covers_spec_kinds():
         HashRandomPolicy(masked, torch.Size(B))
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 6, 8, 32, 100, 1 << 17])
+def test_hash_random_policy_categories_are_uniform(n):
+    """Each category count is cut its own way from the shared hashes (powers of two: their bits;
+    up to 64: 16 bits scaled; above: 24 bits scaled): every index in range, and the counts over
+    many rows and steps within 5 standard deviations of uniform."""
+    from tensordict import TensorDict
+
+    from gpusim.envs.random_actions import HashRandomPolicy
+    from gpusim.specs import Categorical, Composite
+
+    rows, steps = 4099, 8  # not a multiple of 32: the last hash is cut short
+    spec = Composite(action=Categorical(n, shape=(rows,)), shape=(rows,))
+    policy = HashRandomPolicy(spec, torch.Size([rows]), seed=11)
+    draws = torch.cat([policy(TensorDict({}, [rows]))["action"] for _ in range(steps)])
+    assert draws.dtype == torch.int64 and int(draws.min()) >= 0 and int(draws.max()) < n
+    if n <= 100:
+        counts = torch.bincount(draws, minlength=n).double()
+        mean, std = draws.numel() / n, (draws.numel() * (1 / n) * (1 - 1 / n)) ** 0.5
+        assert float((counts - mean).abs().max()) < 5 * std + 1e-9, counts
+    else:
+        assert float(draws.double().mean()) == pytest.approx((n - 1) / 2, rel=0.02)
+
+
+def test_hash_random_policy_cuts_one_hash_across_rows():
+    """Two-way actions: bit ``r % 32`` of hash ``r // 32`` is row ``r``'s action, so a step of
+    64 rows hashes two lanes; a float leaf takes a hash per number; block draws equal step draws."""
+    from tensordict import TensorDict
+
+    from gpusim.envs.random_actions import HashRandomPolicy
+    from gpusim.specs import Bounded, Categorical, Composite
+
+    spec = Composite(a=Categorical(2, shape=(64,)), b=Bounded(-1.0, 1.0, shape=(64, 3)), shape=(64,))
+    policy = HashRandomPolicy(spec, torch.Size([64]), seed=5)
+    assert policy.hashes == 2 + 64 * 3
+    h = policy.rng.shared_bits(policy.hashes)
+    a, b = policy.actions(h)
+    bits = torch.stack([(h[r // 32] >> (r % 32)) & 1 for r in range(64)]).long()
+    assert torch.equal(a, bits)
+    u = ((h[2:] >> 8) & 0xFFFFFF).float() / 2**24
+    torch.testing.assert_close(b, (-1.0 + 2.0 * u).reshape(64, 3))
+    td = policy(TensorDict({}, [64]))
+    assert torch.equal(td["a"], a) and torch.equal(td["b"], b)
+    fresh = HashRandomPolicy(spec, torch.Size([64]), seed=5)
+    ahead = fresh.ahead(5)
+    again = HashRandomPolicy(spec, torch.Size([64]), seed=5)
+    for _ in range(5):
+        x, y = ahead(TensorDict({}, [64])), again(TensorDict({}, [64]))
+        assert torch.equal(x["a"], y["a"]) and torch.equal(x["b"], y["b"])
+
+
 def test_many_runners_do_not_share_one_compile_cache():
     """Each runner body has its own code object: more layouts than dynamo's recompile limit
     (8 per code object) still compile under fullgraph=True."""

@@ -338,6 +338,7 @@ class CounterRNG(torch.nn.Module):
         self.register_buffer("episodes", torch.zeros(batch_size, dtype=torch.int32, device=device), persistent=False)
         self.register_buffer("reset_key", torch.zeros((), dtype=torch.int32, device=device), persistent=False)
         self._draw_memo: dict[tuple, _Draw] = {}
+        self._shared_lanes: dict[int, torch.Tensor] = {}  # shared_bits's lane ids, per count (eager)
         self.manual_seed(0 if seed is None else seed)
 
     def manual_seed(self, seed: int) -> None:
@@ -377,14 +378,60 @@ class CounterRNG(torch.nn.Module):
         lanes = rows.unsqueeze(-1) * num_hashes + torch.arange(num_hashes, dtype=torch.int32, device=device)
         return lanes.reshape(*self.batch_size, num_hashes)
 
+    def _bases(self, steps: int | None = None) -> torch.Tensor:
+        """The ``int32`` key of the current draw (0-dim), or of the next ``steps`` draws
+        (``[steps]``): a hash of ``(key, counter)``; lanes are XORed into it."""
+        counters = self.counter
+        if steps is not None:
+            counters = counters + torch.arange(steps, dtype=torch.int64, device=counters.device)
+        m32, golden = _int_constants(counters)[4:]
+        mixed = torch.bitwise_and(counters, m32).mul_(golden).bitwise_and_(m32)
+        return hash32(torch.bitwise_xor(self.key, mixed)).to(torch.int32)
+
     def _step_hashes(self, num_hashes: int) -> torch.Tensor:
-        counter = self.counter
-        m32, golden = _int_constants(counter)[4:]
         # one scalar per call, from (key, counter); XOR keeps lane ids distinct within a call
-        mixed = torch.bitwise_and(counter, m32).mul_(golden).bitwise_and_(m32)
-        base = hash32(torch.bitwise_xor(self.key, mixed)).to(torch.int32)
-        counter.add_(1)
+        base = self._bases()
+        self.counter.add_(1)
         return _hash32_i32(self._lanes_for(num_hashes) ^ base)
+
+    def shared_bits(self, count: int, steps: int | None = None) -> torch.Tensor:
+        """Raw 32-bit hashes of the step stream that belong to no row: ``[count]`` for the
+        current draw, or ``[steps, count]`` for the next ``steps`` draws (row ``t`` is what the
+        ``t``-th next call without ``steps`` returns). ``int32`` bit patterns. The counter is not
+        advanced: the caller advances it (``counter.add_(1)``) once per draw it uses.
+
+        For numbers much smaller than a hash, cut across rows: one hash gives 32 coin flips or
+        16 two-bit numbers, so a draw of ``B`` coin flips hashes ``B / 32`` lanes where the row
+        streams (:meth:`uniform`, ...) hash ``B`` (:class:`~gpusim.envs.random_actions.HashRandomPolicy`
+        draws its actions so).
+
+        Args:
+            count: hashes per draw.
+            steps: how many draws ahead (``None``: the current one only).
+
+        Examples:
+            >>> rng = CounterRNG((), seed=0)
+            >>> block = rng.shared_bits(5, steps=3)
+            >>> block.shape, block.dtype, int(rng.counter)
+            (torch.Size([3, 5]), torch.int32, 0)
+            >>> torch.equal(rng.shared_bits(5), block[0])
+            True
+        """
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"shared_bits: count must be a positive int, got {count!r}")
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise ValueError(f"shared_bits: steps must be a positive int or None, got {steps!r}")
+        device = self.counter.device
+        if torch.compiler.is_compiling():
+            lanes = torch.arange(count, dtype=torch.int32, device=device)
+        else:
+            lanes = self._shared_lanes.get(count)
+            if lanes is None or lanes.device != device:
+                lanes = torch.arange(count, dtype=torch.int32, device=device)
+                if len(self._shared_lanes) < 8:
+                    self._shared_lanes[count] = lanes
+        base = self._bases(steps)
+        return _hash32_i32(lanes ^ (base if steps is None else base.unsqueeze(-1)))
 
     def uniform_ahead(self, steps: int) -> torch.Tensor:
         """The numbers of the next ``steps`` default draws, ``[steps, *batch_size, num]``:
@@ -405,10 +452,8 @@ class CounterRNG(torch.nn.Module):
         """
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"uniform_ahead: steps must be a positive int, got {steps!r}")
-        counters = self.counter + torch.arange(steps, dtype=torch.int64, device=self.counter.device)
-        base = hash32(self.key ^ (((counters & _MASK32) * _GOLDEN) & _MASK32)).to(torch.int32)
         lanes = self.lanes
-        h = _hash32_i32(lanes.unsqueeze(0) ^ base.reshape(steps, *([1] * lanes.ndim)))
+        h = _hash32_i32(lanes.unsqueeze(0) ^ self._bases(steps).reshape(steps, *([1] * lanes.ndim)))
         return _Draw("uniform", (self.num,), self.bits, 0.0, 1.0).values(h)
 
     def bits32(self) -> torch.Tensor:
