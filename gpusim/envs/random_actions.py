@@ -72,19 +72,22 @@ class _Cut:
         self.per_hash = 32 // self.width
         self.hashes = -(-count // self.per_hash)
 
-    def numbers(self, h: torch.Tensor) -> torch.Tensor:
+    def numbers(self, h: torch.Tensor, dtype: torch.dtype = torch.int32) -> torch.Tensor:
         """The leaf's numbers ``[*lead, count]`` from the policy's hashes ``h`` (``[*lead, hashes]``):
-        ``int32`` indices, or float32 uniforms in ``[0, 1)`` for a ``float`` leaf."""
+        indices of integer type ``dtype`` (cut in that type: one allocation of the result's
+        size), or float32 uniforms in ``[0, 1)`` for a ``float`` leaf."""
         h = h[..., self.offset : self.offset + self.hashes]
+        if self.width < 32 and dtype in (torch.int64, torch.int32):
+            h = h.to(dtype)  # sign-extended: the masks below keep the field's bits only
         if self.width == 32:
             top = torch.bitwise_right_shift(h, 8).bitwise_and_(0xFFFFFF)
             if self.kind == "float":
                 return top.to(torch.float32).mul_(1.0 / 16777216.0)
             return (top.to(torch.int64) * self.n) >> 24
         if torch.compiler.is_compiling():
-            shifts = torch.arange(self.per_hash, dtype=torch.int32, device=h.device) * self.width
+            shifts = torch.arange(self.per_hash, dtype=h.dtype, device=h.device) * self.width
         else:
-            shifts = _shifts(self.per_hash, self.width, h.device)
+            shifts = _shifts(self.per_hash, self.width, h.device, h.dtype)
         fields = torch.bitwise_right_shift(h.unsqueeze(-1), shifts)
         if self.kind == "bits":
             fields = fields.bitwise_and_(self.n - 1)
@@ -97,12 +100,12 @@ class _Cut:
 _SHIFTS: dict[tuple, torch.Tensor] = {}
 
 
-def _shifts(per_hash: int, width: int, device: torch.device) -> torch.Tensor:
-    """``arange(per_hash) * width`` (int32) on ``device``, made once (eager)."""
-    key = (per_hash, width, device)
+def _shifts(per_hash: int, width: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """``arange(per_hash) * width`` on ``device``, made once (eager)."""
+    key = (per_hash, width, device, dtype)
     shifts = _SHIFTS.get(key)
     if shifts is None:
-        shifts = _SHIFTS[key] = torch.arange(per_hash, dtype=torch.int32, device=device) * width
+        shifts = _SHIFTS[key] = torch.arange(per_hash, dtype=dtype, device=device) * width
     return shifts
 
 
@@ -214,7 +217,7 @@ class HashRandomPolicy:
             if cut.kind == "float" and exact_only:
                 out.append(None)
                 continue
-            x = cut.numbers(h)
+            x = cut.numbers(h, torch.int64 if isinstance(spec, OneHot) else spec.dtype)
             if isinstance(spec, OneHot):
                 value = torch.nn.functional.one_hot(x.to(torch.int64).reshape((*lead, *spec.shape[:-1])), spec.n)
             elif cut.kind == "float":
@@ -311,20 +314,22 @@ class HashRandomPolicy:
 
 
 class _Ahead:
-    """:meth:`HashRandomPolicy.ahead`: one block of steps drawn at a time."""
+    """:meth:`HashRandomPolicy.ahead`: the hashes of a block of steps drawn at once."""
 
-    # numbers per block at most (a block of a large batch holds few steps: its ops are already
-    # large, the per-op cost is what blocks of small batches save)
-    _BLOCK_NUMBERS = 1 << 18
     _BLOCK_STEPS = 64
+    _BLOCK_HASHES = 1 << 17  # hashes per block at most
+    # below this many numbers per step, the block's actions are cut at once too (small batches:
+    # the per-op cost is what blocks save); above, each step cuts its own from the block's
+    # hashes (large batches: a step's action is freshly allocated, as a per-step draw's is)
+    _CUT_BLOCK_BELOW = 1 << 14
 
     def __init__(self, policy: HashRandomPolicy, max_steps: int) -> None:
         self.policy = policy
         self.left = max(1, int(max_steps))
-        per_step = max(1, policy.batch_size.numel() * policy.num)
-        self.block_steps = max(1, min(self._BLOCK_STEPS, self._BLOCK_NUMBERS // per_step))
+        self.block_steps = max(1, min(self._BLOCK_STEPS, self._BLOCK_HASHES // policy.hashes))
+        self.cut_block = policy.batch_size.numel() * policy.num < self._CUT_BLOCK_BELOW
         self.h: torch.Tensor | None = None  # the block's hashes [steps, hashes]
-        self.block: list[torch.Tensor | None] = []  # its exact actions (None: a float leaf)
+        self.block: list[torch.Tensor | None] | None = None  # its exact actions (None: a float leaf)
         self.pos = 0
 
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -334,19 +339,19 @@ class _Ahead:
         if self.h is None or self.pos == self.h.shape[0]:
             steps = min(self.block_steps, max(1, self.left))
             self.h = policy.rng.shared_bits(policy.hashes, steps)
-            self.block = policy.actions(self.h, exact_only=True)
+            self.block = policy.actions(self.h, exact_only=True) if self.cut_block else None
             self.pos = 0
         t = self.pos
         self.pos += 1
         self.left -= 1
         policy.rng.counter.add_(1)  # where a per-step draw leaves the stream
-        floats = None
-        for i, (key, value) in enumerate(zip(policy.keys, self.block)):
-            if value is None:  # float leaves: converted per step, as the policy does
-                floats = policy.actions(self.h[t]) if floats is None else floats
-                value = floats[i]
-            else:
-                value = value[t]
+        block = self.block
+        if block is None:
+            values = policy.actions(self.h[t])
+        else:  # float leaves: converted per step, as the policy does
+            floats = None if all(v is not None for v in block) else policy.actions(self.h[t])
+            values = [floats[i] if v is None else v[t] for i, v in enumerate(block)]
+        for key, value in zip(policy.keys, values):
             tensordict.set(key, value)
         return tensordict
 
