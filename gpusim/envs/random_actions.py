@@ -66,8 +66,8 @@ class _Cut:
             self.kind, self.width = "scaled16", 16
         elif n:  # (24 bits * n) >> 24
             self.kind, self.width = "scaled24", 32
-        else:  # Bounded floats: 24 bits, low + u * (high - low)
-            self.kind, self.width = "float", 32
+        else:  # Bounded floats: u of 16 bits (CounterRNG.uniform's default), low + u * (high - low)
+            self.kind, self.width = "float", 16
         self.n, self.count, self.offset = n, count, offset
         self.per_hash = 32 // self.width
         self.hashes = -(-count // self.per_hash)
@@ -75,15 +75,12 @@ class _Cut:
     def numbers(self, h: torch.Tensor, dtype: torch.dtype = torch.int32) -> torch.Tensor:
         """The leaf's numbers ``[*lead, count]`` from the policy's hashes ``h`` (``[*lead, hashes]``):
         indices of integer type ``dtype`` (cut in that type: one allocation of the result's
-        size), or float32 uniforms in ``[0, 1)`` for a ``float`` leaf."""
+        size), or float32 uniforms in ``[0, 1)`` (multiples of ``2**-16``) for a ``float`` leaf."""
         h = h[..., self.offset : self.offset + self.hashes]
         if self.width < 32 and dtype in (torch.int64, torch.int32):
             h = h.to(dtype)  # sign-extended: the masks below keep the field's bits only
         if self.width == 32:
-            top = torch.bitwise_right_shift(h, 8).bitwise_and_(0xFFFFFF)
-            if self.kind == "float":
-                return top.to(torch.float32).mul_(1.0 / 16777216.0)
-            return (top.to(torch.int64) * self.n) >> 24
+            return (torch.bitwise_right_shift(h, 8).bitwise_and_(0xFFFFFF).to(torch.int64) * self.n) >> 24
         if torch.compiler.is_compiling():
             shifts = torch.arange(self.per_hash, dtype=h.dtype, device=h.device) * self.width
         else:
@@ -91,6 +88,8 @@ class _Cut:
         fields = torch.bitwise_right_shift(h.unsqueeze(-1), shifts)
         if self.kind == "bits":
             fields = fields.bitwise_and_(self.n - 1)
+        elif self.kind == "float":
+            fields = fields.bitwise_and_(0xFFFF).to(torch.float32).mul_(1.0 / 65536.0)
         else:
             fields = fields.bitwise_and_(0xFFFF).mul_(self.n).bitwise_right_shift_(16)
         fields = fields.flatten(-2)
@@ -116,7 +115,8 @@ class HashRandomPolicy:
     a leaf of ``2**k`` categories (``Binary``: two) takes ``k`` bits (rounded up to a power of
     two), so one hash serves 32 rows of CartPole; other category counts take 16 bits (24 above
     64 categories), each index within ``2**-16`` (``2**-24``) of probability ``1 / n``; float
-    leaves take 24 bits of a hash each. The numbers of row ``r`` depend on ``(seed, counter, r)``
+    leaves take 16 bits (``low + u * (high - low)``, ``u`` a multiple of ``2**-16``, as
+    :meth:`CounterRNG.uniform <gpusim.envs.native.rng.CounterRNG.uniform>` draws by default). The numbers of row ``r`` depend on ``(seed, counter, r)``
     only, the same eager, compiled, on CPU and CUDA.
 
     Args:

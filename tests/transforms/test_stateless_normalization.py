@@ -95,9 +95,12 @@ def test_init_stats_standardizes(batch, standard_normal):
     t = env.transform
     assert not t.initialized
     nb = len(batch)
-    t.init_stats(num_iter=40, reduce_dim=tuple(range(nb + 1)), cat_dim=nb)
+    # 500 steps: the observation is a random walk (reset at |x| > 3), so the mean of a short
+    # run strays: at 40 steps the bounds below failed for 18 of 180 (seed, batch, mode) draws,
+    # at 500 for none
+    t.init_stats(num_iter=500, reduce_dim=tuple(range(nb + 1)), cat_dim=nb)
     assert t.initialized and t.loc.shape == (3,) and t.scale.shape == (3,)
-    data = env.rollout(40, break_when_any_done=False)["observation"]
+    data = env.rollout(500, break_when_any_done=False)["observation"]
     flat = data.reshape(-1, 3)
     assert flat.mean(0).abs().max() < 0.5
     assert ((flat.std(0) - 1).abs() < 0.5).all()
