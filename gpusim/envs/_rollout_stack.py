@@ -63,12 +63,38 @@ def _allocate_like(td: TensorDictBase, dim: int, steps: int) -> TensorDict:
         if type(value) is TensorDict:
             out.set(key, _allocate_like(value, dim, steps))
         elif isinstance(value, torch.Tensor) and type(value) is torch.Tensor:
-            shape = list(value.shape)
-            shape.insert(dim, steps)
-            out.set(key, rollout_empty(shape, value.dtype))
+            out.set(key, _empty_stacked(value, dim, steps))
         else:
             raise _Fallback
     return out
+
+
+def _dense_order(x: torch.Tensor) -> list[int] | None:
+    """The dims of a non-contiguous ``x`` from outermost to innermost in memory, when ``x`` is a
+    permutation of a contiguous tensor (``None`` otherwise, and for a contiguous ``x``)."""
+    if x.is_contiguous() or x.numel() == 0:
+        return None
+    order = sorted(range(x.ndim), key=lambda d: (-x.stride(d), -x.shape[d]))
+    return order if x.permute(order).is_contiguous() else None
+
+
+def _empty_stacked(x: torch.Tensor, dim: int, steps: int) -> torch.Tensor:
+    """An empty ``[*x.shape[:dim], steps, *x.shape[dim:]]`` output for the steps of leaf ``x``.
+
+    Laid out like ``x`` with the step dim outermost when ``x`` is a permuted dense tensor (the
+    MPE worlds keep the batch innermost): each step is then one contiguous block, copied as
+    such, the layout the compiled runner gives the same leaves. Row-major otherwise.
+    """
+    order = _dense_order(x)
+    if order is None:
+        shape = list(x.shape)
+        shape.insert(dim, steps)
+        return rollout_empty(shape, x.dtype)
+    buffer = rollout_empty([steps, *(x.shape[d] for d in order)], x.dtype)
+    inverse = [0] * x.ndim
+    for i, d in enumerate(order):
+        inverse[d] = i + 1
+    return buffer.permute(0, *inverse).movedim(0, dim)
 
 
 def _stack_leaf(xs: list[torch.Tensor], dim: int, dest: torch.Tensor) -> None:
@@ -80,6 +106,16 @@ def _stack_leaf(xs: list[torch.Tensor], dim: int, dest: torch.Tensor) -> None:
         lead = x0.shape[:dim]
         target, *srcs = as_wide(dest.view(*dest.shape[: dim + 1], -1), *(x.view(*lead, -1) for x in xs))
         torch.stack(srcs, dim, out=target)
+        return
+    if all(
+        type(x) is torch.Tensor and x.shape == x0.shape and x.dtype == dest.dtype and not x.requires_grad for x in xs
+    ):
+        # permuted steps (the MPE worlds keep the batch innermost) into an output laid out
+        # like them (``_empty_stacked``): one contiguous block per step, where ``torch.stack``
+        # into a row-major output moves one feature row per call: 73 steps of [8192, 2, 10]
+        # float32, one thread: 32.5 -> 3.0 ms
+        for t, x in enumerate(xs):
+            dest.select(dim, t).copy_(x)
         return
     torch.stack(xs, dim, out=dest)
 

@@ -46,53 +46,53 @@ def _supported(spec) -> bool:
     return isinstance(spec, Binary)
 
 
-#: the largest non-power-of-two category count cut from 16 bits (above: 24 bits of a hash each)
-_MAX_N16 = 64
-
-
 class _Cut:
     """How one action leaf is cut from the policy's shared hashes (:meth:`CounterRNG.shared_bits
-    <gpusim.envs.native.rng.CounterRNG.shared_bits>`): ``width`` bits per number, ``32 // width``
-    numbers per hash, laid across rows (number ``i`` of the leaf's flat ``[*B, size]`` values is
-    field ``i % per_hash`` of hash ``offset + i // per_hash``)."""
+    <gpusim.envs.native.rng.CounterRNG.shared_bits>`).
+
+    Two, four (and one) categories take one or two bits: number ``i`` of the leaf's flat
+    ``[*B, size]`` values is field ``i % per_hash`` of hash ``offset + i // per_hash`` (32 or 16
+    numbers per hash; ``Binary`` leaves too). Any other leaf takes 24 bits of hash ``offset + i``.
+
+    Why not pack more: a compiled graph reads the numbers in the consumer's loop order. With one
+    number per hash, the hash of number ``i`` is index arithmetic, inlined and vectorized in any
+    order (the MPE worlds read actions batch-innermost). Two 16-bit fields per hash, laid either
+    way, cost more than the hashes they save: MPE simple_spread, 8192 envs, compiled, one thread:
+    15.0-16.5 M env-steps/s with a hash per float, 14.1 with fields hash-major (Inductor
+    vectorized the inner loop of 2 fields), 13.2 field-major (index ``i % hashes``).
+    """
 
     __slots__ = ("count", "hashes", "kind", "n", "offset", "per_hash", "width")
 
     def __init__(self, spec, count: int, offset: int) -> None:
         n = int(spec.n) if isinstance(spec, (Categorical, OneHot)) else 2 if isinstance(spec, Binary) else 0
-        if n and n & (n - 1) == 0 and n <= 1 << 16:  # a power of two (Binary: 2): its bits, exact
-            self.kind, self.width = "bits", 1 << max(0, (n.bit_length() - 2)).bit_length()
-        elif n and n <= _MAX_N16:  # (16 bits * n) >> 16: each index within 2**-16 of 1/n
-            self.kind, self.width = "scaled16", 16
-        elif n:  # (24 bits * n) >> 24
-            self.kind, self.width = "scaled24", 32
-        else:  # Bounded floats: u of 16 bits (CounterRNG.uniform's default), low + u * (high - low)
-            self.kind, self.width = "float", 16
+        if n and n <= 4 and n & (n - 1) == 0:  # 1, 2 (Binary) or 4: their bits, exact
+            self.kind, self.width = "bits", 1 if n <= 2 else 2
+        elif n:  # (24 bits * n) >> 24: each index within 2**-24 of probability 1/n
+            self.kind, self.width = "scaled", 32
+        else:  # Bounded floats: low + u * (high - low), u of 24 bits
+            self.kind, self.width = "float", 32
         self.n, self.count, self.offset = n, count, offset
         self.per_hash = 32 // self.width
         self.hashes = -(-count // self.per_hash)
 
     def numbers(self, h: torch.Tensor, dtype: torch.dtype = torch.int32) -> torch.Tensor:
         """The leaf's numbers ``[*lead, count]`` from the policy's hashes ``h`` (``[*lead, hashes]``):
-        indices of integer type ``dtype`` (cut in that type: one allocation of the result's
-        size), or float32 uniforms in ``[0, 1)`` (multiples of ``2**-16``) for a ``float`` leaf."""
+        indices of integer type ``dtype`` (bits cut in that type: one allocation of the result's
+        size), or float32 uniforms in ``[0, 1)`` for a ``float`` leaf."""
         h = h[..., self.offset : self.offset + self.hashes]
-        if self.width < 32 and dtype in (torch.int64, torch.int32):
-            h = h.to(dtype)  # sign-extended: the masks below keep the field's bits only
         if self.width == 32:
-            return (torch.bitwise_right_shift(h, 8).bitwise_and_(0xFFFFFF).to(torch.int64) * self.n) >> 24
+            top = torch.bitwise_right_shift(h, 8).bitwise_and_(0xFFFFFF)
+            if self.kind == "float":
+                return top.to(torch.float32).mul_(1.0 / 16777216.0)
+            return (top.to(torch.int64) * self.n) >> 24
+        if dtype in (torch.int64, torch.int32):
+            h = h.to(dtype)  # sign-extended: the mask below keeps the field's bits only
         if torch.compiler.is_compiling():
             shifts = torch.arange(self.per_hash, dtype=h.dtype, device=h.device) * self.width
         else:
             shifts = _shifts(self.per_hash, self.width, h.device, h.dtype)
-        fields = torch.bitwise_right_shift(h.unsqueeze(-1), shifts)
-        if self.kind == "bits":
-            fields = fields.bitwise_and_(self.n - 1)
-        elif self.kind == "float":
-            fields = fields.bitwise_and_(0xFFFF).to(torch.float32).mul_(1.0 / 65536.0)
-        else:
-            fields = fields.bitwise_and_(0xFFFF).mul_(self.n).bitwise_right_shift_(16)
-        fields = fields.flatten(-2)
+        fields = torch.bitwise_right_shift(h.unsqueeze(-1), shifts).bitwise_and_(self.n - 1).flatten(-2)
         return fields if fields.shape[-1] == self.count else fields[..., : self.count]
 
 
@@ -112,11 +112,9 @@ class HashRandomPolicy:
     """Uniform random actions for every leaf of ``action_spec`` from a :class:`CounterRNG`.
 
     Each step hashes ``(seed, counter, lane)`` and cuts the actions of all rows from the hashes:
-    a leaf of ``2**k`` categories (``Binary``: two) takes ``k`` bits (rounded up to a power of
-    two), so one hash serves 32 rows of CartPole; other category counts take 16 bits (24 above
-    64 categories), each index within ``2**-16`` (``2**-24``) of probability ``1 / n``; float
-    leaves take 16 bits (``low + u * (high - low)``, ``u`` a multiple of ``2**-16``, as
-    :meth:`CounterRNG.uniform <gpusim.envs.native.rng.CounterRNG.uniform>` draws by default). The numbers of row ``r`` depend on ``(seed, counter, r)``
+    a leaf of two categories (``Binary`` too) takes one bit, of four two bits, so one hash serves
+    32 rows of CartPole; other leaves take 24 bits of a hash each (an index within ``2**-24`` of
+    probability ``1 / n``; a float ``low + u * (high - low)``). The numbers of row ``r`` depend on ``(seed, counter, r)``
     only, the same eager, compiled, on CPU and CUDA.
 
     Args:

@@ -182,9 +182,9 @@ def test_hash_random_policy_covers_spec_kinds():
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 6, 8, 32, 100, 1 << 17])
 def test_hash_random_policy_categories_are_uniform(n):
-    """Each category count is cut its own way from the shared hashes (powers of two: their bits;
-    up to 64: 16 bits scaled; above: 24 bits scaled): every index in range, and the counts over
-    many rows and steps within 5 standard deviations of uniform."""
+    """Each category count is cut its own way from the shared hashes (1, 2, 4: their bits; others:
+    24 bits scaled): every index in range, and the counts over many rows and steps within 5
+    standard deviations of uniform."""
     from tensordict import TensorDict
 
     from gpusim.envs.random_actions import HashRandomPolicy
@@ -205,8 +205,7 @@ def test_hash_random_policy_categories_are_uniform(n):
 
 def test_hash_random_policy_cuts_one_hash_across_rows():
     """Two-way actions: bit ``r % 32`` of hash ``r // 32`` is row ``r``'s action, so a step of
-    64 rows hashes two lanes; a float leaf two numbers per hash (16 bits each); block draws equal
-    step draws."""
+    64 rows hashes two lanes; a float leaf takes a hash per number; block draws equal step draws."""
     from tensordict import TensorDict
 
     from gpusim.envs.random_actions import HashRandomPolicy
@@ -214,12 +213,12 @@ def test_hash_random_policy_cuts_one_hash_across_rows():
 
     spec = Composite(a=Categorical(2, shape=(64,)), b=Bounded(-1.0, 1.0, shape=(64, 3)), shape=(64,))
     policy = HashRandomPolicy(spec, torch.Size([64]), seed=5)
-    assert policy.hashes == 2 + 64 * 3 // 2
+    assert policy.hashes == 2 + 64 * 3
     h = policy.rng.shared_bits(policy.hashes)
     a, b = policy.actions(h)
     bits = torch.stack([(h[r // 32] >> (r % 32)) & 1 for r in range(64)]).long()
     assert torch.equal(a, bits)
-    u = torch.stack([h[2:] & 0xFFFF, (h[2:] >> 16) & 0xFFFF], dim=-1).flatten().float() / 2**16
+    u = ((h[2:] >> 8) & 0xFFFFFF).float() / 2**24
     torch.testing.assert_close(b, (-1.0 + 2.0 * u).reshape(64, 3))
     td = policy(TensorDict({}, [64]))
     assert torch.equal(td["a"], a) and torch.equal(td["b"], b)

@@ -262,3 +262,35 @@ def test_carried_leaves_keep_torch_stack_errors_and_autograd():
     out = stack_steps_cpu(steps, 1)
     assert "Stack" in type(out["obs"].grad_fn).__name__  # torch.stack's graph, not a copy into a cached buffer
     assert torch.equal(out["obs"].detach(), torch.stack(steps, 1)["obs"].detach())
+
+
+def test_permuted_steps_stack_in_their_own_layout_with_the_step_outermost():
+    """Batch-innermost leaves (the MPE worlds' layout) stack into an output laid out like them,
+    each step one contiguous block (the compiled runner's layout): the values are
+    ``torch.stack``'s, the memory is not row-major. A leaf that is no permutation of a dense
+    tensor (an expanded one) and a contiguous leaf keep the row-major output."""
+    rows, steps = 4096, 12
+    made = [
+        TensorDict(
+            {
+                "obs": torch.randn(2, 10, rows).permute(2, 0, 1),  # [rows, 2, 10], batch innermost
+                "flat": torch.randn(rows, 3),
+                "expanded": torch.randn(rows, 1).expand(rows, 4),
+                "next": {"obs": torch.randn(2, 10, rows).permute(2, 0, 1)},
+            },
+            [rows],
+            device="cpu",
+        )
+        for _ in range(steps)
+    ]
+    for t in range(1, steps):  # the root obs carried from the step before
+        made[t]["obs"] = made[t - 1]["next", "obs"]
+    assert sum(v.numel() * v.element_size() for v in made[0].values(True, True)) * steps >= MIN_FAST_BYTES
+    out = stack_steps(made, 1)
+    ref = torch.stack(made, 1)
+    for key in ref.keys(True, True):
+        assert torch.equal(out[key], ref[key]), key
+    for key in ("obs", ("next", "obs")):
+        assert out[key].shape == (rows, steps, 2, 10) and not out[key].is_contiguous()
+        assert out[key].stride() == (1, 2 * 10 * rows, 10 * rows, rows)  # [steps, 2, 10, rows] in memory
+    assert out["flat"].is_contiguous() and out["expanded"].is_contiguous()
