@@ -170,6 +170,8 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
       ``TransformedEnv`` overrides it.
     * ``maybe_reset``: an env that never resets (imagination) may override it; the pipeline
       then calls it instead of its planned reset strategy.
+    * :attr:`ends_episodes`: ``False`` for an env none of whose rows can end after a step (no
+      termination, no horizon); the pipeline then plans no auto-reset.
     * Read-only key plans that helper modules and containers read (cached at spec lock,
       :mod:`gpusim.envs.key_plans`): ``_echo_state_keys`` (the state keys a step copies into
       ``"next"``) and ``_has_dynamic_specs`` (TorchRL's name: a spec has a ``-1`` dim).
@@ -734,6 +736,24 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
     def _step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """The eager ``step_and_maybe_reset`` (what :meth:`compile_step_and_maybe_reset` compiles)."""
         return self.step_pipeline.step_and_maybe_reset(tensordict)
+
+    @property
+    def ends_episodes(self) -> bool:
+        """Whether a step can end a row's episode (``True`` unless an env says otherwise).
+
+        An env whose steps never set ``done`` (e.g. an MPE scenario without ``max_steps``)
+        returns ``False``: :class:`~gpusim.envs.pipeline.StepPipeline` then plans no auto-reset
+        after its steps, which would otherwise compute every row's reset under an all-false
+        mask in a compiled graph (MPE simple_spread, 8192 envs: a fifth of the graph's time in
+        the merge). Explicit ``reset`` calls, partial ones included, work as ever. A
+        ``TransformedEnv`` keeps the default (a transform may end episodes).
+
+        Examples:
+            >>> from gpusim.envs.native import CartPoleEnv
+            >>> CartPoleEnv().ends_episodes
+            True
+        """
+        return True
 
     @property
     def native_autoreset(self) -> bool:

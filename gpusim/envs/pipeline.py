@@ -117,6 +117,8 @@ class StepPipeline:
         # an env class with its own maybe_reset (imagination envs that never reset) keeps it
         own = cls.maybe_reset is not EnvBase.maybe_reset
         self.maybe_reset = env.maybe_reset if own else self.reset_done
+        if not own and not self.native and not env.ends_episodes:  # no row can be done
+            self.maybe_reset = _no_reset
         self._reset_rows = env._reset_rows
         self._batched_episodes: dict = {}
         # ``compile_step_and_maybe_reset`` stores its function in the env's ``__dict__`` (a plain
@@ -368,6 +370,11 @@ class StepPipeline:
                 root.set(init_key, done.clone())
             root.set(key, torch.zeros_like(done))
         return root
+
+
+def _no_reset(root: TensorDictBase) -> TensorDictBase:
+    """The auto-reset of an env whose rows never end (``EnvBase.ends_episodes`` is ``False``)."""
+    return root
 
 
 def _set_truncated(env: EnvBase, next_td: TensorDictBase) -> None:

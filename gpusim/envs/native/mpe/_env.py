@@ -155,6 +155,12 @@ class Team:
         return list(self.names) if self.names is not None else [f"{self.prefix}_{i}" for i in range(self.size)]
 
 
+def _check_max_steps(value: object) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"max_steps must be a positive int or None, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
 class MpeEnv(NativeEnv):
     """Base of the MPE scenarios (see the module docstring). Not built directly.
 
@@ -230,13 +236,11 @@ class MpeEnv(NativeEnv):
         for name, flag in (("continuous_actions", continuous_actions), ("categorical_actions", categorical_actions)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
-        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
-            raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
         if sum(t.size for t in teams) != world.n_agents:
             raise ValueError(f"the teams hold {sum(t.size for t in teams)} agents, the world {world.n_agents}")
         self.continuous_actions = continuous_actions
         self.categorical_actions = categorical_actions
-        self.max_steps = max_steps
+        self._max_steps = _check_max_steps(max_steps)  # read through the ``max_steps`` property
         super().__init__(
             batch_size,
             device,
@@ -253,6 +257,39 @@ class MpeEnv(NativeEnv):
         self._build_specs()
 
     # ------------------------------------------------------------------ layout
+    @property
+    def max_steps(self) -> int | None:
+        """The horizon (``None``: none; then no row ever ends, :attr:`ends_episodes` is
+        ``False``). Settable: a new horizon re-plans the env's step pipeline.
+
+        Examples:
+            >>> from gpusim.envs.native.mpe import SimpleSpreadEnv
+            >>> env = SimpleSpreadEnv(batch_size=[2])
+            >>> env.max_steps, env.ends_episodes
+            (None, False)
+            >>> env.max_steps = 25
+            >>> env.ends_episodes
+            True
+        """
+        return self._max_steps
+
+    @max_steps.setter
+    def max_steps(self, value: int | None) -> None:
+        self._max_steps = _check_max_steps(value)
+        self._cache.pop("step_pipeline", None)  # another reset plan
+
+    @property
+    def ends_episodes(self) -> bool:
+        """Whether a step can end an episode: only through ``max_steps`` (no MPE scenario
+        terminates).
+
+        Examples:
+            >>> from gpusim.envs.native.mpe import SimpleSpreadEnv
+            >>> SimpleSpreadEnv(batch_size=[2], max_steps=25).ends_episodes
+            True
+        """
+        return self.max_steps is not None
+
     def _action_signature(self, team: Team) -> tuple:
         comm = self.world.dim_c if not team.silent else 0
         if self.continuous_actions:

@@ -184,3 +184,32 @@ def test_compiled_rollout_matches_eager_and_keeps_the_env_layout() -> None:
     step_obs = env.step(env.rand_action(env.reset()))["next", "agents", "observation"]
     assert dim_order(step_obs) == (1, 2, 0)  # [B, n, d] views of [n, d, B] columns
     assert dim_order(compiled["next", "agents", "observation"][:, 0]) == dim_order(step_obs)
+
+
+def test_no_horizon_plans_no_auto_reset_and_a_horizon_restores_it() -> None:
+    """Without ``max_steps`` no row can end (``ends_episodes`` is False): the step pipeline plans
+    no auto-reset, and the data equal those of the reset-planning pipeline (whose resets under an
+    all-false mask change nothing). Setting ``max_steps`` re-plans: rows restart at the horizon.
+    A ``TransformedEnv`` plans resets (its transforms may end episodes)."""
+    from gpusim.envs import pipeline
+    from gpusim.transforms import StepCounter, TransformedEnv
+
+    env = make("MPE/simple_spread-v0", num_envs=8, seed=3)
+    assert not env.ends_episodes and env.step_pipeline.maybe_reset is pipeline._no_reset
+    planned = make("MPE/simple_spread-v0", num_envs=8, seed=3)
+    planned.step_pipeline.maybe_reset = planned.step_pipeline.reset_done  # resets planned, as before
+    a = env.rollout(30, break_when_any_done=False)
+    b = planned.rollout(30, break_when_any_done=False)
+    assert (a == b).all() and not a["next", "done"].any()
+
+    env.max_steps = 4
+    assert env.ends_episodes and env.step_pipeline.maybe_reset is not pipeline._no_reset
+    steps = env.rollout(9, break_when_any_done=False)["next", "state", "steps"][0, :, 0]
+    assert steps.tolist() == [1, 2, 3, 4, 1, 2, 3, 4, 1]
+    with pytest.raises(ValueError, match="max_steps"):
+        env.max_steps = 0
+
+    counted = TransformedEnv(make("MPE/simple_spread-v0", num_envs=8, seed=3), StepCounter(max_steps=3))
+    assert counted.ends_episodes
+    out = counted.rollout(7, break_when_any_done=False)
+    assert out["next", "step_count"][0, :, 0].tolist() == [1, 2, 3, 1, 2, 3, 1]
