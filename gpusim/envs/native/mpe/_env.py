@@ -480,7 +480,7 @@ class MpeEnv(NativeEnv):
             messages.append(message)
         u = forces[0] if len(forces) == 1 else torch.cat(forces, -2)
         constants, echo = self.physics(tensordict)
-        state["pos"], state["vel"] = world.step(state["pos"], state["vel"], u * world.u_multiplier, constants)
+        state["pos"], state["vel"] = world.step(state["pos"], state["vel"], u, constants)
         if world.dim_c:
             old_c = self._group_split(state["c"])
             state["c"] = torch.cat([m if m is not None else c for m, c in zip(messages, old_c)], -2)

@@ -165,6 +165,7 @@ class ParticleWorld(torch.nn.Module):
         self.any_max_speed = any(b.max_speed is not None for b in bodies)
         self.any_movable = any(b.movable for b in bodies)
         buf("u_multiplier", [[a.u_multiplier] for a in agents])
+        self.unit_u = all(a.u_multiplier == 1.0 for a in agents)
         buf("agent_movable", [[float(a.movable)] for a in agents])
         buf("agent_silent", [[float(a.silent)] for a in agents])
         buf("colors", [b.color for b in bodies])
@@ -303,8 +304,8 @@ class ParticleWorld(torch.nn.Module):
         Args:
             pos: float32 ``[*B, n_entities, 2]``.
             vel: float32 ``[*B, n_entities, 2]``.
-            agent_force: the agents' action forces, float32 ``[*B, n_agents, 2]`` (ignored for
-                immovable agents).
+            agent_force: the agents' actions, float32 ``[*B, n_agents, 2]``, made forces here
+                (times each agent's ``u_multiplier``; ignored for immovable agents).
             constants: values of :attr:`CONSTANTS` for this step (``dt``, ``drag``,
                 ``collision_force``, ``contact_margin``, ``mass_scale``, ``force_scale``): numbers, or ``[*B]`` tensors (one value
                 per row, see :mod:`gpusim.envs.native.params`); a missing one is the world's.
@@ -329,6 +330,10 @@ class ParticleWorld(torch.nn.Module):
         cols = self.to_columns(pos)
         p, v = cols[:n], self.to_columns(vel[..., :n, :])
         f = self.to_columns(agent_force)
+        if not self.unit_u:
+            # in columns: row-major, ``[*B, n, 2] * [n, 1]`` broadcasts over inner dims of 2,
+            # which eager CPU kernels run element pair by pair (8192 rows: 216 us)
+            f = f * self.u_multiplier.unsqueeze(-1)
         if not _is_one(c["force_scale"]):  # (a Python 1.0 adds no op: today's arithmetic)
             f = f * c["force_scale"]
         if not self.has_contacts:
