@@ -105,6 +105,13 @@ def _stack_leaf(xs: list[torch.Tensor], dim: int, dest: torch.Tensor) -> None:
     if x0.numel() and all(x.is_contiguous() and x.shape == x0.shape for x in xs):
         lead = x0.shape[:dim]
         target, *srcs = as_wide(dest.view(*dest.shape[: dim + 1], -1), *(x.view(*lead, -1) for x in xs))
+        if srcs[0].shape[-1] == 1:
+            # one wide element per row (a flag, a reward, an int64 counter): a strided copy per
+            # step beats the interleave, which moves one element per input and row: 73 steps of
+            # [8192, 1] float32, one thread: 1.06 -> 0.47 ms
+            for t, src in enumerate(srcs):
+                target.select(dim, t).copy_(src)
+            return
         torch.stack(srcs, dim, out=target)
         return
     if all(

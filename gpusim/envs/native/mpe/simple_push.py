@@ -123,7 +123,7 @@ class SimplePushEnv(MpeEnv):
         pos, vel = self._cols(state["pos"]), self._cols(state["vel"][..., :2, :])  # [4, 2, M], [2, 2, M]
         adv, agent, landmarks = pos[0:1], pos[1:2], pos[2:]
         goal = self._pick(pos[2:], state["goal"])  # [1, 2, M]
-        color = self._agent_colors[state["goal"].reshape(-1)].transpose(0, 1).unsqueeze(0)  # [1, 3, M]
+        color = self._lookup(self._agent_colors, state["goal"].reshape(-1)).transpose(0, 1).unsqueeze(0)  # [1, 3, M]
         lm_colors = self._landmark_colors.reshape(1, 6, 1).expand(1, 6, color.shape[-1])
         agent_obs = torch.cat(
             [vel[1:2], goal - agent, color, (landmarks - agent).reshape(1, 4, -1), lm_colors, adv - agent], 1

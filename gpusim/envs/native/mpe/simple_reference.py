@@ -113,7 +113,7 @@ class SimpleReferenceEnv(MpeEnv):
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         pos, vel, c = self._cols(state["pos"]), self._cols(state["vel"][..., :2, :]), self._cols(state["c"])
         rel = (pos[2:].unsqueeze(0) - pos[:2].unsqueeze(1)).flatten(1, 2)  # [2, 6, M]
-        color = self._landmark_colors[state["goal"].reshape(-1, 2)].permute(1, 2, 0)  # [2, 3, M]
+        color = self._lookup(self._landmark_colors, state["goal"].reshape(-1, 2)).permute(1, 2, 0)  # [2, 3, M]
         return [self._rows_of(torch.cat([vel, rel, color, c.flip(0)], 1))]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:

@@ -123,7 +123,7 @@ class SimpleSpeakerListenerEnv(MpeEnv):
             self._cols(state["c"][..., 0:1, :]),
         )
         rel = (pos[2:] - pos[1:2]).reshape(1, 6, -1)
-        color = self._landmark_colors[state["goal"]]  # [*B, 1, 3]
+        color = self._lookup(self._landmark_colors, state["goal"])  # [*B, 1, 3]
         return [color, self._rows_of(torch.cat([vel, rel, c], 1))]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
