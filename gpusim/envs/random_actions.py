@@ -160,6 +160,8 @@ class HashRandomPolicy:
             self.cuts.append(_Cut(spec, rows * size, offset))
             offset += self.cuts[-1].hashes
         self.hashes = max(1, offset)  # hashes per step
+        # the integer type each leaf's fields are cut in (one_hot takes int64 indices)
+        self.cut_dtypes = [torch.int64 if isinstance(s, OneHot) else s.dtype for s in self.specs]
         device = self.specs[0].device if self.specs else None
         if seed is None:
             seed = int(torch.randint(0, 2**31 - 1, ()))
@@ -209,22 +211,23 @@ class HashRandomPolicy:
             >>> policy.actions(h)[0]
             tensor([1, 0, 1])
         """
+        return [
+            None if exact_only and cut.kind == "float" else self._leaf_action(i, h) for i, cut in enumerate(self.cuts)
+        ]
+
+    def _leaf_action(self, i: int, h: torch.Tensor) -> torch.Tensor:
+        """Leaf ``i``'s action ``[*lead, *spec.shape]`` cut from hashes ``h`` (``[*lead, hashes]``)."""
+        spec, cut = self.specs[i], self.cuts[i]
         lead = h.shape[:-1]
-        out: list[torch.Tensor | None] = []
-        for spec, cut, bounds in zip(self.specs, self.cuts, self.bounds):
-            if cut.kind == "float" and exact_only:
-                out.append(None)
-                continue
-            x = cut.numbers(h, torch.int64 if isinstance(spec, OneHot) else spec.dtype)
-            if isinstance(spec, OneHot):
-                value = torch.nn.functional.one_hot(x.to(torch.int64).reshape((*lead, *spec.shape[:-1])), spec.n)
-            elif cut.kind == "float":
-                low, high = bounds
-                value = torch.addcmul(low, x.reshape((*lead, *spec.shape)), high - low)
-            else:
-                value = x.reshape((*lead, *spec.shape))
-            out.append(value.to(spec.dtype))
-        return out
+        x = cut.numbers(h, self.cut_dtypes[i])
+        if isinstance(spec, OneHot):
+            value = torch.nn.functional.one_hot(x.reshape((*lead, *spec.shape[:-1])), spec.n)
+        elif cut.kind == "float":
+            low, high = self.bounds[i]
+            value = torch.addcmul(low, x.reshape((*lead, *spec.shape)), high - low)
+        else:
+            value = x.reshape((*lead, *spec.shape))
+        return value.to(spec.dtype)
 
     def write(self, tensordict: TensorDictBase, u: torch.Tensor) -> TensorDictBase:
         """Writes the actions made from uniforms ``u`` (``[*B, num]`` in ``[0, 1)``, a row's
@@ -344,13 +347,10 @@ class _Ahead:
         self.left -= 1
         policy.rng.counter.add_(1)  # where a per-step draw leaves the stream
         block = self.block
-        if block is None:
-            values = policy.actions(self.h[t])
-        else:  # float leaves: converted per step, as the policy does
-            floats = None if all(v is not None for v in block) else policy.actions(self.h[t])
-            values = [floats[i] if v is None else v[t] for i, v in enumerate(block)]
-        for key, value in zip(policy.keys, values):
-            tensordict.set(key, value)
+        for i, key in enumerate(policy.keys):
+            # a cut block holds None for float leaves: converted per step, as the policy does
+            value = block[i] if block is not None else None
+            tensordict.set(key, policy._leaf_action(i, self.h[t]) if value is None else value[t])
         return tensordict
 
 
