@@ -37,6 +37,7 @@ Examples:
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
@@ -64,11 +65,15 @@ class ActionGuard(NamedTuple):
     def __call__(self, value: torch.Tensor) -> torch.Tensor:
         if self.kind == "clamp":
             return value.clamp(0, self.high)
-        # NaN -> 0 as ``value != value`` (true only for NaN): Inductor's C++ code vectorizes the
-        # compare, while ``nan_to_num``'s ``isnan`` runs as a scalar loop per vector (MPE
-        # simple_spread at 8192 envs, compiled: the integration loop reading the actions 13% of
-        # the step with it)
-        return torch.where(value != value, 0.0, value)
+        # NaN -> 0, ±inf kept; the same values both ways. Compiled: ``value != value`` (true
+        # only for NaN), which Inductor's C++ code vectorizes, while ``nan_to_num``'s ``isnan``
+        # runs as a scalar loop per vector (MPE simple_spread at 8192 envs: the integration
+        # loop reading the actions 13% of the step with it). Eager: ``nan_to_num``, one
+        # vectorized kernel, where the compare and ``torch.where`` (a scalar kernel) are two
+        # (CPU, [8192, 1, 2] float32: 2.5 against 17 us)
+        if torch.compiler.is_compiling():
+            return torch.where(value != value, 0.0, value)
+        return torch.nan_to_num(value, nan=0.0, posinf=math.inf, neginf=-math.inf)
 
 
 class Guards(tuple):

@@ -115,3 +115,17 @@ def test_library_wrappers_leave_action_values_to_the_library():
     env.reset()
     with pytest.raises(AssertionError):  # gymnasium's own check of the action
         env.step(env.reset().set("action", torch.tensor(7)))
+
+
+def test_the_nan_guard_gives_the_same_values_eager_and_compiled():
+    """Eager the guard is ``nan_to_num`` (one vectorized kernel), compiled the ``value != value``
+    form Inductor vectorizes: NaN -> 0.0, ±inf and -0.0 as given, bit for bit the same."""
+    from gpusim.envs._action_guard import ActionGuard
+
+    guard = ActionGuard("action", "nan")
+    value = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 1.5, -2.0])
+    eager = guard(value)
+    compiled = torch.compile(guard, backend="eager", fullgraph=True)(value)
+    assert eager.tolist() == [0.0, float("inf"), -float("inf"), 0.0, 1.5, -2.0]
+    assert torch.equal(eager.view(torch.int32), compiled.view(torch.int32))  # -0.0 kept: same bits
+    assert torch.signbit(eager[3])

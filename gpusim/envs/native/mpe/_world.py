@@ -166,7 +166,16 @@ class ParticleWorld(torch.nn.Module):
         self.any_movable = any(b.movable for b in bodies)
         buf("u_multiplier", [[a.u_multiplier] for a in agents])
         self.unit_u = all(a.u_multiplier == 1.0 for a in agents)
-        buf("agent_movable", [[float(a.movable)] for a in agents])
+        # runs of consecutive agents that move or not, ``(start, stop, movable)``: a step keeps
+        # the old state of the immovable ones by concatenating runs (a block copy each), where a
+        # ``torch.where`` over the agents costs ~8x more eagerly on CPU (its kernel is scalar)
+        runs: list[list] = []
+        for i, a in enumerate(agents):
+            if runs and runs[-1][2] == a.movable:
+                runs[-1][1] = i + 1
+            else:
+                runs.append([i, i + 1, a.movable])
+        self.movable_runs = [tuple(r) for r in runs]
         buf("agent_silent", [[float(a.silent)] for a in agents])
         buf("colors", [b.color for b in bodies])
         buf(
@@ -329,6 +338,7 @@ class ParticleWorld(torch.nn.Module):
         sub_dt = c["dt"] / self.substeps
         cols = self.to_columns(pos)
         p, v = cols[:n], self.to_columns(vel[..., :n, :])
+        p0, v0 = p, v
         f = self.to_columns(agent_force)
         if not self.unit_u:
             # in columns: row-major, ``[*B, n, 2] * [n, 1]`` broadcasts over inner dims of 2,
@@ -359,14 +369,17 @@ class ParticleWorld(torch.nn.Module):
                 speed = (v[:, 0:1].square() + v[:, 1:2].square()).sqrt()
                 v = torch.where(speed > max_speed, v / speed * max_speed, v)
             p = self._clamp(p + v * sub_dt)
-        movable = self.agent_movable.unsqueeze(-1) > 0
-        p = torch.where(movable, p, cols[:n])
-        v = torch.where(movable, v, self.to_columns(vel[..., :n, :]))
+        if len(self.movable_runs) > 1:  # (one run: every agent moves, as any_movable holds)
+            p, v = self._keep_immovable(p, p0), self._keep_immovable(v, v0)
         if n < self.n_entities:
             p = torch.cat([p, cols[n:]], 0)
             v = torch.cat([v, self.to_columns(vel[..., n:, :])], 0)
         # views of the columns: the returned state keeps the batch innermost in memory
         return self.from_columns(p, batch), self.from_columns(v, batch)
+
+    def _keep_immovable(self, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+        """Agent columns ``[n, d, M]`` taken from ``new`` for movable agents, ``old`` otherwise."""
+        return torch.cat([(new if moves else old)[a:b] for a, b, moves in self.movable_runs], 0)
 
     def _clamp(self, cols: torch.Tensor) -> torch.Tensor:
         if self.x_semidim is None and self.y_semidim is None:
