@@ -400,10 +400,12 @@ class MpeEnv(NativeEnv):
 
     @staticmethod
     def _lookup(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        """``table[index]``: rows of a small table (e.g. colours) picked per entry of an int64
-        ``index``, shaped ``[*index.shape, *table.shape[1:]]``. Through ``index_select``: eager
-        CPU, 8192 picks from 3 rows, 17 us against 50 us for advanced indexing (same values)."""
-        return table.index_select(0, index.reshape(-1)).view(*index.shape, *table.shape[1:])
+        """``table[index]``: rows of a ``[K, d]`` table (e.g. colours) picked per entry of an
+        int64 ``index``, shaped ``[*index.shape, d]`` with the picks innermost in memory (the
+        columns layout of the world, which the observations are built in). Through
+        ``index_select`` on the transposed table: eager CPU, 8192 picks from 3 rows of 3, 11 us,
+        against 17 us picking rows and 50 us for advanced indexing (same values)."""
+        return table.t().index_select(1, index.reshape(-1)).view(table.shape[1], *index.shape).movedim(0, -1)
 
     @staticmethod
     def _pick(cols: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

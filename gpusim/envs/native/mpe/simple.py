@@ -98,9 +98,9 @@ class SimpleEnv(MpeEnv):
         return {"pos": self._uniform_positions(rows, -1.0, 1.0)}
 
     def _observe(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos, vel = state["pos"], state["vel"]
-        return [torch.cat([vel[..., :1, :], pos[..., 1:, :] - pos[..., :1, :]], -1)]
+        pos, vel = self._cols(state["pos"]), self._cols(state["vel"][..., :1, :])  # [2, 2, M], [1, 2, M]
+        return [self._rows_of(torch.cat([vel, (pos[1:] - pos[:1]).reshape(1, 2, -1)], 1))]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        pos = state["pos"]
-        return [-(pos[..., :1, :] - pos[..., 1:, :]).square().sum(-1)]
+        delta = self._cols(state["pos"])[0] - self._cols(state["pos"])[1]  # [2, M]
+        return [self._agents_of(-(delta[0:1].square() + delta[1:2].square()))]
