@@ -152,6 +152,8 @@ class HashRandomPolicy:
         # Bounds read once: a Composite stores batch-uniform bounds compactly, and reading
         # ``spec.low`` then builds a full copy.
         self.bounds = [(s.low, s.high) if isinstance(s, Bounded) else None for s in self.specs]
+        # ``high - low`` once, not per draw (MPE simple_speaker_listener, 8192 envs: 6 us a leaf a step)
+        self.spans = [None if b is None else b[1] - b[0] for b in self.bounds]
         self.batch_size = torch.Size(batch_size)
         rows = self.batch_size.numel()
         self.cuts: list[_Cut] = []
@@ -223,8 +225,7 @@ class HashRandomPolicy:
         if isinstance(spec, OneHot):
             value = torch.nn.functional.one_hot(x.reshape((*lead, *spec.shape[:-1])), spec.n)
         elif cut.kind == "float":
-            low, high = self.bounds[i]
-            value = torch.addcmul(low, x.reshape((*lead, *spec.shape)), high - low)
+            value = torch.addcmul(self.bounds[i][0], x.reshape((*lead, *spec.shape)), self.spans[i])
         else:
             value = x.reshape((*lead, *spec.shape))
         return value.to(spec.dtype)
@@ -271,7 +272,7 @@ class HashRandomPolicy:
         lead = u.shape[: u.ndim - 1 - len(self.batch_size)]
         out: list[torch.Tensor] = []
         start = 0
-        for spec, size, bounds in zip(self.specs, self.sizes, self.bounds):
+        for spec, size, bounds, span in zip(self.specs, self.sizes, self.bounds, self.spans):
             part = u[..., start : start + size]
             start += size
             if isinstance(spec, OneHot):
@@ -285,8 +286,7 @@ class HashRandomPolicy:
             elif isinstance(spec, Binary):
                 value = (part < 0.5).reshape((*lead, *spec.shape)).to(spec.dtype)
             else:
-                low, high = bounds
-                value = torch.addcmul(low, part.reshape((*lead, *spec.shape)), high - low).to(spec.dtype)
+                value = torch.addcmul(bounds[0], part.reshape((*lead, *spec.shape)), span).to(spec.dtype)
             out.append(value)
         return out
 
