@@ -102,5 +102,6 @@ class SimpleEnv(MpeEnv):
         return [self._rows_of(torch.cat([vel, (pos[1:] - pos[:1]).reshape(1, 2, -1)], 1))]
 
     def _reward(self, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        delta = self._cols(state["pos"])[0] - self._cols(state["pos"])[1]  # [2, M]
+        pos = self._cols(state["pos"])  # [2, 2, M]
+        delta = pos[0] - pos[1]  # [2, M]
         return [self._agents_of(-(delta[0:1].square() + delta[1:2].square()))]
