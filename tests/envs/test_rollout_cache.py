@@ -10,7 +10,13 @@ import pytest
 import torch
 
 from gpusim.envs import _rollout_cache
-from gpusim.envs._rollout_cache import MIN_CACHED_BYTES, RolloutBufferCache, rollout_cache_info, rollout_empty
+from gpusim.envs._rollout_cache import (
+    MIN_CACHED_BYTES,
+    RolloutBufferCache,
+    clear_rollout_cache,
+    rollout_cache_info,
+    rollout_empty,
+)
 from gpusim.envs.native import CartPoleEnv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="anonymous private maps are POSIX")
@@ -101,6 +107,9 @@ def _child_writes(q):
 
 @pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="needs fork")
 def test_buffers_are_private_across_fork():
+    # only x's buffer free once x is dropped: free buffers of the same size left by earlier
+    # tests of this process would otherwise serve the child or z first (best fit, in list order)
+    clear_rollout_cache()
     x = rollout_empty((4 * MB,), torch.uint8)
     x.fill_(1)
     ptr = x.data_ptr()

@@ -22,6 +22,7 @@ def _steps(n_steps: int, rows: int, seed: int = 0) -> list[TensorDict]:
                 "done": torch.rand(rows, 1, generator=gen) > 0.5,
             },
             [rows],
+            device="cpu",
         )
         steps.append(
             TensorDict(
@@ -31,9 +32,21 @@ def _steps(n_steps: int, rows: int, seed: int = 0) -> list[TensorDict]:
                     "next": nxt,
                 },
                 [rows],
+                device="cpu",  # (the CPU path is chosen from the steps' device, as an env's data has it)
             )
         )
     return steps
+
+
+@pytest.fixture
+def cpu_path_calls(monkeypatch) -> list:
+    """Counts the calls of the eager-CPU stack (so that a test cannot pass on the reference alone)."""
+    from gpusim.envs import _rollout_stack
+
+    calls = []
+    real = _rollout_stack.stack_steps_cpu
+    monkeypatch.setattr(_rollout_stack, "stack_steps_cpu", lambda steps, dim: calls.append(dim) or real(steps, dim))
+    return calls
 
 
 def _assert_same(a: TensorDict, b: TensorDict) -> None:
@@ -47,15 +60,16 @@ def _assert_same(a: TensorDict, b: TensorDict) -> None:
         assert torch.equal(x, y), key
 
 
-def test_large_stack_matches_torch_stack():
+def test_large_stack_matches_torch_stack(cpu_path_calls):
     steps = _steps(9, rows=40_000)
     size = sum(v.numel() * v.element_size() for v in steps[0].values(True, True)) * len(steps)
     assert size >= MIN_FAST_BYTES
     for _ in range(2):  # the second time from reused (dirty) cached buffers
         _assert_same(stack_steps(steps, 1), torch.stack(steps, 1))
+    assert cpu_path_calls == [1, 1]
 
 
-def test_wide_element_interleave_is_bit_exact():
+def test_wide_element_interleave_is_bit_exact(cpu_path_calls):
     rows, gen = 30_000, torch.Generator().manual_seed(4)
     steps = []
     for _t in range(12):
@@ -71,13 +85,19 @@ def test_wide_element_interleave_is_bit_exact():
                     "bytes": torch.randint(0, 255, (rows, 6), generator=gen, dtype=torch.uint8),
                 },
                 [rows],
+                device="cpu",
             )
         )
     out, ref = stack_steps(steps, 1), torch.stack(steps, 1)
+    assert cpu_path_calls == [1]
     for key in ref.keys():
         a, b = out.get(key), ref.get(key)
-        assert a.shape == b.shape and a.is_contiguous(), key
-        assert torch.equal(a.view(torch.uint8), b.contiguous().view(torch.uint8)), key
+        assert a.shape == b.shape, key
+        if key == "transposed":  # a permuted step keeps its layout, the step outermost (one block a step)
+            assert a.stride() == (1, 5 * rows, rows), a.stride()
+        else:
+            assert a.is_contiguous(), key
+        assert torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)), key
 
 
 def test_small_stack_and_leading_dim():
