@@ -314,3 +314,33 @@ def test_permuted_steps_stack_in_their_own_layout_with_the_step_outermost():
         assert out[key].shape == (rows, steps, 2, 10) and not out[key].is_contiguous()
         assert out[key].stride() == (1, 2 * 10 * rows, 10 * rows, rows)  # [steps, 2, 10, rows] in memory
     assert out["flat"].is_contiguous() and out["expanded"].is_contiguous()
+
+
+@pytest.mark.parametrize("lead", [(4096,), (64, 64)], ids=["rows", "two-batch-dims"])
+def test_long_rollouts_of_narrow_rows_stack_through_one_transpose(lead, monkeypatch):
+    """At least 64 steps of one-element rows of at most 8 bytes and 64 KiB a step are stacked
+    step-major, then transposed once: the same bits as ``torch.stack``, bool to int64, with the
+    rows' leading dims kept."""
+    from gpusim.envs import _rollout_stack
+
+    calls = []
+    real = _rollout_stack._stack_transposed
+    monkeypatch.setattr(_rollout_stack, "_stack_transposed", lambda s, t: calls.append(t.dtype) or real(s, t))
+    gen = torch.Generator().manual_seed(5)
+    steps = []
+    for _ in range(70):
+        leaves = {
+            "flag": torch.rand(*lead, 1, generator=gen) > 0.5,
+            "reward": torch.randn(*lead, 1, generator=gen),
+            "count": torch.randint(-(2**40), 2**40, (*lead, 1), generator=gen),
+            "small": torch.randint(0, 7, (*lead, 2), generator=gen, dtype=torch.int16),  # 4 bytes: int32
+            "obs": torch.randn(*lead, 8, generator=gen),  # 32 bytes a row: interleaved, as before
+        }
+        steps.append(TensorDict(leaves, list(lead), device="cpu"))
+    dim = len(lead)
+    out, ref = stack_steps(steps, dim), torch.stack(steps, dim)
+    assert sorted(map(str, calls)) == ["torch.bool", "torch.float32", "torch.int32", "torch.int64"]
+    for key in ref.keys():
+        a, b = out.get(key), ref.get(key)
+        assert a.shape == b.shape == (*lead, 70, b.shape[-1]) and a.is_contiguous(), key
+        assert torch.equal(a, b), key
