@@ -106,30 +106,27 @@ def _stack_leaf(xs: list[torch.Tensor], dim: int, dest: torch.Tensor) -> None:
     x0 = xs[0]
     if x0.numel() and all(x.is_contiguous() and x.shape == x0.shape for x in xs):
         lead = x0.shape[:dim]
-        target, *srcs = as_wide(dest.view(*dest.shape[: dim + 1], -1), *(x.view(*lead, -1) for x in xs))
-        if srcs[0].shape[-1] == 1:
-            if _transposes(len(srcs), srcs[0].numel(), target.element_size()):
-                _stack_transposed(srcs, target)
-                return
-            # one wide element per row (a flag, a reward, an int64 counter): a strided copy per
-            # step beats the interleave, which moves one element per input and row: 73 steps of
-            # [8192, 1] float32, one thread: 1.06 -> 0.47 ms
-            for t, src in enumerate(srcs):
-                target.select(dim, t).copy_(src)
+        dest, *xs = as_wide(dest.view(*dest.shape[: dim + 1], -1), *(x.view(*lead, -1) for x in xs))
+        if xs[0].shape[-1] != 1:
+            torch.stack(xs, dim, out=dest)
             return
-        torch.stack(srcs, dim, out=target)
-        return
-    if all(
+        if _transposes(len(xs), xs[0].numel(), dest.element_size()):
+            _stack_transposed(xs, dest)
+            return
+        # one wide element per row (a flag, a reward, an int64 counter): a strided copy per
+        # step (below) beats the interleave, which moves one element per input and row: 73
+        # steps of [8192, 1] float32, one thread: 1.06 -> 0.47 ms
+    elif not all(
         type(x) is torch.Tensor and x.shape == x0.shape and x.dtype == dest.dtype and not x.requires_grad for x in xs
     ):
-        # permuted steps (the MPE worlds keep the batch innermost) into an output laid out
-        # like them (``_empty_stacked``): one contiguous block per step, where ``torch.stack``
-        # into a row-major output moves one feature row per call: 73 steps of [8192, 2, 10]
-        # float32, one thread: 32.5 -> 3.0 ms
-        for t, x in enumerate(xs):
-            dest.select(dim, t).copy_(x)
+        torch.stack(xs, dim, out=dest)
         return
-    torch.stack(xs, dim, out=dest)
+    # else permuted steps (the MPE worlds keep the batch innermost) into an output laid out like
+    # them (``_empty_stacked``): one contiguous block per step, where ``torch.stack`` into a
+    # row-major output moves one feature row per call: 73 steps of [8192, 2, 10] float32, one
+    # thread: 32.5 -> 3.0 ms
+    for t, x in enumerate(xs):
+        dest.select(dim, t).copy_(x)
 
 
 # One element per row and step: written step by step, every step strides through the whole
