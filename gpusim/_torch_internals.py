@@ -25,6 +25,9 @@ Compiled rollouts (:mod:`gpusim.envs.compiled`) and the Inductor hints
   and how many Inductor / AOTAutograd cache lookups hit, for the compile-time lines and the cache
   tests (fallback: an empty dict, every call that ran while nothing was counted is taken as no
   compilation but a run's first);
+* ``torch._inductor.cpp_builder._get_optimization_cflags`` (:func:`gcc_loop_vectorizer`): the C++
+  flags of Inductor's builds, whose ``-fno-tree-loop-vectorize`` a runner drops for envs that
+  ask (fallback: the flags as they are);
 * ``torch._inductor.runtime.cache_dir_utils.cache_dir`` (:func:`compile_cache_dir`): where the
   persistent Inductor caches live (fallback: ``TORCHINDUCTOR_CACHE_DIR`` or torch's documented
   default, ``<tmp>/torchinductor_<user>``);
@@ -73,6 +76,7 @@ __all__ = [
     "compiled_graphs",
     "entry_function",
     "force_realize",
+    "gcc_loop_vectorizer",
     "inductor_backend",
     "inductor_options",
     "own_code",
@@ -153,10 +157,60 @@ if not PRIVATE_API and _REASON != "GPUSIM_TORCH_INTERNALS=0":
     )
 
 
-def inductor_backend(options: dict, wrap: Callable[[Callable], Callable]) -> Callable | None:
+_NO_LOOP_VECTORIZE = "fno-tree-loop-vectorize"  # in Inductor's GCC flags (without the dash)
+
+
+def gcc_loop_vectorizer() -> contextlib.AbstractContextManager:
+    """A context in which Inductor builds its C++ with GCC's loop vectorizer on.
+
+    Inductor compiles with ``-fno-tree-loop-vectorize`` (GCC), so the loops of a graph compiled
+    with ``cpp.simdlen=0`` (scalar C++, which MinAtar's grids ask for) run one element per
+    instruction, byte copies included. Inside this context the flag is left out of the flags
+    ``torch._inductor.cpp_builder._get_optimization_cflags`` returns, and GCC vectorizes the loops
+    it proves safe. Integer and bool code gives the same results either way; floating-point code
+    too, since the other flags forbid reassociation. Inductor keys its C++ cache on the build
+    command, so such builds never share a library with the others. Outside tracing the context
+    costs a function swap. It does nothing without the private API, with another compiler, or
+    when that function is missing.
+
+    Examples:
+        >>> with gcc_loop_vectorizer():
+        ...     pass
+    """
+    if not PRIVATE_API:
+        return contextlib.nullcontext()
+    try:
+        import torch._inductor.cpp_builder as builder
+    except Exception:  # noqa: BLE001 - no builder: nothing to change
+        return contextlib.nullcontext()
+    original = getattr(builder, "_get_optimization_cflags", None)
+    if not callable(original):
+        return contextlib.nullcontext()
+    return _cflags_without(builder, original, _NO_LOOP_VECTORIZE)
+
+
+@contextlib.contextmanager
+def _cflags_without(builder: types.ModuleType, original: Callable, flag: str):
+    def flags(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], list):
+            return [f for f in out[0] if f != flag], out[1]
+        return out  # another shape than (cflags, ldflags): left as it is
+
+    builder._get_optimization_cflags = flags
+    try:
+        yield
+    finally:
+        builder._get_optimization_cflags = original
+
+
+def inductor_backend(
+    options: dict, wrap: Callable[[Callable], Callable], *, loop_vectorize: bool = False
+) -> Callable | None:
     """A ``torch.compile`` backend compiling with Inductor (``options`` as its config patches) and
     returning ``wrap(compiled_graph)``, or ``None`` without the private API (then compile with
-    ``backend="inductor"`` and do without knowing which graph ran).
+    ``backend="inductor"`` and do without knowing which graph ran). With ``loop_vectorize``,
+    each compilation runs inside :func:`gcc_loop_vectorizer`.
 
     Examples:
         >>> backend = inductor_backend({}, lambda graph: graph)
@@ -169,7 +223,8 @@ def inductor_backend(options: dict, wrap: Callable[[Callable], Callable]) -> Cal
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         from torch._inductor.compile_fx import compile_fx
 
-        compiled = compile_fx(gm, example_inputs, config_patches=options)
+        with gcc_loop_vectorizer() if loop_vectorize else contextlib.nullcontext():
+            compiled = compile_fx(gm, example_inputs, config_patches=options)
         run = wrap(compiled)
         # Dynamo passes the inputs as one list to a compiled graph that says so
         run._boxed_call = getattr(compiled, "_boxed_call", False)  # type: ignore[attr-defined]

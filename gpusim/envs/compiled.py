@@ -149,13 +149,14 @@ class _TaggedInductor:
     the torch internals (:func:`gpusim._torch_internals.inductor_backend`): :meth:`available`.
     """
 
-    def __init__(self, options: dict | None = None) -> None:
+    def __init__(self, options: dict | None = None, *, loop_vectorize: bool = False) -> None:
         self.options = dict(options or {})
+        self.loop_vectorize = loop_vectorize  # builds with GCC's loop vectorizer (CPU envs that ask)
         self.last: int | None = None  # tag of the compiled graph that ran last
         self.record = False  # record the next call's input addresses
         self.addresses: tuple = ()
         self._tags = itertools.count()
-        self._compile = internals.inductor_backend(self.options, self._tagged)
+        self._compile = internals.inductor_backend(self.options, self._tagged, loop_vectorize=loop_vectorize)
 
     @staticmethod
     def available() -> bool:
@@ -337,9 +338,7 @@ def _cpu_options_of(env: EnvBase) -> dict:
         >>> _cpu_options_of(gs.CartPoleEnv(batch_size=[2]))
         {}
     """
-    while hasattr(env, "base_env"):
-        env = env.base_env
-    wanted = dict(getattr(type(env), "cpu_inductor_options", None) or {})
+    wanted = dict(getattr(_base_env_class(env), "cpu_inductor_options", None) or {})
     if not wanted:
         return {}
     try:
@@ -349,6 +348,25 @@ def _cpu_options_of(env: EnvBase) -> dict:
     except Exception:  # noqa: BLE001 - no list: pass nothing
         return {}
     return {k: v for k, v in wanted.items() if k in known}
+
+
+def _base_env_class(env: EnvBase) -> type:
+    """The class of the env under every transform layer (``base_env`` chain)."""
+    while hasattr(env, "base_env"):
+        env = env.base_env
+    return type(env)
+
+
+def _cpu_loop_vectorize(env: EnvBase) -> bool:
+    """Whether CPU graphs of this env build with GCC's loop vectorizer on (the base env class's
+    ``cpu_loop_vectorize``; see :func:`gpusim._torch_internals.gcc_loop_vectorizer`).
+
+    Examples:
+        >>> import gpusim as gs
+        >>> _cpu_loop_vectorize(gs.make("MinAtar/Breakout-v1", num_envs=2)), _cpu_loop_vectorize(gs.CartPoleEnv())
+        (True, False)
+    """
+    return _on_cpu(env) and bool(getattr(_base_env_class(env), "cpu_loop_vectorize", False))
 
 
 def _unaliased(leaves: tuple) -> tuple:
@@ -584,7 +602,11 @@ class CompiledRollout:
         # direct calls (DIRECT_CALLS) need the same backend as CUDA graphs: it says which compiled
         # graph ran
         self._direct = DIRECT_CALLS and default and _on_cpu(env) and self._pingpong and _TaggedInductor.available()
-        self._backend = _TaggedInductor(compile_kwargs.get("options")) if self._cuda_graphs or self._direct else None
+        self._backend = (
+            _TaggedInductor(compile_kwargs.get("options"), loop_vectorize=default and _cpu_loop_vectorize(env))
+            if self._cuda_graphs or self._direct
+            else None
+        )
         self._direct_fns: dict[int, Callable] = {}  # compiled graph tag -> its entry's code as a function
         #: calls of this runner's rollouts that ran directly (see :data:`DIRECT_CALLS`)
         self.direct_calls = 0

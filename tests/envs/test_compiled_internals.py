@@ -56,6 +56,26 @@ def test_environment_variable_turns_the_internals_off_silently():
     assert out.stdout.strip() == "False"
 
 
+def test_gcc_loop_vectorizer_drops_only_that_flag_while_active():
+    import torch._inductor.cpp_builder as builder
+
+    compiler = builder.get_cpp_compiler()
+    before = builder._get_optimization_cflags(compiler)[0]
+    with internals.gcc_loop_vectorizer():
+        inside = builder._get_optimization_cflags(compiler)[0]
+    assert builder._get_optimization_cflags(compiler)[0] == before  # restored on exit
+    assert inside == [f for f in before if f != "fno-tree-loop-vectorize"]
+    if builder._is_gcc(compiler):
+        assert len(inside) == len(before) - 1
+
+
+def test_runners_of_envs_that_ask_compile_with_the_loop_vectorizer():
+    import gpusim as gs
+
+    assert CompiledRollout(gs.make("MinAtar/Breakout-v1", num_envs=2), verbose=False)._backend.loop_vectorize
+    assert not CompiledRollout(CartPoleEnv(batch_size=[2]), verbose=False)._backend.loop_vectorize
+
+
 def test_fallback_functions_take_the_public_way(monkeypatch):
     monkeypatch.setattr(internals, "PRIVATE_API", False)
     assert internals.inductor_backend({}, lambda graph: graph) is None
@@ -67,6 +87,11 @@ def test_fallback_functions_take_the_public_way(monkeypatch):
     ]
     with internals.skip_guards():  # a no-op context
         pass
+    import torch._inductor.cpp_builder as builder
+
+    original = builder._get_optimization_cflags
+    with internals.gcc_loop_vectorizer():  # a no-op context
+        assert builder._get_optimization_cflags is original
     runner = CompiledRollout(CartPoleEnv(batch_size=[2]), verbose=False)
     assert not runner._direct and runner._backend is None
     cuda_runner = SimpleNamespace(

@@ -193,3 +193,32 @@ def test_grid_helpers_compile_with_inductor_vectorized() -> None:
     compiled = torch.compile(grids, fullgraph=True, backend="inductor")(x)
     for got, want in zip(compiled, grids(x)):
         assert torch.equal(got, want)
+
+
+def test_inductor_rollout_with_gcc_loop_vectorizer_matches_eager(monkeypatch) -> None:
+    """The default compiled runner on CPU builds MinAtar's scalar C++ with GCC's loop vectorizer
+    on (``cpu_loop_vectorize``): the compilation ran inside the context, and the data is the eager
+    data bit for bit (observations, rewards, dones, across auto-resets)."""
+    from gpusim import _torch_internals as internals
+
+    entered = []
+    real = internals.gcc_loop_vectorizer
+
+    def counted():
+        entered.append(True)
+        return real()
+
+    monkeypatch.setattr(internals, "gcc_loop_vectorizer", counted)
+    torch._dynamo.reset()
+    eager = BreakoutEnv(batch_size=[8], seed=5)
+    compiled = BreakoutEnv(batch_size=[8], seed=5, auto_reset_mode="masked")
+
+    def policy(td):
+        return td.set("action", td["observation"].flatten(-3).sum(-1) % eager.action_spec.n)
+
+    a = eager.rollout(48, policy, break_when_any_done=False)
+    b = compiled.rollout(48, policy, break_when_any_done=False, compile={"verbose": False})
+    assert entered, "the compilation did not run inside gcc_loop_vectorizer()"
+    for key in ("observation", ("next", "observation"), ("next", "reward"), ("next", "done"), "bricks"):
+        assert torch.equal(a[key], b[key]), key
+    assert bool(a["next", "done"].any())
