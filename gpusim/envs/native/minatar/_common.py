@@ -31,6 +31,7 @@ from tensordict import TensorDictBase
 from gpusim.envs.native._base import NativeEnv, done_spec
 from gpusim.envs.native._checks import check_probability
 from gpusim.envs.native.rng import ResetRows
+from gpusim.kernels._inductor import in_cpu_graph, realized
 from gpusim.render.raster import check_size
 from gpusim.specs import Binary, Bounded, Categorical, Composite
 
@@ -40,6 +41,7 @@ __all__ = [
     "bool_spec",
     "cell_grid",
     "cubehelix_palette",
+    "grid_any",
     "int_spec",
     "place_rows",
     "shift_grid",
@@ -91,8 +93,22 @@ def cell_grid(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """
     cells = torch.arange(GRID * GRID, device=y.device).view(GRID, GRID)
     inside = (y >= 0) & (y < GRID) & (x >= 0) & (x < GRID)
-    flat = torch.where(inside, y * GRID + x, -1)
+    flat = realized(torch.where(inside, y * GRID + x, -1))
     return cells == flat[..., None, None]
+
+
+def grid_any(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``x.any(dim)`` of bool ``x``; in a CPU graph as the ``uint8`` max, which GCC vectorizes
+    (Inductor writes ``any`` as a short-circuit ``||`` reduction: [4096, 100] took 110 us
+    against 22 us, scalar C++ with GCC's loop vectorizer).
+
+    Examples:
+        >>> grid_any(torch.tensor([[False, True], [False, False]])).tolist()
+        [True, False]
+    """
+    if in_cpu_graph(x):
+        return x.to(torch.uint8).amax(dim) != 0
+    return x.any(dim)
 
 
 def _pad_bool(grid: torch.Tensor, pad: tuple[int, int, int, int]) -> torch.Tensor:

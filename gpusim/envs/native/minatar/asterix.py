@@ -52,6 +52,7 @@ from gpusim.envs.native.minatar._common import (
     MinAtarEnv,
     bool_spec,
     cell_grid,
+    grid_any,
     int_spec,
     place_rows,
 )
@@ -164,7 +165,7 @@ class AsterixEnv(MinAtarEnv):
         # contact before the entities move
         touch = alive & in_row & (x == px.unsqueeze(-1))
         collected = touch & gold
-        terminal = (touch & ~gold).any(-1)
+        terminal = grid_any(touch & ~gold)
         alive = alive & ~collected
         # the entities move on the move timer, leave at the edges, and may touch the player
         moving = state["move_timer"] == 0
@@ -173,7 +174,7 @@ class AsterixEnv(MinAtarEnv):
         alive = alive & (x >= 0) & (x <= 9)
         touch = steps & alive & in_row & (x == px.unsqueeze(-1))
         collected_after = touch & gold
-        terminal = terminal | (touch & ~gold).any(-1)
+        terminal = terminal | grid_any(touch & ~gold)
         alive = alive & ~collected_after
         reward = collected.long().sum(-1) + collected_after.long().sum(-1)
         move_timer = torch.where(moving, move_speed, state["move_timer"]) - 1

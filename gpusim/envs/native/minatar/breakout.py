@@ -52,6 +52,7 @@ from gpusim.envs.native.minatar._common import (
     MinAtarEnv,
     bool_spec,
     cell_grid,
+    grid_any,
     int_spec,
 )
 
@@ -144,7 +145,7 @@ class BreakoutEnv(MinAtarEnv):
         d = torch.where(breaks, 3 - d, d)
         new_y = torch.where(breaks, ball_y, new_y)
         bottom = ~ceiling & ~hit & (new_y == 9)
-        refill = bottom & ~bricks.flatten(-2).any(-1)
+        refill = bottom & ~grid_any(bricks.flatten(-2))
         bricks = bricks | (refill[..., None, None] & _brick_rows(pos))
         back = bottom & (ball_x == pos)
         aside = bottom & ~back & (new_x == pos)

@@ -49,6 +49,7 @@ from gpusim.envs.native.minatar._common import (
     UP,
     MinAtarEnv,
     cell_grid,
+    grid_any,
     int_spec,
     place_rows,
 )
@@ -139,7 +140,7 @@ class FreewayEnv(MinAtarEnv):
         timer = torch.where(moves, speed.abs(), timer - 1)
         car_x = torch.where(moves, (car_x + torch.where(speed > 0, 1, -1)) % GRID, car_x)
         hit_after = moves & in_lane & (car_x == 4)
-        pos = torch.where((hit_before | hit_after).any(-1), 9, pos)
+        pos = torch.where(grid_any(hit_before | hit_after), 9, pos)
         terminate_timer = state["terminate_timer"] - 1
         state = {
             "pos": pos,

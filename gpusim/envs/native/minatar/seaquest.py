@@ -68,6 +68,7 @@ from gpusim.envs.native.minatar._common import (
     MinAtarEnv,
     bool_spec,
     cell_grid,
+    grid_any,
     int_spec,
     shift_grid,
 )
@@ -293,7 +294,7 @@ class SeaquestEnv(MinAtarEnv):
         is_sub = u[..., 1] < 1.0 / 3.0
         row = 1 + (u[..., 2] * 8).long()
         en_alive = s["en_alive"]
-        blocked = (en_alive & (s["en_y"] == row.unsqueeze(-1)) & (s["en_right"] != right.unsqueeze(-1))).any(-1)
+        blocked = grid_any(en_alive & (s["en_y"] == row.unsqueeze(-1)) & (s["en_right"] != right.unsqueeze(-1)))
         new = _first_free(en_alive) & (spawn_enemy & ~blocked).unsqueeze(-1)
         s["en_alive"] = en_alive | new
         s["en_x"] = torch.where(new, torch.where(right, 0, 9).unsqueeze(-1), s["en_x"])
@@ -343,9 +344,10 @@ class SeaquestEnv(MinAtarEnv):
         hits = _match(fb_rank, fb_cell, en_rank, en_cell)
         fb_values = _pack(fb_x, fb_y, s["fb_right"])
         fb_before = _pack(s["fb_x"], fb_y, s["fb_right"])
-        fb_birth = _heir_birth(fb_birth, fb_before, fb_alive & ~hits.any(-1), fb_values, hits.any(-1))
-        fb_alive = fb_alive & ~hits.any(-1)
-        en_alive = en_alive & ~hits.any(-2)
+        fb_hit = grid_any(hits)
+        fb_birth = _heir_birth(fb_birth, fb_before, fb_alive & ~fb_hit, fb_values, fb_hit)
+        fb_alive = fb_alive & ~fb_hit
+        en_alive = en_alive & ~grid_any(hits, -2)
         reward = reward + hits.flatten(-2).sum(-1)
         # ---- divers: picked up where they are or after moving (newest first, 6 at most)
         dv_alive, dv_x, dv_timer = s["dv_alive"], s["dv_x"], s["dv_timer"]
@@ -363,20 +365,20 @@ class SeaquestEnv(MinAtarEnv):
         s["dv_x"] = dv_x.clamp(-1, 10)
         s["dv_timer"] = torch.where(d_moves, DIVER_MOVE_INTERVAL, (dv_timer - 1).clamp(min=0))
         # ---- enemies move on their own timers: subs, then (after the enemy bullets) fish
-        terminal = (en_alive & (en_cell == player)).any(-1)
+        terminal = grid_any(en_alive & (en_cell == player))
         e_moves = en_alive & (s["en_timer"] == 0)
         moved_x = torch.where(e_moves, en_x + torch.where(s["en_right"], 1, -1), en_x)
         leaves = e_moves & ((moved_x < 0) | (moved_x > 9))
         moved_cell = en_y * GRID + moved_x
         meets = e_moves & ~leaves & (moved_cell == player)
-        terminal = terminal | meets.any(-1)
+        terminal = terminal | grid_any(meets)
         en_timer = torch.where(e_moves, move_speed.unsqueeze(-1), s["en_timer"] - en_alive.long()).clamp(min=0)
         may_hit = e_moves & ~leaves & ~meets
         gone = leaves
         # subs: a moved sub may meet a bullet (+1)
         met = _meet(may_hit & en_sub, moved_x, en_y, en_birth, fb_alive, fb_x, fb_y, fb_birth)
-        gone = gone | met.any(-1)
-        fb_alive = fb_alive & ~met.any(-2)
+        gone = gone | grid_any(met)
+        fb_alive = fb_alive & ~grid_any(met, -2)
         reward = reward + met.flatten(-2).sum(-1)
         # subs fire every 11 frames (a sub that just died still fires), then enemy bullets fly
         shoots = en_alive & en_sub & (s["en_shot"] == 0)
@@ -384,13 +386,13 @@ class SeaquestEnv(MinAtarEnv):
         eb_left = s["eb_left"] | _grid(moved_x, en_y, shoots & ~s["en_right"])
         en_shot = torch.where(shoots, ENEMY_SHOT_INTERVAL, s["en_shot"] - (en_alive & en_sub).long())
         at_player = cell_grid(sub_y, sub_x)
-        terminal = terminal | ((eb_right | eb_left) & at_player).flatten(-2).any(-1)
+        terminal = terminal | grid_any(((eb_right | eb_left) & at_player).flatten(-2))
         eb_right, eb_left = shift_grid(eb_right, cols=1), shift_grid(eb_left, cols=-1)
-        terminal = terminal | ((eb_right | eb_left) & at_player).flatten(-2).any(-1)
+        terminal = terminal | grid_any(((eb_right | eb_left) & at_player).flatten(-2))
         # fish: the same meeting, with the bullets the subs left
         met = _meet(may_hit & ~en_sub, moved_x, en_y, en_birth, fb_alive, fb_x, fb_y, fb_birth)
-        gone = gone | met.any(-1)
-        fb_alive = fb_alive & ~met.any(-2)
+        gone = gone | grid_any(met)
+        fb_alive = fb_alive & ~grid_any(met, -2)
         reward = reward + met.flatten(-2).sum(-1)
         s["en_alive"] = en_alive & ~gone
         s["en_x"] = moved_x.clamp(-1, 10)

@@ -54,6 +54,7 @@ from gpusim.envs.native.minatar._common import (
     MinAtarEnv,
     bool_spec,
     cell_grid,
+    grid_any,
     int_spec,
     shift_grid,
 )
@@ -143,16 +144,16 @@ class SpaceInvadersEnv(MinAtarEnv):
         f_bullets = shift_grid(f_bullets, rows=-1)
         e_bullets = shift_grid(state["e_bullets"], rows=1)
         cannon = cell_grid(bottom, pos)
-        terminal = (e_bullets & cannon).flatten(-2).any(-1) | (aliens & cannon).flatten(-2).any(-1)
+        terminal = grid_any((e_bullets & cannon).flatten(-2)) | grid_any((aliens & cannon).flatten(-2))
         # the alien block: sideways, or down and turning at a wall (the bottom row wraps to the top)
         count = aliens.flatten(-2).sum(-1)
         move = state["alien_move_timer"] == 0
         move_timer = torch.where(move, torch.minimum(count, state["enemy_move_interval"]), state["alien_move_timer"])
-        cols = aliens.any(-2)  # [*B, 10]: columns holding an alien
+        cols = grid_any(aliens, -2)  # [*B, 10]: columns holding an alien
         at_wall = (cols[..., 0] & (direction < 0)) | (cols[..., 9] & (direction > 0))
         turn = move & at_wall
         side = move & ~at_wall
-        terminal = terminal | (turn & aliens[..., 9, :].any(-1))
+        terminal = terminal | (turn & grid_any(aliens[..., 9, :]))
         moved = torch.where(
             turn[..., None, None],
             aliens.roll(1, dims=-2),
@@ -160,10 +161,10 @@ class SpaceInvadersEnv(MinAtarEnv):
         )
         aliens = torch.where((turn | side)[..., None, None], moved, aliens)
         direction = torch.where(turn, -direction, direction)
-        terminal = terminal | (move & (aliens & cannon).flatten(-2).any(-1))
+        terminal = terminal | (move & grid_any((aliens & cannon).flatten(-2)))
         # an alien shot: the bottom alien of the column nearest the cannon (the left one on ties)
         shoot = state["alien_shot_timer"] == 0
-        cols = aliens.any(-2)
+        cols = grid_any(aliens, -2)
         columns = torch.arange(GRID, device=pos.device)
         distance = (columns - pos.unsqueeze(-1)).abs() * GRID + columns
         column = torch.where(cols, distance, 2 * GRID * GRID).argmin(-1)
@@ -177,7 +178,7 @@ class SpaceInvadersEnv(MinAtarEnv):
         aliens = aliens & ~kills
         f_bullets = f_bullets & ~kills
         # timers, and a new wave when the block is cleared
-        cleared = ~aliens.flatten(-2).any(-1)
+        cleared = ~grid_any(aliens.flatten(-2))
         interval, ramp_index = state["enemy_move_interval"], state["ramp_index"]
         if self.difficulty_ramping:
             faster = cleared & (interval > MIN_MOVE_INTERVAL)
