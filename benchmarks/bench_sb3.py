@@ -1,5 +1,6 @@
 """Stable-Baselines3 on gpusim: env-steps/s of SB3's PPO (``learn``) on ``gs.to_sb3(gs.make(
-"CartPole-v1", num_envs=N))`` against SB3's own ``DummyVecEnv`` of gymnasium's CartPole-v1, and
+"CartPole-v1", num_envs=N))`` (eager, and with ``compile=``: one compiled graph per step, its
+compilation in the warm-up) against SB3's own ``DummyVecEnv`` of gymnasium's CartPole-v1, and
 of the bare vector-env step loop (random actions, no learning), alternating in one run.
 
 The same PPO settings for both (``MlpPolicy``, ``n_steps=128``, ``batch_size=256``,
@@ -29,11 +30,19 @@ def gpusim_venv(n: int) -> VecEnv:
     return gs.to_sb3(gs.make("CartPole-v1", num_envs=n, seed=0))
 
 
+def gpusim_compiled_venv(n: int) -> VecEnv:
+    return gs.to_sb3(gs.make("CartPole-v1", num_envs=n, seed=0), compile={"verbose": False})
+
+
 def dummy_venv(n: int) -> VecEnv:
     return DummyVecEnv([lambda: gym.make("CartPole-v1")] * n)
 
 
-CONTENDERS = {"gpusim to_sb3": gpusim_venv, "SB3 DummyVecEnv": dummy_venv}
+CONTENDERS = {
+    "gpusim to_sb3": gpusim_venv,
+    "gpusim to_sb3 compiled": gpusim_compiled_venv,
+    "SB3 DummyVecEnv": dummy_venv,
+}
 
 
 def ppo_rate(make, n: int, timesteps: int) -> float:
@@ -67,16 +76,22 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s); best of {args.repeats}, alternating")
-    print("| envs | measure | gpusim to_sb3 | SB3 DummyVecEnv | ratio |")
-    print("| ---: | --- | ---: | ---: | ---: |")
+    print(
+        "| envs | measure | gpusim to_sb3 | gpusim to_sb3 compiled | SB3 DummyVecEnv | eager ratio | compiled ratio |"
+    )
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for n in args.envs:
         for measure, fn, size in (("PPO learn", ppo_rate, args.timesteps), ("step loop", step_rate, args.steps)):
             best = dict.fromkeys(CONTENDERS, 0.0)
             for _ in range(args.repeats):
                 for name, make in CONTENDERS.items():
                     best[name] = max(best[name], fn(make, n, size))
-            ours, theirs = best["gpusim to_sb3"], best["SB3 DummyVecEnv"]
-            print(f"| {n} | {measure} | {ours:,.0f} | {theirs:,.0f} | {ours / theirs:.2f}x |", flush=True)
+            ours, compiled, theirs = best["gpusim to_sb3"], best["gpusim to_sb3 compiled"], best["SB3 DummyVecEnv"]
+            print(
+                f"| {n} | {measure} | {ours:,.0f} | {compiled:,.0f} | {theirs:,.0f} | {ours / theirs:.2f}x "
+                f"| {compiled / theirs:.2f}x |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -380,6 +380,24 @@ def _unaliased(leaves: tuple) -> tuple:
     return tuple(out)
 
 
+def _unaliased_root(td: TensorDictBase) -> TensorDictBase:
+    """``td``, or a shallow copy of it whose leaves that are the same tensor as an earlier leaf
+    are clones (:func:`_unaliased` for a tensordict).
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> x = torch.zeros(2)
+        >>> td = TensorDict({"a": x, "b": x}, [2])
+        >>> out = _unaliased_root(td)
+        >>> out["a"] is x, out["b"] is x, td["b"] is x
+        (True, False, True)
+    """
+    leaves, spec = pytree.tree_flatten(td)
+    if len({id(leaf) for leaf in leaves}) == len(leaves):
+        return td
+    return pytree.tree_unflatten(list(_unaliased(tuple(leaves))), spec)  # the caller's td untouched
+
+
 def _cached_empty(size: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     return rollout_empty(size, dtype)
 
@@ -614,6 +632,7 @@ class CompiledRollout:
         #: why CUDA graphs of a known run length were captured anew (one line each, the last 32)
         self.recaptures: list[str] = []
         self._compiled: dict = {}
+        self._step_root: TensorDictBase | None = None  # the root the last step() returned
         self._layouts: dict[frozenset, _Layout] = {}
         self._last_root: tuple | None = None
         #: seconds this runner spent compiling so far (every compilation and recompilation of its
@@ -761,14 +780,21 @@ class CompiledRollout:
             def one(td):
                 return env.step_and_maybe_reset(policy(td))
 
-            fn = torch.compile(one, fullgraph=True, mode=self.mode, **self.compile_kwargs)
+            # a code object of its own: Dynamo's cache (and its recompile limit) is per code object
+            fn = torch.compile(internals.own_code(one), fullgraph=True, mode=self.mode, **self.compile_kwargs)
             self._compiled["step"] = fn
             warm_plans(self.env)
             self._say(f"compiling one step ({self._describe()})...")
+        if tensordict is not self._step_root:
+            # data from elsewhere (an eager reset): its aliased leaves (a native env's state that
+            # is its observation) would fail the graph's guards once the graph's own outputs come
+            # back, and compile a second graph
+            tensordict = _unaliased_root(tensordict)
         before = self._before_call(fresh)
         start = time.perf_counter()
         out = fn(tensordict)
         self._timed_call(time.perf_counter() - start, before, fresh)
+        self._step_root = out[1]
         return out
 
     @staticmethod

@@ -133,6 +133,18 @@ def _nest(leaves: Sequence[_Leaf], values: Sequence[Any]) -> dict:
     return out
 
 
+def actions_as_given(td: TensorDictBase) -> TensorDictBase:
+    """The policy of a compiled gymnasium step: the actions are already in ``td``.
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"action": [1]}, [])
+        >>> actions_as_given(td) is td
+        True
+    """
+    return td
+
+
 def _pick(data: Any, key: Any) -> Any:
     for name in _keys.as_tuple(key):
         if not isinstance(data, dict) or name not in data:
@@ -163,9 +175,14 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             ``"pixels"`` observation (no ``from_pixels``), the frames its ``render`` draws from
             the latest state.
         render_key: the observation entry holding ``(num_envs, H, W, C)`` uint8 frames.
+        compile: ``same_step`` mode: run each ``step_and_maybe_reset`` as one compiled graph
+            (:class:`~gpusim.envs.compiled.CompiledRollout`'s ``step``; ``True``, or a dict of
+            its keyword arguments, e.g. ``{"verbose": False}``). The data is the eager data;
+            small batches step several times faster, after a compilation of seconds
+            (:attr:`compile_seconds`).
 
     Raises:
-        TypeError: ``env`` is not a gpusim env.
+        TypeError: ``env`` is not a gpusim env, or ``compile`` is not a bool or a dict.
         ValueError, KeyError: an env gymnasium cannot describe (batch dims, reward, done
             flags), an unknown observation key, an unknown auto-reset or render mode, or
             ``next_step`` on an env whose step is not functional; each names the value.
@@ -212,6 +229,7 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         copy: bool = True,
         render_mode: str | None = None,
         render_key: Any = "pixels",
+        compile: bool | dict = False,
     ) -> None:
         if not isinstance(env, EnvBase):
             raise TypeError(f"GymnasiumVectorEnv needs a gpusim EnvBase as env, got {type(env).__name__}")
@@ -231,6 +249,7 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
                 f"{type(env).__name__} is not: use 'same_step' or 'disabled'"
             )
         self._mode = mode
+        self._runner = self._compiled_runner(env, mode, compile)
         self._reward_key, self._flag_keys = self._check_reward_and_done(env)
         self._obs_leaves = self._leaves(env.full_observation_spec, self._observation_keys(env, observation_keys))
         self._action_leaves = self._leaves(env.full_action_spec, env.action_keys)
@@ -245,6 +264,35 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         self._pending: torch.Tensor | None = None  # NEXT_STEP: the rows whose episode ended last step
 
     # ------------------------------------------------------------------ construction
+    @staticmethod
+    def _compiled_runner(env: EnvBase, mode: AutoresetMode, compile: Any) -> Any:
+        if isinstance(compile, bool) or compile is None:
+            if not compile:
+                return None
+            options: dict = {}
+        elif isinstance(compile, dict):
+            options = dict(compile)
+        else:
+            raise TypeError(f"compile must be a bool or a dict of CompiledRollout arguments, got {compile!r}")
+        if mode is not AutoresetMode.SAME_STEP:
+            raise ValueError(
+                f"compile needs autoreset_mode='same_step' (one compiled step_and_maybe_reset), got {mode.value!r}"
+            )
+        from gpusim.envs.compiled import CompiledRollout
+
+        return CompiledRollout(env, actions_as_given, **options)
+
+    @property
+    def compile_seconds(self) -> float:
+        """Seconds spent compiling the step so far (``0.0`` without ``compile``).
+
+        Examples:
+            >>> import gpusim as gs
+            >>> GymnasiumVectorEnv(gs.make("CartPole-v1", num_envs=2)).compile_seconds
+            0.0
+        """
+        return 0.0 if self._runner is None else self._runner.compile_seconds
+
     @staticmethod
     def _check_reward_and_done(env: EnvBase) -> tuple[Any, tuple]:
         n = env.batch_size[0]
@@ -434,7 +482,7 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         self._write_actions(td, actions)
         infos: dict = {}
         if mode is AutoresetMode.SAME_STEP:
-            stepped, root = env.step_and_maybe_reset(td)
+            stepped, root = env.step_and_maybe_reset(td) if self._runner is None else self._runner.step(td)
             nxt = stepped.get("next")
             ended = self._ended(nxt)
             self._final_obs(nxt, ended, infos)

@@ -133,3 +133,33 @@ def test_forced_fallback_gives_the_data_of_the_fast_path(monkeypatch):
         for key, value in a.items(True, True):
             assert torch.equal(b.get(key), value), key
     assert bool(got[1]["next", "truncated"].any())  # resets inside the graph
+
+
+def test_each_runners_step_has_a_dynamo_cache_of_its_own():
+    """``runner.step`` compiles a function per runner: sharing one code object, the runners of
+    more envs than Dynamo's recompile limit (8) ran eagerly, silently, past the limit."""
+    torch._dynamo.reset()
+    for _ in range(torch._dynamo.config.recompile_limit + 2):
+        env = CartPoleEnv(batch_size=[2])
+        runner = CompiledRollout(env, lambda td: td.set("action", torch.zeros(2, dtype=torch.long)), backend="eager")
+        before = internals.compiled_graphs()
+        stepped, root = runner.step(env.reset())
+        assert internals.compiled_graphs() == before + 1  # a graph compiled for this runner
+        assert stepped["next", "reward"].shape == (2, 1)
+
+
+def test_step_from_an_eager_reset_then_its_own_output_compiles_once():
+    """A native env's reset root holds its state and its observation as one tensor; the graph's
+    outputs hold two. ``runner.step`` unaliases data that is not its own last output, so the
+    second step does not compile a second graph (the reset root is left as it was)."""
+    torch._dynamo.reset()
+    env = CartPoleEnv(batch_size=[3])
+    runner = CompiledRollout(env, lambda td: td.set("action", torch.ones(3, dtype=torch.long)), backend="eager")
+    root = env.reset()
+    assert root["state"] is root["observation"]  # what made the second graph
+    before = internals.compiled_graphs()
+    _, nxt = runner.step(root)
+    for _ in range(3):
+        _, nxt = runner.step(nxt)
+    assert internals.compiled_graphs() == before + 1
+    assert root["state"] is root["observation"]
