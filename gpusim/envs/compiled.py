@@ -735,17 +735,23 @@ class CompiledRollout:
         place): see :func:`gpusim.kernels._inductor.pack_bool`."""
         return self._write_in_graph and _on_cpu(self.env)
 
+    def _compile(self, fn: Callable) -> Callable:
+        """``torch.compile`` of one of this runner's functions (a code object of its own: Dynamo's
+        cache and its recompile limit are per code object), through the runner's backend when it
+        has one (which also carries the env's ``cpu_loop_vectorize``), else Inductor with the
+        runner's mode and options."""
+        if self._backend is not None:
+            kwargs = {k: v for k, v in self.compile_kwargs.items() if k != "options"}  # the backend's
+            return torch.compile(fn, fullgraph=True, backend=self._backend, **kwargs)
+        return torch.compile(fn, fullgraph=True, mode=self.mode, **self.compile_kwargs)
+
     def _fn(self, layout: _Layout, k: int) -> tuple[Callable, bool]:
         key = (layout.keys, k)
         fn = self._compiled.get(key)
         if fn is None:
             warm_plans(self.env)  # plans first read while tracing would make the next call recompile
             body = internals.own_code(self._body(layout, k))
-            if self._backend is not None:
-                kwargs = {k: v for k, v in self.compile_kwargs.items() if k != "options"}  # the backend's
-                fn = torch.compile(body, fullgraph=True, backend=self._backend, **kwargs)
-            else:
-                fn = torch.compile(body, fullgraph=True, mode=self.mode, **self.compile_kwargs)
+            fn = self._compile(body)
             fn._gpusim_body = body  # type: ignore[attr-defined]  (for _direct_code)
             self._compiled[key] = fn
             return fn, True
@@ -780,8 +786,7 @@ class CompiledRollout:
             def one(td):
                 return env.step_and_maybe_reset(policy(td))
 
-            # a code object of its own: Dynamo's cache (and its recompile limit) is per code object
-            fn = torch.compile(internals.own_code(one), fullgraph=True, mode=self.mode, **self.compile_kwargs)
+            fn = self._compile(internals.own_code(one))
             self._compiled["step"] = fn
             warm_plans(self.env)
             self._say(f"compiling one step ({self._describe()})...")

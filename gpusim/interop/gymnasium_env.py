@@ -266,13 +266,9 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
     # ------------------------------------------------------------------ construction
     @staticmethod
     def _compiled_runner(env: EnvBase, mode: AutoresetMode, compile: Any) -> Any:
-        if isinstance(compile, bool) or compile is None:
-            if not compile:
-                return None
-            options: dict = {}
-        elif isinstance(compile, dict):
-            options = dict(compile)
-        else:
+        if compile is None or compile is False:
+            return None
+        if compile is not True and not isinstance(compile, dict):
             raise TypeError(f"compile must be a bool or a dict of CompiledRollout arguments, got {compile!r}")
         if mode is not AutoresetMode.SAME_STEP:
             raise ValueError(
@@ -280,7 +276,7 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             )
         from gpusim.envs.compiled import CompiledRollout
 
-        return CompiledRollout(env, actions_as_given, **options)
+        return CompiledRollout(env, actions_as_given, **({} if compile is True else compile))
 
     @property
     def compile_seconds(self) -> float:
