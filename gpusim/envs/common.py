@@ -39,7 +39,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from gpusim.envs import _keys, _partial
+from gpusim.envs import _edits, _keys, _partial
 from gpusim.envs._action_guard import guarded_step, plan_guards
 from gpusim.envs._boundary import StepBoundary
 from gpusim.envs._fasttd import fast_get, fast_pop, fast_set
@@ -278,6 +278,10 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
                 spec = Composite({part: Composite(shape=()) for part in parts}, shape=())
             d[name] = spec
         return env
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _edits.edited()  # read by compiled steps that run past Dynamo's guards (gpusim.envs._edits)
+        super().__setattr__(name, value)
 
     def __init__(
         self,
@@ -782,6 +786,7 @@ class EnvBase(EnvSpecs, KeyPlans, StepBoundary, EnvSampling, RolloutMixin, nn.Mo
             raise TypeError(f"native_autoreset must be a bool, got {type(value).__name__} {value!r}")
         self.__dict__["_native_autoreset"] = value  # nn.Module slot (see the module docstring)
         self._cache.pop("step_pipeline", None)  # another reset strategy
+        _edits.edited()
 
     _torchrl_native_autoreset = native_autoreset
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gpusim.envs import _keys
+from gpusim.envs import _edits, _keys
 from gpusim.specs import Composite, TensorSpec
 
 if TYPE_CHECKING:
@@ -382,6 +382,7 @@ class EnvSpecs:
             fn()
         finally:
             self._cache.clear()
+            _edits.edited()
             if relock:
                 self._complete_done_spec()
                 self._lock_specs()

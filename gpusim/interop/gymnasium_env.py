@@ -380,15 +380,21 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
 
     def _write_actions(self, td: TensorDictBase, actions: Any) -> None:
         leaves = self._action_leaves
+        # the compiled step runs its graph past Dynamo's guards on the promise that the actions
+        # are laid out as traced (CompiledRollout.step(trusted=True)): a strided numpy view is
+        # copied (contiguous() of a contiguous tensor is the tensor itself)
+        dense = self._runner is not None
         if len(leaves) == 1:
-            td.set(leaves[0].key, leaves[0].encode(actions, "step"))
+            value = leaves[0].encode(actions, "step")
+            td.set(leaves[0].key, value.contiguous() if dense else value)
             return
         if not isinstance(actions, dict):
             raise TypeError(
                 f"step: the env has several action entries, pass a dict of them; got {type(actions).__name__}"
             )
         for leaf in leaves:
-            td.set(leaf.key, leaf.encode(_pick(actions, leaf.key), "step"))
+            value = leaf.encode(_pick(actions, leaf.key), "step")
+            td.set(leaf.key, value.contiguous() if dense else value)
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
@@ -478,7 +484,8 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         self._write_actions(td, actions)
         infos: dict = {}
         if mode is AutoresetMode.SAME_STEP:
-            stepped, root = env.step_and_maybe_reset(td) if self._runner is None else self._runner.step(td)
+            runner = self._runner
+            stepped, root = env.step_and_maybe_reset(td) if runner is None else runner.step(td, trusted=True)
             nxt = stepped.get("next")
             ended = self._ended(nxt)
             self._final_obs(nxt, ended, infos)

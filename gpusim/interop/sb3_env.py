@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
+from gpusim.envs._edits import edited
 from gpusim.envs.common import EnvBase
 from gpusim.interop.gymnasium_env import GymnasiumVectorEnv
 
@@ -274,6 +275,7 @@ class SB3VecEnv(VecEnv):
                 "attribute is set for all of them; pass indices=None"
             )
         setattr(self._target(attr_name, owner=True), attr_name, value)
+        edited()  # (an env or transform counts its own edits; the view's attributes too)
 
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
@@ -287,6 +289,7 @@ class SB3VecEnv(VecEnv):
             [2, 2]
         """
         result = getattr(self._target(method_name), method_name)(*method_args, **method_kwargs)
+        edited()  # the method may have changed the env: a compiled step checks Dynamo's guards again
         return [result] * self._count(indices)
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:

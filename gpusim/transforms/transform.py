@@ -39,6 +39,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
+from gpusim.envs import _edits
 from gpusim.envs._keys import NestedKey, unravel
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,6 +114,10 @@ class Transform(nn.Module):
 
     #: Whether the transform has an inverse (informative; ``_inv_call`` does the work).
     invertible: bool = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _edits.edited()  # read by compiled steps that run past Dynamo's guards (gpusim.envs._edits)
+        super().__setattr__(name, value)
 
     def __init__(
         self,

@@ -170,9 +170,19 @@ def test_compiled_step_gives_the_eager_steps(backend):
     observations, rewards, dones and terminal observations as the eager view, across episode ends
     and a time limit (Pendulum ends every 200 steps). Traced and run eagerly, the data is the same
     bit for bit; Inductor's float code differs from eager torch in the last bits (docs/determinism.md),
-    and over 200 steps Pendulum drifts by ~1e-5: floats are compared to 1e-4 there."""
+    and over 200 steps Pendulum drifts by ~1e-5: floats are compared to 1e-4 there.
+
+    With Inductor the view's steps run the compiled graph past Dynamo's guards
+    (``CompiledRollout.step(trusted=True)``); the compiled view is given strided actions (a
+    column of a wider array) every third step and, halfway, its physical constant is set on the base env directly
+    (the eager view's through ``set_attr``): both must reach the graph as they do with the guards.
+    """
     atol = 0.0 if backend == "eager" else 1e-4
-    for make, steps in ((lambda: _cartpole(5, seed=2), 150), (lambda: gs.make("Pendulum-v1", num_envs=3, seed=1), 210)):
+    cases = (
+        (lambda: _cartpole(5, seed=2), 150, "force_mag", 4.0),
+        (lambda: gs.make("Pendulum-v1", num_envs=3, seed=1), 210, "g", 3.0),
+    )
+    for make, steps, constant, value in cases:
         eager = gs.to_sb3(make())
         options = {"verbose": False} if backend == "inductor" else {"verbose": False, "backend": "eager"}
         compiled = gs.to_sb3(make(), compile=options)
@@ -180,11 +190,16 @@ def test_compiled_step_gives_the_eager_steps(backend):
         rng = np.random.default_rng(0)
         np.testing.assert_array_equal(eager.reset(), compiled.reset())
         ends = 0
-        for _ in range(steps):
+        for t in range(steps):
+            if t == steps // 2:
+                eager.set_attr(constant, value)
+                setattr(compiled.gpusim_env.base_env, constant, value)
             actions = np.stack([eager.action_space.sample() for _ in range(eager.num_envs)])
             if isinstance(eager.action_space, gym_spaces.Box):
                 actions = rng.uniform(-2, 2, actions.shape).astype(np.float32)
-            a, b = eager.step(actions), compiled.step(actions)
+            strided = np.stack([actions, actions], axis=1)[:, 0]
+            assert not strided.flags.c_contiguous
+            a, b = eager.step(actions), compiled.step(strided if t % 3 == 2 else actions)
             np.testing.assert_allclose(b[0], a[0], rtol=atol, atol=atol)
             np.testing.assert_allclose(b[1], a[1], rtol=atol, atol=atol)
             np.testing.assert_array_equal(b[2], a[2])
@@ -198,6 +213,8 @@ def test_compiled_step_gives_the_eager_steps(backend):
                     assert ia["TimeLimit.truncated"] == ib["TimeLimit.truncated"]
         assert ends > 0
         assert compiled.compile_seconds > 0.0
+        if backend == "inductor":  # most steps ran past the guards
+            assert compiled.gymnasium_env._runner.direct_calls > steps // 2
 
 
 def test_compile_is_checked():
