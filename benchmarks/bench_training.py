@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import gc
 import importlib.util
 import os
 import statistics
@@ -336,8 +337,10 @@ def train_sb3(kind: str, num_envs: int, seed: int, max_frames: int) -> Result:
 
 
 # ---------------------------------------------------------------------------- throughput
-def throughput(name, num_envs, steps, batches=3, seed=0) -> tuple[float, float]:
-    """(env-steps/s, seconds to the first batch) collecting with the actor in the loop."""
+def throughput(name, num_envs, steps, batches=3, seed=0, min_seconds=0.5) -> tuple[float, float]:
+    """(env-steps/s, seconds to the first batch) collecting with the actor in the loop: at least
+    ``batches`` batches and ``min_seconds`` after the first one (and a garbage collection: a
+    compilation leaves a heap that a collection during three short batches would dominate)."""
     cfg = PPOConfig(**{**CONFIG.__dict__, "num_envs": num_envs, "steps": steps})
     actor, _ = make_agent(seed)
     start = time.perf_counter()
@@ -349,10 +352,13 @@ def throughput(name, num_envs, steps, batches=3, seed=0) -> tuple[float, float]:
         source = iter(torchrl_batches(num_envs, actor, cfg, seed))
     next(source)  # warm-up (and compilation)
     first = time.perf_counter() - start
+    gc.collect()
     start = time.perf_counter()
-    for _ in range(batches):
+    done = 0
+    while done < batches or time.perf_counter() - start < min_seconds:
         next(source)
-    return batches * num_envs * steps / (time.perf_counter() - start), first
+        done += 1
+    return done * num_envs * steps / (time.perf_counter() - start), first
 
 
 def _rate(x: float) -> str:

@@ -342,7 +342,8 @@ class Collector:
         if self._runner is None:
             options = dict(self.compile_options)
             T = self.steps_per_batch
-            k = options.pop("steps_per_call", None) or default_steps_per_call(max(1, self.env.batch_size.numel()))
+            rows = max(1, self.env.batch_size.numel())
+            k = options.pop("steps_per_call", None) or default_steps_per_call(rows, with_policy=self.policy is not None)
             k = max(d for d in range(1, min(k, T) + 1) if T % d == 0)  # no remainder call to compile
             self._runner = CompiledRollout(self.env, self.policy, steps_per_call=k, **options)
         return self._runner

@@ -129,6 +129,8 @@ def test_rollout_compile_as_typed_names_the_call_to_make():
 def test_default_steps_per_call_and_divisors():
     assert default_steps_per_call(1) == default_steps_per_call(64) == 2
     assert default_steps_per_call(65) == default_steps_per_call(4096) == 1
+    # a policy network in the graph: one step per call (a smaller graph, a shorter compile)
+    assert default_steps_per_call(1, with_policy=True) == default_steps_per_call(64, with_policy=True) == 1
     env = StatelessCounter(batch_size=(2,))
     collector = gs.Collector(env, frames_per_batch=2 * 5, compile=True)
     assert collector._compiled_runner().steps_per_call == 1  # the largest divisor of T=5 up to 2

@@ -39,8 +39,10 @@ def test_repeated_compiled_runs_are_bit_identical():
     _assert_equal(first, second)
     assert bool(first["next", "done"].any())  # resets inside the compiled loop
     runner = env.compile(policy, verbose=False)
-    # both runs wholly compiled: 60 calls of 2 steps each, 3 guarded per run
-    assert runner.direct_calls == 2 * (60 - 3)
+    # both runs wholly compiled: 120 calls of one step each (a policy: default_steps_per_call), 3
+    # guarded per run
+    assert runner.steps_per_call == 1
+    assert runner.direct_calls == 2 * (120 - 3)
 
 
 class _Locked:
