@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,7 +92,13 @@ def test_collection_tiny_breakout_run(collection, capsys):
         ]
     )
     assert all(rate > 0 for rate in results[("breakout", 2)].values())
-    assert "ale-py's vector env: 84x84x4 grayscale" in capsys.readouterr().out
+    # gs-vec runs ale-py's vector env set to Breakout-v5's own frames (the other contenders' ones)
+    source = collection.build("gs-vec", "ALE/Breakout-v5", 2, 5)
+    try:
+        spec = source.collector.env.observation_spec["observation"]
+        assert (tuple(spec.shape), spec.dtype) == ((2, 1, 210, 160, 3), torch.uint8)
+    finally:
+        source.close()
 
 
 # ---------------------------------------------------------------------------- bench_training (SB3)
