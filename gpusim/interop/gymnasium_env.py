@@ -378,23 +378,31 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
             return value
         return value.detach().cpu().numpy().astype(dtype)
 
-    def _write_actions(self, td: TensorDictBase, actions: Any) -> None:
+    def _write_actions(self, td: TensorDictBase, actions: Any) -> bool:
+        """Writes the actions into ``td``. With a compiled step, returns whether each one has its
+        spec's shape and device, contiguous (what the step may run past Dynamo's guards with,
+        ``CompiledRollout.step(trusted=True)``: a tensor given as is may differ), and refuses another
+        dtype here (the traced step would fail to compile it where the eager one names it)."""
         leaves = self._action_leaves
-        # the compiled step runs its graph past Dynamo's guards on the promise that the actions
-        # are laid out as traced (CompiledRollout.step(trusted=True)): a strided numpy view is
-        # copied (contiguous() of a contiguous tensor is the tensor itself)
-        dense = self._runner is not None
-        if len(leaves) == 1:
-            value = leaves[0].encode(actions, "step")
-            td.set(leaves[0].key, value.contiguous() if dense else value)
-            return
-        if not isinstance(actions, dict):
+        dense = self._runner is not None  # a strided numpy view is copied for the compiled step
+        if len(leaves) > 1 and not isinstance(actions, dict):
             raise TypeError(
                 f"step: the env has several action entries, pass a dict of them; got {type(actions).__name__}"
             )
+        laid_out = True
         for leaf in leaves:
-            value = leaf.encode(_pick(actions, leaf.key), "step")
-            td.set(leaf.key, value.contiguous() if dense else value)
+            value = leaf.encode(actions if len(leaves) == 1 else _pick(actions, leaf.key), "step")
+            if dense:
+                value = value.contiguous()  # (the tensor itself when it is contiguous)
+                spec = leaf.spec
+                if value.dtype != spec.dtype:  # (a tensor given as is; the eager step says the same)
+                    raise TypeError(
+                        f"step: the action {_keys.fmt(leaf.key)} has dtype {value.dtype}, expected {spec.dtype} "
+                        "(the action spec's dtype)"
+                    )
+                laid_out = laid_out and (value.shape, value.device) == (spec.shape, spec.device)
+            td.set(leaf.key, value)
+        return laid_out
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
@@ -481,11 +489,11 @@ class GymnasiumVectorEnv(gym.vector.VectorEnv):
         mode = self._mode
         if mode is AutoresetMode.NEXT_STEP:
             return self._step_next(td, actions)
-        self._write_actions(td, actions)
+        laid_out = self._write_actions(td, actions)
         infos: dict = {}
         if mode is AutoresetMode.SAME_STEP:
             runner = self._runner
-            stepped, root = env.step_and_maybe_reset(td) if runner is None else runner.step(td, trusted=True)
+            stepped, root = env.step_and_maybe_reset(td) if runner is None else runner.step(td, trusted=laid_out)
             nxt = stepped.get("next")
             ended = self._ended(nxt)
             self._final_obs(nxt, ended, infos)

@@ -347,3 +347,26 @@ def test_misuse_errors_name_the_value():
         envs.reset(options={"reset_mask": np.ones(N)})
     with pytest.raises(ValueError, match="at least one"):
         envs.reset(options={"reset_mask": np.zeros(N, dtype=bool)})
+
+
+def test_compiled_view_with_tensor_actions():
+    """``as_torch=True, compile=...``: tensor actions (given as is, not converted) run past
+    Dynamo's guards only when laid out as traced. Another dtype is refused by name, as the eager
+    view refuses it, rather than reaching the graph; a non-contiguous tensor is copied. The data
+    equals the eager view's throughout."""
+    make = lambda: gs.make("CartPole-v1", num_envs=4, seed=0)  # noqa: E731
+    eager = to_gymnasium(make(), observation_keys="observation", as_torch=True)
+    compiled = to_gymnasium(make(), observation_keys="observation", as_torch=True, compile={"verbose": False})
+    torch.testing.assert_close(eager.reset(seed=0)[0], compiled.reset(seed=0)[0])
+    gen = torch.Generator().manual_seed(0)
+    for t in range(40):
+        actions = torch.randint(0, 2, (4,), generator=gen)
+        given = torch.stack([actions, actions], 1)[:, 0] if t % 5 == 4 else actions  # strided every fifth
+        a, b = eager.step(actions), compiled.step(given)
+        for x, y in zip(a[:4], b[:4]):
+            torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-5)
+    assert compiled._runner.direct_calls > 20
+    wrong = torch.zeros(4, dtype=torch.int32)
+    for envs in (eager, compiled):
+        with pytest.raises(TypeError, match=r"the action 'action' has dtype torch.int32, expected torch.int64"):
+            envs.step(wrong)
