@@ -643,8 +643,7 @@ class CompiledRollout:
         self._compiled: dict = {}
         self._step_root: TensorDictBase | None = None  # the root the last step() returned
         self._step_direct: Callable | None = None  # step()'s graph past the guards (trusted calls)
-        self._step_state: tuple = ()  # (edits, grad mode) when _step_direct was made
-        self._step_runs: list[tuple] = []  # (graph tag, edits, grad mode) of the last guarded trusted steps
+        self._step_runs: list[tuple] = []  # (graph tag, edits, grad mode) after the last two guarded steps
         self._layouts: dict[frozenset, _Layout] = {}
         self._last_root: tuple | None = None
         #: seconds this runner spent compiling so far (every compilation and recompilation of its
@@ -802,9 +801,14 @@ class CompiledRollout:
             torch.Size([4, 1])
         """
         own = tensordict is self._step_root
-        state = (_edits.edits(), torch.is_grad_enabled())
-        if trusted and own and self._step_direct is not None and self._step_state == state:
-            out = self._step_direct(tensordict)
+        direct = self._step_direct  # set only when the last two guarded steps ran one graph in one state
+        if (
+            trusted
+            and own
+            and direct is not None
+            and self._step_runs[-1][1:] == (_edits.edits(), torch.is_grad_enabled())
+        ):
+            out = direct(tensordict)
             self.direct_calls += 1
             self._step_root = out[1]
             return out
@@ -840,8 +844,7 @@ class CompiledRollout:
             runs.append((self._backend.last, _edits.edits(), torch.is_grad_enabled()))
             del runs[:-2]
             if len(runs) == 2 and runs[0] == runs[1]:
-                self._step_direct = self._direct_fn(fn, [runs[0][0]] * 2)
-                self._step_state = runs[1][1:]
+                self._step_direct = self._direct_fn(fn, [tag for tag, *_ in runs])
         return out
 
     @staticmethod
